@@ -1,0 +1,3 @@
+from rocmkit.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""``rocmkit doctor``: levelled checks, isolated, with one verdict and machine-readable reports."""

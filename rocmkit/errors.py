@@ -1,0 +1,88 @@
+"""Every user-facing error, with its exit code.
+
+Only ``rocmkit.cli.main`` turns these into exit codes and one-line messages;
+everything below raises them. A message says what is wrong; ``fix`` says what
+to do about it. No traceback is ever shown for these.
+
+Exit codes (documented in README.md):
+
+==== ==========================================================
+0    success (doctor: every check passed)
+1    doctor: at least one check failed
+2    doctor: warnings only / click usage error (unknown option)
+3    doctor: a check could not run
+4    bad input: a capture, file or argument that cannot be used
+5    corrupt or invalid data (a matrix file, a report)
+6    nothing fits: no plan satisfies the constraints
+7    an external tool or command failed (pip, uv, git, a build step)
+8    the environment is unsafe to modify (PEP 668, no venv)
+9    network: an index or URL does not answer
+10   interrupted / state left to resume
+==== ==========================================================
+"""
+
+from __future__ import annotations
+
+
+class RocmkitError(Exception):
+    """Base of every error the user is meant to read."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def one_line(self) -> str:
+        if self.fix:
+            return f"error: {self.message} (fix: {self.fix})"
+        return f"error: {self.message}"
+
+
+class UsageError(RocmkitError):
+    """A bad argument or a combination of options that cannot work."""
+
+    exit_code = 4
+
+
+class CaptureError(RocmkitError):
+    """A capture folder that does not exist or cannot be read."""
+
+    exit_code = 4
+
+
+class DataError(RocmkitError):
+    """A data file (matrix, report, lock file) that is corrupt or invalid."""
+
+    exit_code = 5
+
+
+class NoPlanError(RocmkitError):
+    """No combination in the matrix satisfies the machine and the constraints."""
+
+    exit_code = 6
+
+
+class ToolError(RocmkitError):
+    """An external command (pip, uv, git, a build step) failed."""
+
+    exit_code = 7
+
+
+class UnsafeEnvironmentError(RocmkitError):
+    """rocmkit refuses to modify this environment without an explicit flag."""
+
+    exit_code = 8
+
+
+class NetworkError(RocmkitError):
+    """A package index or URL does not answer."""
+
+    exit_code = 9
+
+
+class InterruptedStateError(RocmkitError):
+    """A long operation stopped; its state is kept so that it can resume."""
+
+    exit_code = 10

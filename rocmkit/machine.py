@@ -1,0 +1,186 @@
+"""The typed view of one machine: what detection found, merged and de-duplicated.
+
+Everything after parsing works on these frozen records. ``Machine.to_dict``
+is the ``rocmkit.machine/1`` JSON schema (documented in docs/schemas.md);
+``Machine.from_dict`` reads it back (doctor reports and fleet summaries embed it).
+Unknown is ``None``, never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+from rocmkit.errors import DataError
+
+SCHEMA = "rocmkit.machine/1"
+
+Vendor = Literal["amd", "nvidia"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """Something that went wrong while probing, with what to do about it."""
+
+    source: str  # the tool or file: "rocminfo", "/dev/kfd", "nvidia-smi"
+    message: str
+    hint: str | None = None
+    severity: Literal["info", "warning", "error"] = "warning"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gpu:
+    vendor: Vendor
+    index: int  # position in the merged list (KFD node order for AMD, nvidia-smi index)
+    arch: str | None = None  # "gfx90a", "gfx1100"; "sm_90" for NVIDIA
+    name: str | None = None  # marketing name
+    memory_bytes: int | None = None
+    pci_device_id: str | None = None  # "0x744c"
+    pci_vendor_id: str | None = None  # "0x1002"
+    pci_bus_id: str | None = None  # "0000:03:00.0"
+    integrated: bool | None = None
+    compute_capability: str | None = None  # NVIDIA "9.0"
+    uuid: str | None = None
+    kfd_node: int | None = None  # /sys/class/kfd/kfd/topology/nodes/<n>
+    visible: bool = True  # under HIP_/ROCR_/CUDA_VISIBLE_DEVICES
+    sources: tuple[str, ...] = ()  # tools that reported it: "kfd", "rocminfo", ...
+
+    @property
+    def gfx_family(self) -> str | None:
+        """ "gfx103" for gfx1031, "gfx90" for gfx90a: the ISA family prefix."""
+        if self.vendor != "amd" or not self.arch or not self.arch.startswith("gfx"):
+            return None
+        return self.arch[:-1]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocmInstall:
+    path: str  # "/opt/rocm-6.2.4"
+    version: str | None
+    source: str  # ".info/version", "folder name", "hipconfig", "ROCM_PATH"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocmInfo:
+    version: str | None = None  # the ROCm user-space release in use, "6.2.4"
+    installs: tuple[RocmInstall, ...] = ()
+    driver_version: str | None = None  # amdgpu kernel driver ("6.8.5", or the kernel's)
+    driver_loaded: bool | None = None
+    hip_version: str | None = None  # hipconfig --version, "6.2.41134-65d174c3e"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NvidiaInfo:
+    driver_version: str | None = None  # "550.54.15"
+    cuda_version: str | None = None  # the newest CUDA the driver supports, "12.4"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceNode:
+    path: str  # "/dev/kfd", "/dev/dri/renderD128"
+    exists: bool
+    readable: bool | None = None
+    writable: bool | None = None
+    mode: str | None = None  # "crw-rw----"
+    group: str | None = None  # owning group name, "render"
+    gid: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Host:
+    hostname: str | None = None
+    os_id: str | None = None  # "ubuntu"
+    os_version: str | None = None  # "22.04"
+    os_name: str | None = None  # "Ubuntu 22.04.4 LTS"
+    kernel: str | None = None  # "6.8.0-45-generic"
+    arch: str | None = None  # "x86_64"
+    glibc: str | None = None  # "2.35"
+    python: str | None = None  # "3.11.7"
+    cpu_model: str | None = None
+    cpu_cores: int | None = None  # logical CPUs
+    memory_bytes: int | None = None
+    container: str | None = None  # "docker", "podman", "kubernetes", or None
+    user: str | None = None
+    uid: int | None = None
+    groups: tuple[str, ...] = ()
+    gids: tuple[int, ...] = ()
+    devices: tuple[DeviceNode, ...] = ()
+    kernel_cmdline: str | None = None
+    numa_balancing: bool | None = None
+    shm_bytes: int | None = None  # size of /dev/shm
+
+
+@dataclass(frozen=True, kw_only=True)
+class Machine:
+    gpus: tuple[Gpu, ...] = ()
+    rocm: RocmInfo = field(default_factory=RocmInfo)
+    nvidia: NvidiaInfo | None = None
+    host: Host = field(default_factory=Host)
+    env: dict[str, str] = field(default_factory=dict)  # relevant variables only
+    problems: tuple[Problem, ...] = ()
+    overrides: dict[str, str] = field(default_factory=dict)  # ROCMKIT_* values that replaced a fact
+    source: str = "live"  # "live" or "capture:<path>"
+
+    @property
+    def amd_gpus(self) -> tuple[Gpu, ...]:
+        return tuple(g for g in self.gpus if g.vendor == "amd")
+
+    @property
+    def nvidia_gpus(self) -> tuple[Gpu, ...]:
+        return tuple(g for g in self.gpus if g.vendor == "nvidia")
+
+    @property
+    def visible_gpus(self) -> tuple[Gpu, ...]:
+        return tuple(g for g in self.gpus if g.visible)
+
+    @property
+    def backend_kind(self) -> Literal["rocm", "cuda", "cpu"]:
+        """Which kind of torch build fits: AMD GPUs win when both vendors are present
+        only if no NVIDIA GPU is visible; otherwise the visible vendor decides."""
+        visible = self.visible_gpus
+        if any(g.vendor == "amd" for g in visible):
+            return "rocm"
+        if any(g.vendor == "nvidia" for g in visible):
+            return "cuda"
+        return "cpu"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {"schema": SCHEMA, **data}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Machine:
+        """Read a ``rocmkit.machine/1`` object back; a wrong schema is a DataError."""
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise DataError(
+                f"not a {SCHEMA} object (schema={data.get('schema') if isinstance(data, dict) else None!r})",
+                "pass the output of `rocmkit detect --json`",
+            )
+        try:
+            host_d = dict(data.get("host") or {})
+            host_d["devices"] = tuple(DeviceNode(**d) for d in host_d.get("devices", ()))
+            host_d["groups"] = tuple(host_d.get("groups", ()))
+            host_d["gids"] = tuple(host_d.get("gids", ()))
+            rocm_d = dict(data.get("rocm") or {})
+            rocm_d["installs"] = tuple(RocmInstall(**i) for i in rocm_d.get("installs", ()))
+            return cls(
+                gpus=tuple(
+                    Gpu(**{**g, "sources": tuple(g.get("sources", ()))}) for g in data.get("gpus", ())
+                ),
+                rocm=RocmInfo(**rocm_d),
+                nvidia=NvidiaInfo(**data["nvidia"]) if data.get("nvidia") else None,
+                host=Host(**_known(Host, host_d)),
+                env=dict(data.get("env") or {}),
+                problems=tuple(Problem(**p) for p in data.get("problems", ())),
+                overrides=dict(data.get("overrides") or {}),
+                source=str(data.get("source", "live")),
+            )
+        except (TypeError, ValueError) as exc:
+            raise DataError(
+                f"malformed {SCHEMA} object: {exc}", "regenerate it with `rocmkit detect --json`"
+            ) from exc
+
+
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}

@@ -1,0 +1,90 @@
+"""A Plan: what resolve decided, as data.
+
+Printable, serialisable (``rocmkit.plan/1``), installable by pip or uv, and
+reusable on other nodes. Resolve makes it; install, build, docker and doctor
+consume it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rocmkit.errors import DataError
+
+SCHEMA = "rocmkit.plan/1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    backend: str  # "rocm6.2", "cu128", "cpu", "therock-gfx1151"
+    channel: str = "stable"  # stable | nightly | therock
+    torch_version: str | None = None  # "2.5.1+rocm6.2"
+    triton: str | None = None  # "pytorch-triton-rocm==3.1.0", or None where torch pins none
+    requirements: tuple[str, ...] = ()  # "torch==2.5.1+rocm6.2", ...
+    index_urls: tuple[str, ...] = ()  # the first is --index-url, the rest --extra-index-url
+    env: dict[str, str] = field(default_factory=dict)  # e.g. {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}
+    warnings: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    python: str | None = None  # "3.11"
+    target_archs: tuple[str, ...] = ()  # archs the chosen wheel must run on ("gfx1030")
+    unsupported_gpus: tuple[str, ...] = ()  # "GPU 1 (gfx90c, AMD Radeon Graphics): ..."
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {
+            "schema": SCHEMA,
+            **data,
+            "pip_command": self.pip_command(),
+            "uv_command": self.uv_command(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Plan:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise DataError(f"not a {SCHEMA} object", "pass the output of `rocmkit resolve --json`")
+        try:
+            return cls(
+                backend=str(data["backend"]),
+                channel=str(data.get("channel", "stable")),
+                torch_version=data.get("torch_version"),
+                triton=data.get("triton"),
+                requirements=tuple(data.get("requirements", ())),
+                index_urls=tuple(data.get("index_urls", ())),
+                env=dict(data.get("env") or {}),
+                warnings=tuple(data.get("warnings", ())),
+                reasons=tuple(data.get("reasons", ())),
+                python=data.get("python"),
+                target_archs=tuple(data.get("target_archs", ())),
+                unsupported_gpus=tuple(data.get("unsupported_gpus", ())),
+            )
+        except (KeyError, TypeError) as exc:
+            raise DataError(
+                f"malformed {SCHEMA} object: {exc}", "regenerate it with `rocmkit resolve --json`"
+            ) from exc
+
+    def _index_args(self) -> list[str]:
+        args: list[str] = []
+        if self.index_urls:
+            args += ["--index-url", self.index_urls[0]]
+            for url in self.index_urls[1:]:
+                args += ["--extra-index-url", url]
+        return args
+
+    def pip_argv(self) -> list[str]:
+        return ["pip", "install", *self.requirements, *self._index_args()]
+
+    def uv_argv(self) -> list[str]:
+        # uv stops at the first index that has a package unless told otherwise;
+        # the PyTorch index holds every package we name, so the default is right.
+        return ["uv", "pip", "install", *self.requirements, *self._index_args()]
+
+    def pip_command(self) -> str:
+        import shlex
+
+        return shlex.join(self.pip_argv())
+
+    def uv_command(self) -> str:
+        import shlex
+
+        return shlex.join(self.uv_argv())

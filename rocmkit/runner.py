@@ -1,0 +1,297 @@
+"""The one command runner.
+
+Every external command rocmkit runs goes through :func:`run`: an argument list
+(never a shell), a timeout on every call, stdout, stderr and the exit code kept
+for reports, a missing binary reported as ``absent`` rather than raised, and a
+timeout that escalates from SIGTERM to SIGKILL on the whole process group so a
+hung tool (or its children) never hangs rocmkit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+DEFAULT_TIMEOUT_S = 10.0
+# After SIGTERM, how long a process group gets before SIGKILL.
+KILL_GRACE_S = 2.0
+
+Status = Literal["ok", "failed", "absent", "timeout", "signal", "error"]
+
+# ROCm tools are often installed without being on PATH.
+EXTRA_BIN_DIRS = ("/opt/rocm/bin",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandResult:
+    """What one command did. ``status`` is the summary a report shows."""
+
+    argv: tuple[str, ...]
+    status: Status
+    returncode: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    duration_s: float = 0.0
+    error: str | None = None
+    timeout_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def describe(self) -> str:
+        """One line for a problem report: what ran and how it ended."""
+        cmd = " ".join(self.argv)
+        if self.status == "ok":
+            return f"`{cmd}` succeeded"
+        if self.status == "absent":
+            return f"`{self.argv[0]}` is not installed"
+        if self.status == "timeout":
+            return f"`{cmd}` did not finish within {self.timeout_s:g} s and was killed"
+        if self.status == "signal":
+            return f"`{cmd}` was killed by signal {-(self.returncode or 0)}"
+        if self.status == "error":
+            return f"`{cmd}` could not be started: {self.error}"
+        tail = _last_line(self.stderr) or _last_line(self.stdout)
+        return f"`{cmd}` exited with code {self.returncode}" + (f": {tail}" if tail else "")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "argv": list(self.argv),
+            "status": self.status,
+            "returncode": self.returncode,
+            "duration_s": round(self.duration_s, 4),
+            "stderr": self.stderr[-4000:],
+            "error": self.error,
+        }
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.strip().splitlines()):
+        if line.strip():
+            return line.strip()[:200]
+    return ""
+
+
+def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Find ``program`` on PATH, then in ROCm's bin folders."""
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) else None
+    environ = os.environ if env is None else env
+    dirs = [environ.get("PATH", os.defpath)]
+    rocm_path = environ.get("ROCM_PATH")
+    if rocm_path:
+        dirs.append(str(Path(rocm_path) / "bin"))
+    dirs.extend(EXTRA_BIN_DIRS)
+    return shutil.which(program, path=os.pathsep.join(dirs))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, then SIGKILL it if it does not go."""
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    input_text: str | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> CommandResult:
+    """Run ``argv`` and return what happened; never raises for the command's sake.
+
+    ``log_path``: stdout and stderr go to that file as they come (for long
+    builds and installs); the result then keeps only the log's last 8 KiB in
+    ``stdout``. ``on_line``: called with each line of output as it arrives
+    (progress display); output is still kept.
+    """
+    args = tuple(str(a) for a in argv)
+    if not args:
+        return CommandResult(argv=args, status="error", error="empty command")
+    exe = which(args[0], env)
+    if exe is None:
+        return CommandResult(argv=args, status="absent", error=f"{args[0]}: not found")
+    start = time.monotonic()
+    full_env = None if env is None else dict(env)
+    try:
+        if log_path is not None or on_line is not None:
+            return _run_streaming(args, exe, timeout, full_env, cwd, input_text, log_path, on_line, start)
+        proc = subprocess.Popen(  # argument list, never a shell
+            [exe, *args[1:]],
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return CommandResult(argv=args, status="error", error=str(exc), duration_s=time.monotonic() - start)
+    try:
+        out, err = proc.communicate(
+            input=input_text.encode() if input_text is not None else None, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        try:
+            out, err = proc.communicate(timeout=KILL_GRACE_S)
+        except (subprocess.TimeoutExpired, ValueError):
+            out, err = b"", b""
+        return CommandResult(
+            argv=args,
+            status="timeout",
+            returncode=proc.returncode,
+            stdout=out.decode(errors="replace"),
+            stderr=err.decode(errors="replace"),
+            duration_s=time.monotonic() - start,
+            timeout_s=timeout,
+        )
+    return _finish(
+        args, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), start, timeout
+    )
+
+
+def _finish(
+    args: tuple[str, ...], rc: int, out: str, err: str, start: float, timeout: float
+) -> CommandResult:
+    status: Status = "ok" if rc == 0 else ("signal" if rc < 0 else "failed")
+    return CommandResult(
+        argv=args,
+        status=status,
+        returncode=rc,
+        stdout=out,
+        stderr=err,
+        duration_s=time.monotonic() - start,
+        timeout_s=timeout,
+    )
+
+
+def _run_streaming(
+    args: tuple[str, ...],
+    exe: str,
+    timeout: float,
+    env: dict[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+    input_text: str | None,
+    log_path: str | os.PathLike[str] | None,
+    on_line: Callable[[str], None] | None,
+    start: float,
+) -> CommandResult:
+    """Stream merged output line by line to a log and/or a callback, with the same timeout rules."""
+    import selectors
+
+    log = open(log_path, "a", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
+    kept: list[str] = []
+    kept_size = 0
+    try:
+        proc = subprocess.Popen(  # argument list, never a shell
+            [exe, *args[1:]],
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        if input_text is not None and proc.stdin is not None:
+            proc.stdin.write(input_text.encode())
+            proc.stdin.close()
+        assert proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        buf = b""
+        timed_out = False
+        while True:
+            remaining = timeout - (time.monotonic() - start)
+            if remaining <= 0:
+                timed_out = True
+                break
+            if not sel.select(timeout=min(remaining, 0.5)):
+                if proc.poll() is not None and not buf:
+                    # Process ended and the pipe stays quiet: a grandchild may hold it.
+                    break
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for raw in lines:
+                line = raw.decode(errors="replace")
+                if log is not None:
+                    log.write(line + "\n")
+                    log.flush()
+                if on_line is not None:
+                    on_line(line)
+                kept.append(line)
+                kept_size += len(line) + 1
+                while kept_size > 8192 and len(kept) > 1:
+                    kept_size -= len(kept.pop(0)) + 1
+        if buf:
+            line = buf.decode(errors="replace")
+            kept.append(line)
+            if log is not None:
+                log.write(line + "\n")
+        sel.close()
+        if timed_out:
+            _kill_group(proc)
+            return CommandResult(
+                argv=args,
+                status="timeout",
+                returncode=proc.returncode,
+                stdout="\n".join(kept),
+                duration_s=time.monotonic() - start,
+                timeout_s=timeout,
+            )
+        try:
+            rc = proc.wait(timeout=max(0.1, timeout - (time.monotonic() - start)))
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return CommandResult(
+                argv=args,
+                status="timeout",
+                stdout="\n".join(kept),
+                duration_s=time.monotonic() - start,
+                timeout_s=timeout,
+            )
+        return _finish(args, rc, "\n".join(kept), "", start, timeout)
+    except OSError as exc:
+        return CommandResult(argv=args, status="error", error=str(exc), duration_s=time.monotonic() - start)
+    finally:
+        if log is not None:
+            log.close()
+
+
+@dataclass
+class FakeRunner:
+    """A runner for tests: maps an argv prefix to a canned result."""
+
+    results: dict[tuple[str, ...], CommandResult] = field(default_factory=dict)
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+
+    def __call__(self, argv: Sequence[str], **_: object) -> CommandResult:
+        args = tuple(argv)
+        self.calls.append(args)
+        for prefix, result in self.results.items():
+            if args[: len(prefix)] == prefix:
+                return result
+        return CommandResult(argv=args, status="absent", error=f"{args[0]}: not found")

@@ -1,0 +1,332 @@
+"""Where raw text comes from: the live machine, or a capture folder that replays one.
+
+Probes ask a :class:`Source` to run a named command or read a file; nothing else
+touches the machine. The command names are those of ``../shared/CAPTURES.md``
+(``cmd/<name>`` in a capture), so a capture replays detection exactly.
+:func:`snapshot` writes a live source out as a capture.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from rocmkit.errors import CaptureError
+from rocmkit.runner import CommandResult, run
+from rocmkit.runner import Status as RunStatus
+
+# name under cmd/ -> the command that produced it (CAPTURES.md, plus rocmkit's own
+# additions at the end, documented in docs/captures.md).
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "rocminfo.txt": ("rocminfo",),
+    "rocm-smi.txt": ("rocm-smi",),
+    "rocm-smi-productname.txt": ("rocm-smi", "--showproductname"),
+    "rocm-smi.json": ("rocm-smi", "--showproductname", "--showmeminfo", "vram", "--json"),
+    "rocm-smi.csv": ("rocm-smi", "--csv"),
+    "rocm-smi-productname.csv": ("rocm-smi", "--showproductname", "--csv"),
+    "rocm-smi-driverversion.csv": ("rocm-smi", "--showdriverversion", "--csv"),
+    "amd-smi-static.json": ("amd-smi", "static", "--json"),
+    "amd-smi-list.txt": ("amd-smi", "list"),
+    "amd-smi-version.txt": ("amd-smi", "version"),
+    "hipconfig-version.txt": ("hipconfig", "--version"),
+    "hipconfig-full.txt": ("hipconfig", "--full"),
+    "rocm_agent_enumerator.txt": ("rocm_agent_enumerator",),
+    "nvidia-smi.txt": ("nvidia-smi",),
+    "nvidia-smi-query.csv": (
+        "nvidia-smi",
+        "--query-gpu=index,name,uuid,driver_version,memory.total,compute_cap,pci.bus_id",
+        "--format=csv",
+    ),
+    "lspci.txt": ("lspci", "-nn"),
+    "uname.txt": ("uname", "-srm"),
+    # rocmkit additions (docs/captures.md)
+    "id.txt": ("id",),
+    "ldd-version.txt": ("ldd", "--version"),
+}
+
+# Files read on a live machine and copied into a snapshot. Folders marked with a
+# trailing "/" are listed (and their entries read by the probes that need them).
+FILES: tuple[str, ...] = (
+    "/opt/rocm/.info/version",
+    "/sys/module/amdgpu/version",
+    "/sys/module/amdgpu/initstate",
+    "/sys/module/nvidia/version",
+    "/proc/driver/nvidia/version",
+    "/etc/os-release",
+    "/etc/system-release",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/cmdline",
+    "/proc/sys/kernel/numa_balancing",
+    "/proc/1/cgroup",
+    "/proc/self/cgroup",
+    "/.dockerenv",
+    "/run/.containerenv",
+    "/etc/group",
+)
+
+# Folders whose listing or files detection needs, read recursively for snapshots.
+TREES: tuple[str, ...] = ("/sys/class/kfd/kfd/topology/nodes",)
+
+# Environment variables that change detection or a plan; kept in env.json.
+RELEVANT_ENV_PREFIXES = ("ROCMKIT_",)
+RELEVANT_ENV = (
+    "HSA_OVERRIDE_GFX_VERSION",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    "ROCM_PATH",
+    "ROCM_HOME",
+    "HIP_PATH",
+    "PYTORCH_ROCM_ARCH",
+    "TRITON_INTERPRET",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "KUBERNETES_SERVICE_HOST",
+    "SLURM_JOB_ID",
+    "container",
+)
+
+# Per-command timeouts (seconds). rocminfo can hang on a wedged GPU; keep it short.
+TIMEOUTS: dict[str, float] = {"rocminfo.txt": 10.0, "amd-smi-static.json": 10.0, "lspci.txt": 5.0}
+
+
+def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in sorted(environ.items())
+        if k in RELEVANT_ENV or any(k.startswith(p) for p in RELEVANT_ENV_PREFIXES)
+    }
+
+
+class Source(Protocol):
+    """What probes need from a machine."""
+
+    @property
+    def label(self) -> str: ...
+
+    def command(self, name: str) -> CommandResult: ...
+
+    def read(self, path: str) -> str | None: ...
+
+    def listdir(self, path: str) -> list[str] | None: ...
+
+    def environ(self) -> Mapping[str, str]: ...
+
+
+Runner = Callable[..., CommandResult]
+
+
+@dataclass
+class LiveSource:
+    """The machine rocmkit runs on. Commands go through the one runner."""
+
+    runner: Runner = run
+    env: Mapping[str, str] | None = None
+    root: str = "/"
+
+    @property
+    def label(self) -> str:
+        return "live"
+
+    def command(self, name: str) -> CommandResult:
+        argv = COMMANDS[name]
+        return self.runner(argv, timeout=TIMEOUTS.get(name, 10.0))
+
+    def _path(self, path: str) -> Path:
+        return Path(self.root) / path.lstrip("/")
+
+    def read(self, path: str) -> str | None:
+        try:
+            with open(self._path(path), "rb") as fh:
+                # sysfs files are small; /proc/cpuinfo on 256 cores is ~1 MB, cap it.
+                return fh.read(4 * 1024 * 1024).decode(errors="replace")
+        except (OSError, ValueError):
+            return None
+
+    def listdir(self, path: str) -> list[str] | None:
+        try:
+            return sorted(os.listdir(self._path(path)))
+        except OSError:
+            return None
+
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self.env is None else self.env
+
+
+@dataclass
+class CaptureSource:
+    """A capture folder (``../shared/CAPTURES.md``): replays what a machine printed."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        if not self.path.exists():
+            raise CaptureError(
+                f"capture folder {self.path} does not exist",
+                "pass the folder written by `rocmkit snapshot DIR` (it holds cmd/ and root/)",
+            )
+        if not self.path.is_dir():
+            raise CaptureError(f"{self.path} is not a folder", "pass a capture folder, not a file")
+        if not (self.path / "cmd").is_dir() and not (self.path / "root").is_dir():
+            raise CaptureError(
+                f"{self.path} holds neither cmd/ nor root/, so it is not a capture",
+                "make one with `rocmkit snapshot DIR`; see docs/captures.md for the layout",
+            )
+        self._env = self._load_env()
+
+    @property
+    def label(self) -> str:
+        return f"capture:{self.path}"
+
+    def _load_env(self) -> dict[str, str]:
+        env_file = self.path / "env.json"
+        if not env_file.exists():
+            return {}
+        try:
+            data = json.loads(env_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CaptureError(f"cannot read {env_file}: {exc}", "check the file's permissions") from exc
+        except json.JSONDecodeError as exc:
+            raise CaptureError(
+                f"{env_file} is not valid JSON ({exc.msg} at line {exc.lineno})",
+                "fix or delete env.json: it must be an object of variable names to strings",
+            ) from exc
+        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+            raise CaptureError(f"{env_file} must be a JSON object of strings", "fix or delete env.json")
+        return {str(k): v for k, v in data.items()}
+
+    def _read_text(self, p: Path) -> str:
+        try:
+            return p.read_bytes().decode(errors="replace")
+        except OSError as exc:
+            raise CaptureError(
+                f"cannot read {p}: {exc.strerror}", "check the capture's file permissions"
+            ) from exc
+
+    def command(self, name: str) -> CommandResult:
+        argv = COMMANDS.get(name, (name,))
+        out_file = self.path / "cmd" / name
+        err_file = self.path / "cmd" / f"{name}.err"
+        rc_file = self.path / "cmd" / f"{name}.rc"
+        if not out_file.exists() and not err_file.exists():
+            return CommandResult(argv=argv, status="absent", error=f"{argv[0]}: not in capture")
+        stdout = self._read_text(out_file) if out_file.exists() else ""
+        stderr = self._read_text(err_file) if err_file.exists() else ""
+        rc = 0
+        if rc_file.exists():
+            raw = self._read_text(rc_file).strip()
+            if raw == "timeout":
+                return CommandResult(
+                    argv=argv,
+                    status="timeout",
+                    stdout=stdout,
+                    stderr=stderr,
+                    timeout_s=TIMEOUTS.get(name, 10.0),
+                )
+            try:
+                rc = int(raw)
+            except ValueError as exc:
+                raise CaptureError(
+                    f"{rc_file} should hold an exit code, not {raw[:40]!r}", "write the number alone"
+                ) from exc
+        status: RunStatus = "ok" if rc == 0 else ("signal" if rc < 0 else "failed")
+        return CommandResult(argv=argv, status=status, returncode=rc, stdout=stdout, stderr=stderr)
+
+    def read(self, path: str) -> str | None:
+        p = self.path / "root" / path.lstrip("/")
+        if not p.is_file():
+            return None
+        return self._read_text(p)
+
+    def listdir(self, path: str) -> list[str] | None:
+        p = self.path / "root" / path.lstrip("/")
+        try:
+            return sorted(os.listdir(p))
+        except OSError:
+            return None
+
+    def environ(self) -> Mapping[str, str]:
+        return self._env
+
+
+def _copy_tree(src: Source, path: str, dest_root: Path, depth: int = 0) -> None:
+    if depth > 3:
+        return
+    entries = src.listdir(path)
+    if entries is None:
+        return
+    (dest_root / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    for name in entries:
+        child = f"{path.rstrip('/')}/{name}"
+        text = src.read(child)
+        if text is not None:
+            target = dest_root / child.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        else:
+            _copy_tree(src, child, dest_root, depth + 1)
+
+
+def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> list[str]:
+    """Write every command and file of the capture format that exists on ``source``.
+
+    Returns the relative paths written. Absent commands and files are left out,
+    exactly as the format says ("absent means not installed").
+    """
+    dest = Path(dest)
+    written: list[str] = []
+    try:
+        (dest / "cmd").mkdir(parents=True, exist_ok=True)
+        (dest / "root").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CaptureError(
+            f"cannot create {dest}: {exc.strerror}", "choose a folder you can write to"
+        ) from exc
+    for name in COMMANDS:
+        res = source.command(name)
+        if res.status in ("absent", "error"):
+            continue
+        (dest / "cmd" / name).write_text(res.stdout, encoding="utf-8")
+        written.append(f"cmd/{name}")
+        if res.stderr:
+            (dest / "cmd" / f"{name}.err").write_text(res.stderr, encoding="utf-8")
+        if res.status == "timeout":
+            (dest / "cmd" / f"{name}.rc").write_text("timeout\n", encoding="utf-8")
+        elif res.returncode not in (0, None):
+            (dest / "cmd" / f"{name}.rc").write_text(f"{res.returncode}\n", encoding="utf-8")
+    for path in (*FILES, *extra_files):
+        text = source.read(path)
+        if text is None:
+            continue
+        target = dest / "root" / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        written.append(f"root{path}")
+    for tree in TREES:
+        _copy_tree(source, tree, dest / "root")
+    # Versioned ROCm installs are detected from folder names and their .info/version.
+    for name in source.listdir("/opt") or []:
+        if name.startswith("rocm"):
+            text = source.read(f"/opt/{name}/.info/version")
+            if text is not None:
+                target = dest / "root" / "opt" / name / ".info" / "version"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+            else:
+                (dest / "root" / "opt" / name).mkdir(parents=True, exist_ok=True)
+    env = relevant_env(source.environ())
+    (dest / "env.json").write_text(json.dumps(env, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    written.append("env.json")
+    return written
+
+
+def remove_capture(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
