@@ -1,0 +1,1 @@
+"""Doctor checks, one module per subject (see ``rocmkit.doctor.registry.CHECK_MODULES``)."""

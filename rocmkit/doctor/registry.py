@@ -1,0 +1,128 @@
+"""Checks register here by name, at a level.
+
+A check is a plain function ``(ctx: CheckContext) -> CheckResult | list[CheckResult]``
+decorated with :func:`check`. Check modules are listed in ``CHECK_MODULES`` and
+imported on demand; a check that touches the GPU or compiles says
+``isolated=True`` and then runs in a child process (``rocmkit.doctor.isolate``)
+that imports its module by name, so its function must live at module level.
+
+Levels: 0 static facts (seconds, no GPU work; runs in an image build), 1 quick
+device smoke (well under a minute), 2 kernels and performance (minutes),
+3 model-level speedups and multi-GPU (tens of minutes on a GPU node).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rocmkit.doctor.result import CheckResult
+from rocmkit.machine import Machine
+from rocmkit.plan import Plan
+
+# Modules that define checks. A module that does not exist (yet) is skipped.
+CHECK_MODULES: tuple[str, ...] = (
+    "rocmkit.doctor.checks.env",
+    "rocmkit.doctor.checks.torch_env",
+    "rocmkit.doctor.checks.kernels",
+    "rocmkit.doctor.checks.attention",
+    "rocmkit.doctor.checks.models",
+    "rocmkit.doctor.checks.distributed",
+)
+
+Need = Literal["torch", "triton", "gpu", "transformers"]
+Backend = Literal["rocm", "cuda", "cpu"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckContext:
+    """Everything a check may look at. Passed to child processes as JSON."""
+
+    machine: Machine
+    plan: Plan | None = None
+    backend: Backend = "cpu"  # which device path the GPU checks take
+    env: Mapping[str, str] = field(default_factory=dict)
+    cache_dir: Path = Path(".")
+    options: dict[str, Any] = field(default_factory=dict)  # thresholds, sizes, repeats
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "machine": self.machine.to_dict(),
+            "plan": self.plan.to_dict() if self.plan else None,
+            "backend": self.backend,
+            "env": dict(self.env),
+            "cache_dir": str(self.cache_dir),
+            "options": self.options,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CheckContext:
+        return cls(
+            machine=Machine.from_dict(d["machine"]),
+            plan=Plan.from_dict(d["plan"]) if d.get("plan") else None,
+            backend=d.get("backend", "cpu"),
+            env=dict(d.get("env") or {}),
+            cache_dir=Path(d.get("cache_dir", ".")),
+            options=dict(d.get("options") or {}),
+        )
+
+
+CheckFunc = Callable[[CheckContext], "CheckResult | list[CheckResult]"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    name: str  # "env.kfd_access"; the part before the dot is its group
+    level: int
+    description: str
+    func: CheckFunc
+    module: str
+    needs: frozenset[str] = frozenset()
+    isolated: bool = False  # run in a child process with its own timeout
+    timeout_s: float = 60.0
+
+
+_REGISTRY: dict[str, Check] = {}
+
+
+def check(
+    name: str,
+    *,
+    level: int,
+    description: str,
+    needs: tuple[Need, ...] = (),
+    isolated: bool = False,
+    timeout_s: float = 60.0,
+) -> Callable[[CheckFunc], CheckFunc]:
+    """Register a check function under ``name``."""
+
+    def deco(func: CheckFunc) -> CheckFunc:
+        if name in _REGISTRY and _REGISTRY[name].func is not func:
+            raise ValueError(f"check {name!r} registered twice")
+        _REGISTRY[name] = Check(
+            name=name,
+            level=level,
+            description=description,
+            func=func,
+            module=func.__module__,
+            needs=frozenset(needs),
+            isolated=isolated,
+            timeout_s=timeout_s,
+        )
+        return func
+
+    return deco
+
+
+def load_checks(modules: tuple[str, ...] = CHECK_MODULES) -> dict[str, Check]:
+    """Import the check modules and return every registered check by name."""
+    for mod in modules:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+    return dict(_REGISTRY)
