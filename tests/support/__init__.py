@@ -1,0 +1,1 @@
+"""Test helpers shared across areas (importable as tests.support)."""
