@@ -67,6 +67,7 @@ class RocmInfo:
     driver_version: str | None = None  # amdgpu kernel driver ("6.8.5", or the kernel's)
     driver_loaded: bool | None = None
     hip_version: str | None = None  # hipconfig --version, "6.2.41134-65d174c3e"
+    cpu_agents: int | None = None  # HSA CPU agents (rocminfo) / CPU-only KFD nodes: NUMA nodes
 
 
 @dataclass(frozen=True, kw_only=True)

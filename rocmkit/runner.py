@@ -150,6 +150,10 @@ def run(
         out, err = proc.communicate(
             input=input_text.encode() if input_text is not None else None, timeout=timeout
         )
+    except KeyboardInterrupt:
+        # The child has its own session, so Ctrl-C reaches only us: stop its group as well.
+        _kill_group(proc)
+        raise
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         try:
@@ -202,6 +206,7 @@ def _run_streaming(
     log = open(log_path, "a", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
     kept: list[str] = []
     kept_size = 0
+    proc: subprocess.Popen[bytes] | None = None
     try:
         proc = subprocess.Popen(  # argument list, never a shell
             [exe, *args[1:]],
@@ -274,6 +279,12 @@ def _run_streaming(
                 timeout_s=timeout,
             )
         return _finish(args, rc, "\n".join(kept), "", start, timeout)
+    except KeyboardInterrupt:
+        # The child has its own session, so Ctrl-C reaches only us: stop its group as well,
+        # or an interrupted build keeps compiling in the background.
+        if proc is not None:
+            _kill_group(proc)
+        raise
     except OSError as exc:
         return CommandResult(argv=args, status="error", error=str(exc), duration_s=time.monotonic() - start)
     finally:

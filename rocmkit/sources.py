@@ -8,6 +8,7 @@ touches the machine. The command names are those of ``../shared/CAPTURES.md``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -19,6 +20,9 @@ from typing import Protocol
 from rocmkit.errors import CaptureError
 from rocmkit.runner import CommandResult, run
 from rocmkit.runner import Status as RunStatus
+
+# argv[0] of the pseudo-commands rocmkit answers itself (device permissions, its Python).
+BUILTIN = "<rocmkit>"
 
 # name under cmd/ -> the command that produced it (CAPTURES.md, plus rocmkit's own
 # additions at the end, documented in docs/captures.md).
@@ -47,6 +51,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     # rocmkit additions (docs/captures.md)
     "id.txt": ("id",),
     "ldd-version.txt": ("ldd", "--version"),
+    # Built in: answered by rocmkit itself (LiveSource._builtin), no process is started.
+    "devices.txt": (BUILTIN, "devices"),
+    "python.txt": (BUILTIN, "python"),
 }
 
 # Files read on a live machine and copied into a snapshot. Folders marked with a
@@ -68,6 +75,7 @@ FILES: tuple[str, ...] = (
     "/.dockerenv",
     "/run/.containerenv",
     "/etc/group",
+    "/proc/sys/kernel/hostname",
 )
 
 # Folders whose listing or files detection needs, read recursively for snapshots.
@@ -123,13 +131,64 @@ class Source(Protocol):
 Runner = Callable[..., CommandResult]
 
 
+def describe_devices(root: str = "/") -> str:
+    """The ``devices`` pseudo-command: /dev/kfd, /dev/dri/renderD*, /dev/shm, one line each.
+
+    Written as text so that device permissions replay from a capture. Format
+    (docs/captures.md): ``path=P exists=1 mode=crw-rw---- uid=0 gid=109 group=render
+    readable=1 writable=0``, and ``path=/dev/shm exists=1 size=BYTES``.
+    """
+    import grp
+    import stat
+
+    base = Path(root)
+    paths = ["/dev/kfd"]
+    with contextlib.suppress(OSError):  # no /dev/dri: no render nodes to list
+        paths += sorted(f"/dev/dri/{n}" for n in os.listdir(base / "dev/dri") if n.startswith("renderD"))
+    lines = []
+    for path in paths:
+        real = base / path.lstrip("/")
+        try:
+            st = real.stat()
+        except OSError:
+            lines.append(f"path={path} exists=0")
+            continue
+        try:
+            group = grp.getgrgid(st.st_gid).gr_name
+        except KeyError:
+            group = ""
+        lines.append(
+            f"path={path} exists=1 mode={stat.filemode(st.st_mode)} uid={st.st_uid} gid={st.st_gid}"
+            f" group={group} readable={int(os.access(real, os.R_OK))}"
+            f" writable={int(os.access(real, os.W_OK))}"
+        )
+    try:
+        vfs = os.statvfs(base / "dev/shm")
+        lines.append(f"path=/dev/shm exists=1 size={vfs.f_frsize * vfs.f_blocks}")
+    except OSError:
+        lines.append("path=/dev/shm exists=0")
+    return "\n".join(lines) + "\n"
+
+
+def describe_python() -> str:
+    """The ``python`` pseudo-command: the interpreter rocmkit runs under."""
+    import platform
+    import sys
+
+    return f"version={platform.python_version()} executable={sys.executable}\n"
+
+
 @dataclass
 class LiveSource:
-    """The machine rocmkit runs on. Commands go through the one runner."""
+    """The machine rocmkit runs on. Commands go through the one runner.
+
+    ``timeout_s`` replaces every per-command timeout (``ROCMKIT_PROBE_TIMEOUT``).
+    """
 
     runner: Runner = run
     env: Mapping[str, str] | None = None
     root: str = "/"
+    timeout_s: float | None = None
 
     @property
     def label(self) -> str:
@@ -137,7 +196,17 @@ class LiveSource:
 
     def command(self, name: str) -> CommandResult:
         argv = COMMANDS[name]
-        return self.runner(argv, timeout=TIMEOUTS.get(name, 10.0))
+        if argv[0] == BUILTIN:
+            return self._builtin(argv)
+        timeout = self.timeout_s if self.timeout_s is not None else TIMEOUTS.get(name, 10.0)
+        return self.runner(argv, timeout=timeout)
+
+    def _builtin(self, argv: tuple[str, ...]) -> CommandResult:
+        try:
+            out = describe_devices(self.root) if argv[1] == "devices" else describe_python()
+        except OSError as exc:
+            return CommandResult(argv=argv, status="error", error=str(exc))
+        return CommandResult(argv=argv, status="ok", returncode=0, stdout=out)
 
     def _path(self, path: str) -> Path:
         return Path(self.root) / path.lstrip("/")
@@ -145,8 +214,17 @@ class LiveSource:
     def read(self, path: str) -> str | None:
         try:
             with open(self._path(path), "rb") as fh:
-                # sysfs files are small; /proc/cpuinfo on 256 cores is ~1 MB, cap it.
-                return fh.read(4 * 1024 * 1024).decode(errors="replace")
+                # sysfs files are small; /proc/cpuinfo on 256 cores is ~1 MB, cap it. Read in
+                # 64 KiB chunks: /proc/sys files fail with ENOMEM on one 4 MiB read.
+                chunks: list[bytes] = []
+                size = 0
+                while size < 4 * 1024 * 1024:
+                    chunk = fh.read(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                return b"".join(chunks).decode(errors="replace")
         except (OSError, ValueError):
             return None
 
@@ -290,8 +368,13 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         raise CaptureError(
             f"cannot create {dest}: {exc.strerror}", "choose a folder you can write to"
         ) from exc
-    for name in COMMANDS:
-        res = source.command(name)
+    # Concurrently, as detection does: a hung tool costs its timeout once, not once per tool.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(COMMANDS), thread_name_prefix="rocmkit-snapshot") as pool:
+        futures = {name: pool.submit(source.command, name) for name in COMMANDS}
+        results = {name: fut.result() for name, fut in futures.items()}
+    for name, res in results.items():
         if res.status in ("absent", "error"):
             continue
         (dest / "cmd" / name).write_text(res.stdout, encoding="utf-8")

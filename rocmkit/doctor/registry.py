@@ -14,6 +14,7 @@ device smoke (well under a minute), 2 kernels and performance (minutes),
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,8 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.distributed",
 )
 
-Need = Literal["torch", "triton", "gpu", "transformers"]
+# "live": looks at this running machine or Python (not at a capture's facts).
+Need = Literal["torch", "triton", "gpu", "transformers", "live"]
 Backend = Literal["rocm", "cuda", "cpu"]
 
 
@@ -117,12 +119,25 @@ def check(
     return deco
 
 
+def check_modules(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """``CHECK_MODULES`` plus any named in ``ROCMKIT_DOCTOR_MODULES`` (comma-separated):
+    site-specific checks, and the test suite's crashing and hanging checks."""
+    env = os.environ if environ is None else environ
+    extra = tuple(m.strip() for m in env.get("ROCMKIT_DOCTOR_MODULES", "").split(",") if m.strip())
+    return CHECK_MODULES + tuple(m for m in extra if m not in CHECK_MODULES)
+
+
 def load_checks(modules: tuple[str, ...] = CHECK_MODULES) -> dict[str, Check]:
-    """Import the check modules and return every registered check by name."""
+    """Import the check modules and return the checks they register, by name, in
+    module order then registration order. A module that does not exist is skipped;
+    one that exists but fails to import raises."""
     for mod in modules:
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:
             if exc.name != mod:
                 raise
-    return dict(_REGISTRY)
+    order = {m: i for i, m in enumerate(modules)}
+    picked = [c for c in _REGISTRY.values() if c.module in order]
+    picked.sort(key=lambda c: order[c.module])  # stable: registration order within a module
+    return {c.name: c for c in picked}

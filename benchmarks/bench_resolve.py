@@ -1,0 +1,105 @@
+"""How fast is `rocmkit resolve --json`, matrix load included, against its peers?
+
+Peers, run in the same session on the same machine:
+  * `uv pip compile` of the same pinned requirements against a local PEP 691
+    index on 127.0.0.1 (tests.support.pkgindex): what a uv user runs to turn
+    "torch for ROCm 6.2" into a resolved set. uv is a fast native resolver, so
+    matching it is the bar; no network is involved, so the numbers are stable.
+  * `python -c "import torch"`: the start-up cost every torch user already
+    pays; rocmkit resolve must be a small fraction of it.
+Each command runs as a fresh process (interpreter start included), best of N.
+
+    .venv/bin/python benchmarks/bench_resolve.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+CAPTURE = REPO / "tests" / "data" / "captures" / "rx6800m-gfx1031-gfx90c-fedora-rocm6.3"
+
+
+def best_of(argv: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, cwd=REPO)
+        times.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise SystemExit(f"{argv[:3]} failed: {proc.stderr.strip()[-400:]}")
+    return min(times)
+
+
+def in_process(runs: int) -> float:
+    from rocmkit.detect import load_machine
+    from rocmkit.matrix import clear_cache, load_matrix
+    from rocmkit.resolve import Constraints, resolve
+
+    machine = load_machine(CAPTURE)
+    times = []
+    for _ in range(runs):
+        clear_cache()
+        start = time.perf_counter()
+        resolve(machine, Constraints(torch="2.5", python="3.11"), matrix=load_matrix())
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    runs = parser.parse_args().runs
+    py = sys.executable
+    rocmkit = [
+        py,
+        "-m",
+        "rocmkit",
+        "resolve",
+        "--capture",
+        str(CAPTURE),
+        "--torch",
+        "2.5",
+        "--python",
+        "3.11",
+        "--json",
+    ]
+    t_rocmkit = best_of(rocmkit, runs)
+    t_core = in_process(runs)
+    print(f"rocmkit resolve --json (fresh process)      {t_rocmkit * 1000:8.1f} ms")
+    print(f"  of which matrix load + resolve in-process {t_core * 1000:8.1f} ms")
+
+    uv = shutil.which("uv") or str(Path(py).parent / "uv")
+    from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        index = root / "whl" / "rocm6.2"
+        make_torch_set(index, "2.5.1+rocm6.2", triton="pytorch-triton-rocm==3.1.0", hip="6.2")
+        make_wheel(index, "torchvision", "0.20.1+rocm6.2", requires=["torch==2.5.1+rocm6.2"])
+        make_wheel(index, "torchaudio", "2.5.1+rocm6.2", requires=["torch==2.5.1+rocm6.2"])
+        req = Path(tmp) / "req.in"
+        req.write_text("torch==2.5.1+rocm6.2\ntorchvision==0.20.1+rocm6.2\ntorchaudio==2.5.1+rocm6.2\n")
+        with IndexServer(root) as srv:
+            uv_cmd = [
+                uv, "pip", "compile", str(req), "--index-url", srv.index_url("whl/rocm6.2"),
+                "--python-version", "3.11", "--no-cache", "--quiet",
+            ]  # fmt: skip
+            t_uv = best_of(uv_cmd, runs)
+    print(f"uv pip compile (local index, no cache)      {t_uv * 1000:8.1f} ms")
+    t_torch = best_of([py, "-c", "import torch"], max(3, runs // 2))
+    print(f'python -c "import torch"                    {t_torch * 1000:8.1f} ms')
+    print(f"ratio rocmkit / uv pip compile:  {t_rocmkit / t_uv:5.2f}")
+    print(f"ratio rocmkit / import torch:    {t_rocmkit / t_torch:5.2f}")
+
+
+if __name__ == "__main__":
+    main()

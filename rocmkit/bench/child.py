@@ -1,0 +1,84 @@
+"""One benchmark child process: ``python -m rocmkit.bench.child (run SPEC OUT | probe OUT)``.
+
+``run`` reads a JSON job (model name and harness options), runs that one
+model and writes its :class:`~rocmkit.bench.results.ModelResult` as JSON to
+OUT. ``probe`` writes which backend and device torch sees here, and the
+versions. A model that crashes the interpreter, hangs or exhausts memory
+takes only this process down: the parent records the row and goes on.
+
+The parent sets the compile caches (TORCHINDUCTOR_CACHE_DIR,
+TRITON_CACHE_DIR) and TORCHINDUCTOR_COMPILE_THREADS in this process's
+environment, since torch reads them at import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def probe() -> dict[str, Any]:
+    import torch
+
+    versions: dict[str, str | None] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "hip": getattr(torch.version, "hip", None),
+        "cuda": torch.version.cuda,
+    }
+    for name in ("triton", "transformers"):
+        try:
+            module = __import__(name)
+            versions[name] = str(getattr(module, "__version__", "unknown"))
+        except ImportError:
+            versions[name] = None
+    if torch.cuda.is_available():
+        backend = "rocm" if getattr(torch.version, "hip", None) else "cuda"
+        device = torch.cuda.get_device_name(0)
+    else:
+        backend = "cpu"
+        device = f"{_cpu_name()} ({torch.get_num_threads()} threads)"
+    return {"backend": backend, "device": device, "versions": versions}
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    from rocmkit.bench.harness import HarnessOptions, run_model
+    from rocmkit.bench.models import all_models
+
+    spec = all_models()[job["model"]]
+    opts = HarnessOptions(**job["options"])
+    return run_model(spec, opts).to_dict()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "probe":
+        result = probe()
+        out = Path(argv[1])
+    elif len(argv) == 3 and argv[0] == "run":
+        result = run_job(json.loads(Path(argv[1]).read_text()))
+        out = Path(argv[2])
+    else:
+        print("usage: python -m rocmkit.bench.child (run SPEC OUT | probe OUT)", file=sys.stderr)
+        return 2
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, out)  # the parent never reads half a file
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

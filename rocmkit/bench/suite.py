@@ -1,0 +1,201 @@
+"""Run the model set, one child process per model, and collect a :class:`SuiteResult`.
+
+The parent never imports torch: a probe child says which backend torch sees,
+then each model runs in its own child through :func:`rocmkit.runner.run`
+with a timeout. A model that fails to compile, hangs or crashes becomes its
+own row (``compile_error``, ``timeout``, ``error``) and the others go on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
+from rocmkit.bench.models import Impl, select
+from rocmkit.bench.results import ModelResult, SuiteResult
+from rocmkit.errors import ToolError, UsageError
+from rocmkit.paths import cache_dir
+from rocmkit.runner import CommandResult, run
+
+Device = Literal["auto", "cpu", "cuda"]
+RunFunc = Callable[..., CommandResult]
+
+# Per-model child timeout by size: a cold inductor compile of the tiny set on two
+# busy cores takes about a minute per model; full models on a GPU, several.
+DEFAULT_TIMEOUT_S = {"tiny": 600.0, "small": 900.0, "full": 1800.0}
+PROBE_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteOptions:
+    models: tuple[str, ...] = ()  # empty: the whole set
+    mode: Mode = "infer"
+    dtype: Dtype = "fp32"
+    size: str | None = None  # None: tiny on the CPU, full on a GPU
+    repeat: int = 30  # PyTorch's harness default
+    warmup: int = 3
+    device: Device = "auto"
+    impl: Impl = "auto"
+    cosine: bool = False
+    timeout_s: float | None = None  # per model; None: by size
+    threads: int | None = None  # CPU threads (torch and inductor's OpenMP kernels); None: torch's default
+    perturb: float = 0.0
+    python: str = sys.executable
+    cache_dir: Path | None = None
+
+
+def child_env(
+    environ: Mapping[str, str], cache: Path, device: str, threads: int | None = None
+) -> dict[str, str]:
+    """The child's environment: compile caches under rocmkit's cache, one compile thread on a CPU."""
+    env = dict(environ)
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
+    # The child must import this very rocmkit, even from a source checkout.
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    if device == "cpu":
+        # Parallel compile workers cost more than they save on a small shared CPU.
+        env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+        # CPU-only torch has no GPU to pick, but a ROCm build on a GPU node must not use one.
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["HIP_VISIBLE_DEVICES"] = ""
+    if threads:
+        # Inductor's C++ kernels size their OpenMP teams from this, eager ops from set_num_threads.
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def _child(python: str, *args: str) -> list[str]:
+    return [python, "-m", "rocmkit.bench.child", *args]
+
+
+def probe(python: str, env: Mapping[str, str], *, runner: RunFunc = run, workdir: Path) -> dict[str, Any]:
+    """Which backend and device torch sees in ``python``, and the versions."""
+    out = workdir / "probe.json"
+    result = runner(_child(python, "probe", str(out)), timeout=PROBE_TIMEOUT_S, env=env)
+    if not result.ok or not out.is_file():
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
+        if "No module named 'torch'" in "".join(tail):
+            raise UsageError(
+                f"torch is not importable by {python}", "install torch first (`rocmkit install`)"
+            )
+        raise ToolError(f"probing torch failed: {result.describe()}", "run `rocmkit doctor` to see why")
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+def _failed_row(name: str, suite: str, result: CommandResult, timeout: float) -> ModelResult:
+    tail = (result.stderr or result.stdout)[-2000:]
+    if result.status == "timeout":
+        return ModelResult(
+            name=name,
+            suite=suite,
+            status="timeout",
+            duration_s=result.duration_s,
+            stderr_tail=tail,
+            message=f"did not finish within {timeout:g} s and was killed (raise --timeout)",
+        )
+    last = [ln for ln in tail.strip().splitlines() if ln.strip()][-1:] or [""]
+    return ModelResult(
+        name=name,
+        suite=suite,
+        status="error",
+        duration_s=result.duration_s,
+        stderr_tail=tail,
+        message=f"the child process ended without a result: {result.describe()}"
+        + (f" ({last[0][:200]})" if last[0] and last[0] not in result.describe() else ""),
+    )
+
+
+def _device_label(probed: str, backend: str, threads: int | None) -> str:
+    if backend == "cpu" and threads and probed.endswith(" threads)"):
+        return f"{probed.rsplit(' (', 1)[0]} ({threads} threads)"
+    return probed
+
+
+def run_suite(
+    opts: SuiteOptions,
+    *,
+    environ: Mapping[str, str] | None = None,
+    runner: RunFunc = run,
+    on_start: Callable[[str], None] | None = None,
+    on_result: Callable[[ModelResult], None] | None = None,
+    command: str = "",
+) -> SuiteResult:
+    """Run each selected model in its own child and return the suite's result."""
+    env_in = dict(os.environ if environ is None else environ)
+    specs = select(opts.models, env_in)
+    if opts.repeat < 1 or opts.warmup < 1:
+        raise UsageError("--repeat and --warmup must be at least 1")
+    cache = opts.cache_dir or cache_dir()
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp:
+        work = Path(tmp)
+        info = probe(opts.python, child_env(env_in, cache, opts.device), runner=runner, workdir=work)
+        backend = "cpu" if opts.device == "cpu" else str(info["backend"])
+        if opts.device == "cuda" and backend == "cpu":
+            raise UsageError(
+                "--device cuda: torch sees no GPU here",
+                "run `rocmkit doctor` to find out why, or use --device cpu",
+            )
+        if opts.impl == "transformers" and not (info.get("versions") or {}).get("transformers"):
+            raise UsageError(
+                f"--impl transformers: transformers is not importable by {opts.python}",
+                "pip install transformers, or use --impl rocmkit",
+            )
+        device = "cpu" if backend == "cpu" else "cuda"
+        size = opts.size or ("tiny" if device == "cpu" else "full")
+        timeout = opts.timeout_s or DEFAULT_TIMEOUT_S.get(size, 1800.0)
+        env = child_env(env_in, cache, device, opts.threads)
+        harness = HarnessOptions(
+            mode=opts.mode,
+            dtype=opts.dtype,
+            size=size,
+            repeat=opts.repeat,
+            warmup=opts.warmup,
+            device=device,
+            impl=opts.impl,
+            cosine=opts.cosine,
+            perturb=opts.perturb,
+            threads=opts.threads,
+        )
+        rows: list[ModelResult] = []
+        for spec in specs:
+            if on_start is not None:
+                on_start(spec.name)
+            job = work / f"{spec.name}.job.json"
+            out = work / f"{spec.name}.result.json"
+            job.write_text(json.dumps({"model": spec.name, "options": asdict(harness)}))
+            result = runner(_child(opts.python, "run", str(job), str(out)), timeout=timeout, env=env)
+            if out.is_file():
+                row = ModelResult.from_dict(json.loads(out.read_text()))
+                if row.status != "pass":
+                    row = replace(row, stderr_tail=(result.stderr or result.stdout)[-2000:])
+            else:
+                row = _failed_row(spec.name, spec.suite, result, timeout)
+            rows.append(row)
+            if on_result is not None:
+                on_result(row)
+    versions = dict(info.get("versions") or {})
+    return SuiteResult(
+        backend=backend,
+        device=_device_label(str(info["device"]), backend, opts.threads),
+        mode=opts.mode,
+        dtype=opts.dtype,
+        size=size,
+        repeat=opts.repeat,
+        models=tuple(rows),
+        versions=versions,
+        started_at=started,
+        finished_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        command=command,
+    )

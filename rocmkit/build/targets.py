@@ -1,0 +1,186 @@
+"""What a build is for: the backend and GPU archs, and how hard the build host can be pushed.
+
+The archs come from ``--arch`` or from the detected machine. MAX_JOBS comes from one rule, stated
+in every plan (see :func:`max_jobs`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rocmkit.errors import UsageError
+from rocmkit.machine import Machine
+
+Backend = Literal["rocm", "cuda"]
+
+GFX_RE = re.compile(r"^gfx[0-9][0-9a-f]{1,3}$")
+CC_RE = re.compile(r"^(\d{1,2})\.(\d)([a-z]?)$")  # "8.6", "9.0a"
+SM_RE = re.compile(r"^sm_(\d{1,2})(\d)([a-z]?)$")  # "sm_86", "sm_90a"
+
+GIB = 1024**3
+# Peak memory of one compile job. A torch translation unit needs about 2-4 GB; HIP units compiled
+# for several GPU archs sit at the top of that range, hence more per job for ROCm.
+JOB_MEMORY_GIB: dict[str, float] = {"rocm": 4.0, "cuda": 3.0}
+# Left for the OS, the linker and the desktop while the build runs.
+RESERVED_MEMORY_GIB = 2.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    backend: Backend
+    archs: tuple[str, ...]  # ("gfx1031", "gfx1030") or ("8.0", "9.0")
+    origin: str  # how the archs were chosen, for the plan
+    skipped: tuple[str, ...] = ()  # GPUs left out, with why
+
+    @property
+    def arch_list(self) -> str:
+        """The semicolon list PYTORCH_ROCM_ARCH / TORCH_CUDA_ARCH_LIST take."""
+        return ";".join(self.archs)
+
+
+def normalize_cuda_arch(value: str) -> str | None:
+    """ "sm_86" or "8.6" -> "8.6"; "sm_90a" -> "9.0a"; anything else -> None."""
+    value = value.strip().lower()
+    m = CC_RE.match(value) or SM_RE.match(value)
+    if not m:
+        return None
+    return f"{int(m.group(1))}.{m.group(2)}{m.group(3)}"
+
+
+def _dedupe(items: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def target_from_args(archs: Sequence[str], backend: Backend | None) -> Target:
+    """``--arch`` values: all gfx names (ROCm) or all compute capabilities (CUDA)."""
+    cleaned = [a.strip() for a in archs if a.strip()]
+    gfx = [a.lower() for a in cleaned if a.lower().startswith("gfx")]
+    if gfx and len(gfx) != len(cleaned):
+        raise UsageError(
+            f"--arch mixes AMD and NVIDIA targets ({', '.join(cleaned)})", "build for one vendor at a time"
+        )
+    if gfx:
+        bad = [a for a in gfx if not GFX_RE.match(a)]
+        if bad:
+            raise UsageError(
+                f"--arch {bad[0]} is not a gfx arch name", "use names like gfx1031, gfx90a, gfx942"
+            )
+        if backend == "cuda":
+            raise UsageError("--backend cuda with gfx archs", "drop --backend or pass compute capabilities")
+        return Target(backend="rocm", archs=_dedupe(gfx), origin="--arch")
+    ccs = [normalize_cuda_arch(a) for a in cleaned]
+    if any(c is None for c in ccs):
+        bad_cc = next(a for a, c in zip(cleaned, ccs, strict=True) if c is None)
+        raise UsageError(
+            f"--arch {bad_cc} is neither a gfx arch nor a CUDA compute capability",
+            "use gfx1031 / gfx90a for AMD, 8.6 / sm_90 for NVIDIA",
+        )
+    if backend == "rocm":
+        raise UsageError("--backend rocm with CUDA compute capabilities", "pass gfx arch names")
+    return Target(backend="cuda", archs=_dedupe([c for c in ccs if c]), origin="--arch")
+
+
+def target_from_machine(
+    machine: Machine,
+    backend: Backend | None = None,
+    nvidia_cc: Callable[[str], str | None] | None = None,
+) -> Target:
+    """The archs of the machine's visible GPUs. Integrated AMD GPUs are left out when a discrete
+    one is present: building for them doubles HIP compile time for a GPU nobody trains on."""
+    chosen = backend or machine.backend_kind
+    if chosen == "cpu":
+        raise UsageError(
+            f"no visible AMD or NVIDIA GPU to build for ({machine.source})",
+            "pass --arch (e.g. --arch gfx1031) to build for another machine",
+        )
+    skipped: list[str] = []
+    if chosen == "rocm":
+        gpus = [g for g in machine.amd_gpus if g.visible]
+        discrete = [g for g in gpus if g.integrated is not True]
+        archs: list[str] = []
+        for g in gpus:
+            label = f"GPU {g.index} ({g.arch or '?'}, {g.name or 'unknown'})"
+            if g.integrated is True and discrete:
+                skipped.append(f"{label}: integrated, left out (pass --arch to include it)")
+                continue
+            arch = (g.arch or "").split(":")[0].lower()
+            if not GFX_RE.match(arch):
+                skipped.append(f"{label}: arch unknown")
+                continue
+            archs.append(arch)
+        if not archs:
+            raise UsageError("no AMD GPU with a known gfx arch was detected", "pass --arch gfx...")
+        return Target(backend="rocm", archs=_dedupe(archs), origin="detected", skipped=tuple(skipped))
+    ccs: list[str] = []
+    for g in machine.nvidia_gpus:
+        if not g.visible:
+            continue
+        cc = normalize_cuda_arch(g.compute_capability or "") or normalize_cuda_arch(g.arch or "")
+        if cc is None and nvidia_cc is not None and g.name:
+            looked_up = nvidia_cc(g.name)
+            cc = normalize_cuda_arch(looked_up) if looked_up else None
+        if cc is None:
+            skipped.append(f"GPU {g.index} ({g.name or 'unknown'}): compute capability unknown")
+            continue
+        ccs.append(cc)
+    if not ccs:
+        raise UsageError(
+            "no NVIDIA GPU with a known compute capability was detected", "pass --arch 8.6 (for example)"
+        )
+    return Target(backend="cuda", archs=_dedupe(ccs), origin="detected", skipped=tuple(skipped))
+
+
+def max_jobs(cores: int | None, memory_bytes: int | None, backend: Backend) -> tuple[int, str]:
+    """Parallel compile jobs that fit in memory, and the rule as a sentence for the plan.
+
+    Rule: min(logical cores, (total memory - 2 GiB) / per-job memory), at least 1, where a job
+    takes 4 GiB for ROCm and 3 GiB for CUDA (memory: see :func:`build_memory`). Total, not free,
+    memory keeps the number stable between runs, so a resumed build keeps its plan.
+    """
+    per_job = JOB_MEMORY_GIB[backend]
+    cpu = max(1, cores or 1)
+    rule = (
+        f"MAX_JOBS = min(cores, (memory - {RESERVED_MEMORY_GIB:g} GiB) / {per_job:g} GiB per job), at least 1"
+    )
+    if memory_bytes is None:
+        return cpu, rule + f" = {cpu} (memory unknown: cores only)"
+    by_memory = int((memory_bytes / GIB - RESERVED_MEMORY_GIB) // per_job)
+    jobs = max(1, min(cpu, by_memory))
+    return jobs, rule + f" = min({cpu}, {max(by_memory, 0)}) = {jobs}"
+
+
+CGROUP_MEMORY_FILES = (
+    "/sys/fs/cgroup/memory.max",  # cgroup v2
+    "/sys/fs/cgroup/memory/memory.limit_in_bytes",  # cgroup v1
+)
+
+
+def build_memory(total: int | None, read: Callable[[str], str | None]) -> int | None:
+    """Memory a build may use: the machine's total, or the container's cgroup limit when lower.
+    A `docker run -m 16g` build on a 512 GiB host must size MAX_JOBS for 16 GiB, or it is killed."""
+    limits: list[int] = []
+    for path in CGROUP_MEMORY_FILES:
+        text = (read(path) or "").strip()
+        if text.isdigit():
+            limits.append(int(text))  # "max" (v2) or a huge v1 number mean no limit
+    candidates = [v for v in (total, *limits) if v is not None and v > 0]
+    return min(candidates) if candidates else None
+
+
+def read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read(100)
+    except OSError:
+        return None
+
+
+def ccache_env(ccache: str | None, backend: Backend) -> dict[str, str]:
+    """Compiler launcher variables so CMake puts ccache in front of every compiler."""
+    if not ccache:
+        return {}
+    langs = ["C", "CXX", "HIP" if backend == "rocm" else "CUDA"]
+    return {f"CMAKE_{lang}_COMPILER_LAUNCHER": ccache for lang in langs}

@@ -1,0 +1,70 @@
+"""``rocmkit docker render``: Dockerfiles from ``matrices/images.toml``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group("docker")
+def cli() -> None:
+    """Container images generated from the matrix."""
+
+
+@cli.command("render")
+@click.option("--rocm", metavar="X.Y", help="ROCm release of the base image (e.g. 6.2).")
+@click.option(
+    "--torch", metavar="X.Y", help="torch release to install (default: the matrix's image for that release)."
+)
+@click.option("--gfx", metavar="LIST", help="Comma-separated gfx archs to install for (e.g. gfx90a,gfx942).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write NAME.Dockerfile files here. Without --rocm: every image in the matrix.",
+)
+@click.option(
+    "--check", is_flag=True, help="Write nothing; exit 1 if the files in --out differ from the generator."
+)
+def render_cmd(rocm: str | None, torch: str | None, gfx: str | None, out: Path | None, check: bool) -> None:
+    """Render Dockerfiles that install rocmkit, run `rocmkit install` for a ROCm/torch/arch
+    set and `rocmkit doctor --level 0` at build time, and run `rocmkit doctor` at run time.
+
+    \b
+    rocmkit docker render --out docker                 every image in matrices/images.toml
+    rocmkit docker render --rocm 6.2 --gfx gfx942      one Dockerfile on stdout
+    rocmkit docker render --out docker --check         are the committed files current?
+    """
+    from rocmkit.containers import choose_spec, load_images, render_all, render_dockerfile, stale_files
+    from rocmkit.errors import UsageError
+
+    images = load_images()
+    if rocm or torch or gfx:
+        spec = choose_spec(images, rocm=rocm, torch=torch, gfx=gfx.split(",") if gfx is not None else None)
+        rendered = {spec.filename: render_dockerfile(spec, images)}
+    else:
+        if out is None:
+            raise UsageError(
+                "nothing to render", "pass --rocm X.Y (one file on stdout) or --out DIR (every image)"
+            )
+        rendered = render_all(images)
+    if out is None:
+        if check:
+            raise UsageError("--check needs --out DIR", "name the folder that holds the Dockerfiles")
+        click.echo(next(iter(rendered.values())), nl=False)
+        return
+    if check:
+        stale = stale_files(out, rendered, complete=not (rocm or torch or gfx))
+        for name in stale:
+            what = "differs from" if name in rendered else "is not made by"
+            click.echo(f"{out / name} {what} `rocmkit docker render`", err=True)
+        if stale:
+            click.echo(f"fix: rocmkit docker render --out {out}", err=True)
+            sys.exit(1)
+        click.echo(f"{len(rendered)} Dockerfile(s) in {out} are current", err=True)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in rendered.items():
+        (out / name).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out / name}", err=True)

@@ -1,0 +1,174 @@
+"""``rocmkit doctor``: run the levelled checks and report one verdict.
+
+Exit codes: 0 every check passed (or was skipped), 1 a check failed, 2 warnings
+only, 3 a check could not run (and none failed).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from rocmkit.doctor.registry import Check
+
+
+@click.command("doctor")
+@click.option(
+    "--level",
+    "-l",
+    type=click.IntRange(0, 3),
+    default=1,
+    show_default=True,
+    help="0 static facts (seconds), 1 quick device smoke, 2 kernels and performance, 3 models and multi-GPU.",
+)
+@click.option(
+    "--only", multiple=True, metavar="NAME", help="Run only these checks (name, group or glob), at any level."
+)
+@click.option("--skip", multiple=True, metavar="NAME", help="Leave these checks out (name, group or glob).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the rocmkit.report/1 JSON on stdout instead of the table."
+)
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML here.")
+@click.option(
+    "--prom",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a node_exporter textfile here (written atomically).",
+)
+@click.option(
+    "--capture",
+    type=click.Path(path_type=Path),
+    help="Check a capture folder (rocmkit snapshot) instead of this machine; level-0 static checks only.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["rocm", "cuda", "cpu"]),
+    help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).",
+)
+@click.option(
+    "--timeout-scale",
+    type=click.FloatRange(0.1, 100.0),
+    default=1.0,
+    show_default=True,
+    help="Multiply every isolated check's timeout (slow or busy nodes).",
+)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A check option (size, threshold, repeat count), e.g. --set shm_min_bytes=4294967296.",
+)
+@click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
+@click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
+def cli(
+    level: int,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    as_json: bool,
+    junit: Path | None,
+    prom: Path | None,
+    capture: Path | None,
+    backend: str | None,
+    timeout_scale: float,
+    settings: tuple[str, ...],
+    list_only: bool,
+    verbose: bool,
+) -> None:
+    """Validate the environment, Triton kernels and torch.compile on this node.
+
+    \b
+    Exit codes: 0 pass, 1 a check failed, 2 warnings only, 3 a check could not run.
+    """
+    from rocmkit.doctor.registry import check_modules
+    from rocmkit.doctor.reporters import text
+    from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
+    from rocmkit.errors import UsageError
+    from rocmkit.paths import cache_dir
+
+    found = discover(check_modules())
+    if list_only:
+        _print_list(found.checks)
+        for r in found.broken:
+            click.echo(f"warning: {r.message}", err=True)
+        return
+
+    for path in (junit, prom):
+        if path is not None and not path.parent.is_dir():
+            raise UsageError(
+                f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
+            )
+
+    from rocmkit.detect import load_machine
+
+    machine = load_machine(capture)
+    plan = make_plan(machine)
+    opts = RunOptions(
+        level=level,
+        only=only,
+        skip=skip,
+        backend=backend,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+        timeout_scale=timeout_scale,
+        options=parse_settings(settings),
+    )
+    total = len(select(found.checks, level=level, only=only, skip=skip))
+    progress = text.Progress(total)
+    report = doctor(
+        machine,
+        opts,
+        plan=plan,
+        cache_dir=cache_dir(),
+        on_start=progress.start,
+        on_result=progress.result,
+        checks=found,
+    )
+    if junit is not None:
+        from rocmkit.doctor.reporters import junit as junit_reporter
+        from rocmkit.doctor.reporters.prom import write_atomic
+
+        write_atomic(junit, junit_reporter.render(report))
+    if prom is not None:
+        from rocmkit.doctor.reporters import prom as prom_reporter
+
+        prom_reporter.write_atomic(prom, prom_reporter.render(report))
+    if as_json:
+        from rocmkit.doctor.reporters import json as json_reporter
+
+        click.echo(json_reporter.render(report), nl=False)
+    else:
+        click.echo(text.render(report, colour=sys.stdout.isatty(), verbose=verbose), nl=False)
+    sys.exit(report.exit_code)
+
+
+def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs; values that read as JSON (numbers, true/false) become those."""
+    import json
+
+    from rocmkit.errors import UsageError
+
+    out: dict[str, object] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {item!r} is not KEY=VALUE", "write it like --set repeat=5")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def _print_list(checks: Mapping[str, Check]) -> None:
+    rows = list(checks.values())
+    rows.sort(key=lambda c: c.level)
+    width = max((len(c.name) for c in rows), default=5)
+    click.echo(f"{'LEVEL':5}  {'CHECK':{width}}  {'RUNS IN':7}  {'NEEDS':18}  DESCRIPTION")
+    for c in rows:
+        where = "child" if c.isolated else "process"
+        needs = ",".join(sorted(c.needs)) or "-"
+        click.echo(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}")

@@ -1,0 +1,96 @@
+"""``rocmkit fleet summarize``: compare doctor reports from many nodes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group("fleet")
+def cli() -> None:
+    """Summarize `rocmkit doctor --json` reports from many nodes."""
+
+
+@cli.command("summarize")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the rocmkit.fleet/1 JSON on stdout instead of text."
+)
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a self-contained HTML page.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+    default=0.2,
+    show_default=True,
+    help="A node is an outlier when a figure is worse than the fleet median by more than this fraction.",
+)
+@click.option(
+    "--strict", is_flag=True, help="Exit 1 unless every node passed, versions agree and no node is slow."
+)
+def summarize_cmd(
+    paths: tuple[Path, ...], as_json: bool, html_out: Path | None, threshold: float, strict: bool
+) -> None:
+    """Summarize REPORT files and/or folders of them (searched for *.json).
+
+    \b
+    Shows one row per node (verdict, arch, ROCm, torch, key figures), failures
+    grouped by cause with the fix, version drift between nodes and performance
+    outliers. Of several reports from one node, the newest is used.
+    """
+    from rocmkit.errors import UsageError
+    from rocmkit.fleet import render_text
+    from rocmkit.fleet.load import load_reports
+    from rocmkit.fleet.summarize import summarize
+
+    if html_out is not None and not html_out.parent.is_dir():
+        raise UsageError(
+            f"folder {html_out.parent} does not exist", f"create it or write {html_out.name} elsewhere"
+        )
+    loaded = load_reports(paths)
+    for p in loaded.skipped:
+        click.echo(f"note: {p} is not a rocmkit.report/1 file; skipped", err=True)
+    summary = summarize(
+        loaded.reports,
+        threshold=threshold,
+        skipped=[str(p) for p in loaded.skipped],
+        superseded=[str(p) for p in loaded.superseded],
+    )
+    if html_out is not None:
+        from rocmkit.fleet import render_html
+
+        html_out.write_text(render_html.render(summary), encoding="utf-8")
+        click.echo(f"wrote {html_out}", err=True)
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), indent=2))
+    else:
+        click.echo(render_text.render(summary), nl=False)
+    if strict and not summary.healthy:
+        sys.exit(1)
+
+
+@cli.command("labels")
+@click.argument("report", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--prefix", default="rocmkit.io", show_default=True, help="Label key prefix.")
+def labels_cmd(report: Path, prefix: str) -> None:
+    """Print Kubernetes node labels (KEY=VALUE, one a line) for one doctor REPORT.
+
+    \b
+    kubectl label node "$NODE" $(rocmkit fleet labels report.json) --overwrite
+    """
+    from rocmkit.fleet.labels import node_labels
+    from rocmkit.fleet.load import read_report
+
+    if not report.exists():
+        from rocmkit.errors import UsageError
+
+        raise UsageError(f"{report} does not exist", "pass a file written by `rocmkit doctor --json`")
+    for key, value in node_labels(read_report(report), prefix).items():
+        click.echo(f"{key}={value}")

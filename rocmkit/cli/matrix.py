@@ -1,0 +1,122 @@
+"""``rocmkit matrix check|show|refresh``: validate, print and compare the compatibility data."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+_DIR = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Matrix folder (default: the one shipped with rocmkit; env ROCMKIT_MATRICES_DIR).",
+)
+
+
+@click.group("matrix")
+def cli() -> None:
+    """Check, show and refresh the compatibility matrices (matrices/*.toml).
+
+    \b
+    Exit codes: 0 ok, 4 bad argument, 5 invalid matrix data, 9 index unreachable.
+    """
+
+
+@cli.command("check")
+@_DIR
+@click.option("--unconfirmed", is_flag=True, help="Also list every fact marked unconfirmed.")
+def check(directory: Path | None, unconfirmed: bool) -> None:
+    """Validate every matrix file (and build.toml / images.toml where rocmkit has their loaders)."""
+    from rocmkit.matrix import parse_matrix
+    from rocmkit.matrix.show import summary_lines, unconfirmed_lines
+    from rocmkit.paths import matrices_dir
+
+    folder = directory or matrices_dir()
+    m = parse_matrix(folder)
+    for line in summary_lines(m):
+        click.echo(f"ok  {line}")
+    for label, loader in _other_loaders():
+        loader(folder)
+        click.echo(f"ok  {label}")
+    if unconfirmed:
+        lines = unconfirmed_lines(m)
+        click.echo(f"{len(lines)} entries with unconfirmed facts:")
+        for line in lines:
+            click.echo(f"  {line}")
+
+
+def _other_loaders() -> list[tuple[str, Callable[[Path], object]]]:
+    """Loaders other teams own; each validates its own file. Absent modules are skipped."""
+    found: list[tuple[str, Callable[[Path], object]]] = []
+    try:
+        from rocmkit.build.recipes import load_build_matrix
+
+        found.append(("build.toml", lambda d: load_build_matrix(d / "build.toml")))
+    except ImportError:
+        pass
+    try:
+        from rocmkit.containers import load_images
+
+        found.append(("images.toml", lambda d: load_images(d / "images.toml")))
+    except ImportError:
+        pass
+    return found
+
+
+@cli.command("show")
+@_DIR
+@click.option("--torch", "torch_spec", metavar="X.Y[.Z]", help="One release series (2.7) or release (2.7.1).")
+@click.option("--gfx", metavar="gfxNNNN", help="One GPU arch: products, PCI ids, wheels that carry it.")
+def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> None:
+    """Print the releases, or one release series, or what the matrix knows about one arch."""
+    from rocmkit.matrix import load_matrix
+    from rocmkit.matrix.show import gfx_lines, releases_table, torch_lines
+
+    m = load_matrix(directory)
+    lines: list[str] = []
+    if torch_spec:
+        lines += torch_lines(m, torch_spec)
+    if gfx:
+        lines += ([""] if lines else []) + gfx_lines(m, gfx)
+    if not lines:
+        lines = releases_table(m)
+    click.echo("\n".join(lines))
+
+
+@cli.command("refresh")
+@_DIR
+@click.option(
+    "--index",
+    "index_base",
+    metavar="URL",
+    default="https://download.pytorch.org/whl",
+    show_default=True,
+    help="The root that holds the indexes (<URL>/rocm6.2/torch/ ...).",
+)
+@click.option(
+    "--only", "only", multiple=True, metavar="NAME", help="Compare only these indexes (rocm6.2, cu124, cpu)."
+)
+@click.option("--timeout", type=float, default=20.0, show_default=True, help="Seconds per HTTP request.")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def refresh(
+    directory: Path | None, index_base: str, only: tuple[str, ...], timeout: float, as_json: bool
+) -> None:
+    """Compare the matrix with a live package index and report what it lacks or has wrong:
+    new releases, variants, Triton pins (from Requires-Dist), Pythons (from wheel tags)."""
+    from rocmkit.matrix import load_matrix
+    from rocmkit.matrix.refresh import compare
+
+    m = load_matrix(directory)
+    report = compare(
+        m, index_base, only=only or None, timeout=timeout, progress=lambda s: click.echo(s, err=True)
+    )
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    if not report.findings:
+        click.echo(f"the matrix agrees with {index_base} ({len(report.indexes)} indexes read)")
+    for finding in report.findings:
+        click.echo(f"{finding.kind:<11} {finding.message}")

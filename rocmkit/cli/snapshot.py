@@ -1,0 +1,37 @@
+"""``rocmkit snapshot DIR``: write a capture of this machine, to attach to a bug report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command(name="snapshot")
+@click.argument("dest", type=click.Path(path_type=Path), metavar="DIR")
+@click.option("--force", is_flag=True, help="Write into DIR even if it already holds files.")
+def cli(dest: Path, force: bool) -> None:
+    """Write every command output and file detection reads (docs/captures.md) into DIR.
+
+    `rocmkit detect --capture DIR` then prints what `rocmkit detect` prints here.
+    Exit codes: 0 written, 4 DIR cannot be used.
+    """
+    import os
+
+    from rocmkit.detect import parse_overrides
+    from rocmkit.errors import CaptureError
+    from rocmkit.sources import LiveSource, snapshot
+
+    if dest.exists() and not dest.is_dir():
+        raise CaptureError(f"{dest} exists and is not a folder", "pass a new or empty folder")
+    if dest.is_dir() and any(dest.iterdir()) and not force:
+        raise CaptureError(f"{dest} is not empty", "pass a new folder, or --force to write into it")
+    overrides = parse_overrides(os.environ)
+    source = LiveSource(timeout_s=overrides.probe_timeout_s)
+    extra: tuple[str, ...] = ()
+    rocm_path = os.environ.get("ROCM_PATH", "").rstrip("/")
+    if rocm_path:
+        extra = (f"{rocm_path}/.info/version",)
+    written = snapshot(source, dest, extra_files=extra)
+    click.echo(f"wrote {len(written)} files to {dest}", err=True)
+    click.echo(str(dest))

@@ -1,0 +1,139 @@
+"""Detection: probe a Source, merge every tool's sightings into one :class:`Machine`.
+
+Probes run all at once (``rocmkit.probes``); ``merge`` holds the precedence rules
+(:data:`LISTINGS`, :data:`FIELD_PRECEDENCE`: the KFD topology, the kernel's own view,
+first; the PCI table of ``matrices/gfx.toml`` last, for facts no tool printed);
+``advice`` adds the problems that need the merged view; ``overrides`` applies the
+``ROCMKIT_*`` variables and ``visibility`` the ``ROCR_/HIP_/CUDA_VISIBLE_DEVICES`` ones.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from rocmkit.detect.advice import device_problems, driverless
+from rocmkit.detect.merge import (
+    FIELD_PRECEDENCE,
+    LISTINGS,
+    NVIDIA_LISTINGS,
+    MatrixRef,
+    attach_pci,
+    build_amd,
+    build_nvidia,
+    merge,
+)
+from rocmkit.detect.overrides import Overrides, apply_overrides, parse_overrides
+from rocmkit.detect.visibility import apply_visibility
+from rocmkit.machine import Machine, NvidiaInfo, Problem, RocmInfo
+from rocmkit.probes import amd, gather, nvidia
+from rocmkit.probes import host as host_probe
+from rocmkit.sources import CaptureSource, LiveSource, Source, relevant_env
+
+
+def all_command_names() -> tuple[str, ...]:
+    """Every command detection asks its source for (names of ``rocmkit.sources.COMMANDS``)."""
+    return (*amd.COMMAND_NAMES, *nvidia.COMMAND_NAMES, *host_probe.COMMAND_NAMES)
+
+
+def detect_machine(source: Source | None = None, environ: Mapping[str, str] | None = None) -> Machine:
+    """Probe ``source`` (the live machine when None) and merge what it shows into a Machine.
+
+    ``environ`` supplies the ROCMKIT_* overrides (default: this process's environment);
+    visibility variables come from the source (a capture's env.json, or ``environ`` live).
+    """
+    process_env: Mapping[str, str] = os.environ if environ is None else environ
+    if source is None:
+        pre = parse_overrides(process_env)
+        source = LiveSource(env=process_env, timeout_s=pre.probe_timeout_s)
+    src_env = source.environ()
+    overrides = parse_overrides({**_rocmkit_vars(src_env), **_rocmkit_vars(process_env)})
+
+    results = gather(source, all_command_names())
+    amd_f = amd.probe(source, results, src_env)
+    nv_f = nvidia.probe(source, results)
+    host_f = host_probe.probe(source, results, src_env)
+
+    problems: list[Problem] = [*host_f.problems]
+    matrix = MatrixRef()
+    amd_accs = merge("amd", amd_f.listings, LISTINGS, problems)
+    amd_accs = attach_pci(amd_accs, host_f.pci_gpus, "amd", problems)
+    gpus = build_amd(amd_accs, matrix, src_env, problems)
+    nv_accs = merge("nvidia", nv_f.listings, NVIDIA_LISTINGS, problems)
+    nv_accs = attach_pci(nv_accs, host_f.pci_gpus, "nvidia", problems)
+    gpus += build_nvidia(nv_accs, matrix)
+    problems = [*amd_f.problems, *nv_f.problems, *problems]
+
+    rocm = RocmInfo(
+        version=amd_f.rocm_version,
+        installs=amd_f.installs,
+        driver_version=amd_f.driver_versions[0][1] if amd_f.driver_versions else None,
+        driver_loaded=amd_f.driver_loaded,
+        hip_version=amd_f.hip_version,
+        cpu_agents=amd_f.cpu_agents,
+    )
+    nv_info = (
+        NvidiaInfo(driver_version=nv_f.driver_version, cuda_version=nv_f.cuda_version)
+        if nv_f.present or any(g.vendor == "nvidia" for g in gpus)
+        else None
+    )
+    has_amd = any(g.vendor == "amd" for g in gpus)
+    problems += driverless(gpus)
+    problems += device_problems(host_f.host, has_amd, host_f.host.container)
+    if has_amd and not rocm.installs and rocm.version is None and not amd_f.tools_seen:
+        problems.append(
+            Problem(
+                source="rocm",
+                message="no ROCm user space found (no /opt/rocm*, no ROCM_PATH, no ROCm tools)",
+                hint="not needed for PyTorch wheels, which bundle ROCm; install ROCm for rocminfo, "
+                "amd-smi and building from source",
+                severity="info",
+            )
+        )
+
+    gpus, rocm, nv_info = apply_overrides(gpus, rocm, nv_info, overrides, matrix)
+    final = apply_visibility(gpus, src_env, problems)
+    return Machine(
+        gpus=final,
+        rocm=rocm,
+        nvidia=nv_info,
+        host=host_f.host,
+        env=relevant_env(src_env),
+        problems=tuple(_unique(problems)),
+        overrides=overrides.raw,
+        source=source.label,
+    )
+
+
+def _rocmkit_vars(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith("ROCMKIT_")}
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for p in problems:
+        if (p.source, p.message) not in seen:
+            seen.add((p.source, p.message))
+            out.append(p)
+    return out
+
+
+def load_machine(capture: Path | None = None) -> Machine:
+    """For the CLI: detect from a capture folder, or from the live machine."""
+    if capture is None:
+        return detect_machine()
+    return detect_machine(CaptureSource(Path(capture)))
+
+
+__all__: list[str] = [
+    "FIELD_PRECEDENCE",
+    "LISTINGS",
+    "NVIDIA_LISTINGS",
+    "Overrides",
+    "apply_visibility",
+    "detect_machine",
+    "load_machine",
+    "parse_overrides",
+]

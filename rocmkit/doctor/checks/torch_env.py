@@ -1,0 +1,603 @@
+"""torch and Triton in this Python: installed, matching, importable, seeing the GPUs.
+
+``triton.packages`` reads package metadata only (level 0: no import, no child).
+The others import torch or triton, so they run isolated, in a child process
+each: an import that aborts (hipErrorNoBinaryForGpu) or hangs is that check's
+result. torch and triton are imported inside the functions, never at module
+level: rocmkit itself never depends on them.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import time
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from rocmkit.doctor.checks import archs
+from rocmkit.doctor.registry import CheckContext, check
+from rocmkit.doctor.result import CheckResult, Figure, Status
+
+# Every distribution that installs the `triton` package; they overwrite each other.
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm")
+
+
+def _result(
+    name: str, level: int, status: Status, message: str, remedy: str | None = None, **details: Any
+) -> CheckResult:
+    return CheckResult(
+        name=name, level=level, status=status, message=message, remedy=remedy, details=dict(details)
+    )
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def triton_pin(requires: Iterable[str] | None) -> Requirement | None:
+    """The Triton requirement in torch's Requires-Dist that applies to this platform."""
+    for raw in requires or ():
+        try:
+            req = Requirement(raw)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) not in TRITON_DISTRIBUTIONS:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        return req
+    return None
+
+
+def _pip_index(ctx: CheckContext) -> str:
+    if ctx.plan is not None and ctx.plan.index_urls:
+        return f" --index-url {ctx.plan.index_urls[0]}"
+    return ""
+
+
+@check(
+    "triton.packages",
+    level=0,
+    description="Exactly one Triton distribution, at the version torch pins (#19, #20).",
+    needs=("live",),
+)
+def triton_packages(ctx: CheckContext) -> CheckResult:
+    name = "triton.packages"
+    installed = {d: v for d in TRITON_DISTRIBUTIONS if (v := _version(d)) is not None}
+    torch_version = _version("torch")
+    listing = ", ".join(f"{d}=={v}" for d, v in installed.items())
+    if len(installed) > 1:
+        keep = None
+        if torch_version is not None:
+            pin = triton_pin(importlib.metadata.requires("torch"))
+            keep = str(pin) if pin else None
+        others = " ".join(
+            d for d in installed if keep is None or canonicalize_name(Requirement(keep).name) != d
+        )
+        remedy = f"python -m pip uninstall -y {others}" + (
+            f" && python -m pip install --force-reinstall '{keep}'{_pip_index(ctx)}" if keep else ""
+        )
+        return _result(
+            name,
+            0,
+            Status.FAIL,
+            f"{len(installed)} Triton distributions installed ({listing}): they overwrite each other's `triton` package",
+            remedy,
+            installed=installed,
+        )
+    if torch_version is None:
+        if installed:
+            return _result(name, 0, Status.PASS, f"{listing} installed (torch is not)", installed=installed)
+        return _result(name, 0, Status.SKIP, "neither torch nor Triton is installed")
+    pin = triton_pin(importlib.metadata.requires("torch"))
+    if pin is None:
+        if installed:
+            return _result(
+                name,
+                0,
+                Status.PASS,
+                f"torch {torch_version} pins no Triton; {listing} installed",
+                installed=installed,
+            )
+        if ctx.backend != "cpu":
+            return _result(
+                name,
+                0,
+                Status.WARN,
+                f"torch {torch_version} pins no Triton and none is installed: torch.compile cannot generate GPU kernels",
+                "install the Triton build matching torch (`rocmkit resolve` names it)",
+            )
+        return _result(name, 0, Status.PASS, f"torch {torch_version} pins no Triton (not needed on the CPU)")
+    want = canonicalize_name(pin.name)
+    have = installed.get(want)
+    fix = f"python -m pip install --force-reinstall '{pin}'{_pip_index(ctx)}"
+    if have is None:
+        found = f"; found {listing} instead" if installed else ""
+        return _result(
+            name,
+            0,
+            Status.FAIL,
+            f"torch {torch_version} requires {pin}, which is not installed{found}: torch.compile fails with TritonMissing",
+            (f"python -m pip uninstall -y {' '.join(installed)} && " if installed else "") + fix,
+            pin=str(pin),
+            installed=installed,
+        )
+    try:
+        fits = pin.specifier.contains(Version(have), prereleases=True)
+    except InvalidVersion:
+        fits = False
+    if not fits:
+        return _result(
+            name,
+            0,
+            Status.FAIL,
+            f"torch {torch_version} requires {pin} but {want} {have} is installed: expect ImportError from triton (e.g. `triton_key`)",
+            fix,
+            pin=str(pin),
+            installed=installed,
+        )
+    return _result(
+        name,
+        0,
+        Status.PASS,
+        f"{want} {have}, as torch {torch_version} pins ({pin})",
+        pin=str(pin),
+        installed=installed,
+    )
+
+
+def _loaded_libraries(fragment: str) -> list[str]:
+    """Shared objects whose path contains ``fragment`` in this process (#21)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            paths = {line.split()[-1] for line in fh if fragment in line and "/" in line}
+    except OSError:
+        return []
+    return sorted({os.path.realpath(p) for p in paths})
+
+
+@check(
+    "torch.import",
+    level=1,
+    description="torch imports, and which HIP runtime library it loaded (#21).",
+    needs=("torch",),
+    isolated=True,
+    timeout_s=120.0,
+)
+def torch_import(ctx: CheckContext) -> CheckResult:
+    name = "torch.import"
+    start = time.perf_counter()
+    try:
+        import torch
+    except Exception as exc:  # an import failure is the finding, not a crash of the check
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        remedy = "reinstall torch for this machine: `rocmkit install` (it picks the wheel and index)"
+        if "libamdhip64" in text or "libhsa" in text or "libroc" in text:
+            remedy = "the ROCm libraries this torch build links are missing: install torch from the ROCm index (`rocmkit install`)"
+        return _result(name, 1, Status.FAIL, f"import torch failed: {text}", remedy)
+    took = time.perf_counter() - start
+    versions = {
+        "torch": str(torch.__version__),
+        "hip": getattr(torch.version, "hip", None),
+        "cuda": getattr(torch.version, "cuda", None),
+    }
+    hip_libs = _loaded_libraries("libamdhip64")
+    kind = "ROCm" if versions["hip"] else ("CUDA" if versions["cuda"] else "CPU")
+    fig = (Figure(name="import_time", value=round(took, 3), unit="s"),)
+    details = {"versions": versions, "libamdhip64": hip_libs, "torch_file": str(torch.__file__)}
+    if len(hip_libs) > 1:
+        return CheckResult(
+            name=name,
+            level=1,
+            status=Status.WARN,
+            message=f"two HIP runtimes loaded at once ({', '.join(hip_libs)}): kernels may run on the wrong ROCm",
+            remedy="remove the other ROCm from LD_LIBRARY_PATH so only the one torch ships with is found",
+            figures=fig,
+            details=details,
+        )
+    return CheckResult(
+        name=name,
+        level=1,
+        status=Status.PASS,
+        message=f"torch {versions['torch']} ({kind} build) imports in {took:.1f} s",
+        figures=fig,
+        details=details,
+    )
+
+
+def _major_minor(version: str | None) -> tuple[int, int] | None:
+    if not version:
+        return None
+    parts = version.split("-", 1)[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+@check(
+    "torch.build",
+    level=1,
+    description="The torch build fits the node: torch.version.hip against the detected ROCm, CUDA against the driver.",
+    needs=("torch",),
+    isolated=True,
+    timeout_s=120.0,
+)
+def torch_build(ctx: CheckContext) -> CheckResult:
+    import torch
+
+    return build_result(
+        ctx,
+        str(torch.__version__),
+        getattr(torch.version, "hip", None),
+        getattr(torch.version, "cuda", None),
+    )
+
+
+def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) -> CheckResult:
+    """torch.build's verdict from the torch version strings (pure, for tests)."""
+    name = "torch.build"
+    m = ctx.machine
+    install = "install the right build with `rocmkit install` (see `rocmkit resolve`)"
+    if ctx.backend == "rocm":
+        if hip is None:
+            kind = f"a CUDA {cuda}" if cuda else "a CPU-only"
+            return _result(
+                name, 1, Status.FAIL, f"torch {tv} is {kind} build, but this node has AMD GPUs", install
+            )
+        window = archs.driver_window(m.rocm.driver_version)
+        if window is not None and window.contains(hip) is False:
+            # A wheel carries its ROCm user space but not the kernel driver (#6).
+            return _result(
+                name,
+                1,
+                Status.WARN,
+                f"torch {tv} carries HIP {hip}, outside the kernel driver's window: {window.describe()}",
+                f"{install} (pick a ROCm inside the window), or upgrade amdgpu-dkms",
+                hip=hip,
+                driver=window.driver,
+            )
+        have, system = _major_minor(hip), _major_minor(m.rocm.version)
+        if system is None:
+            return _result(
+                name,
+                1,
+                Status.PASS,
+                f"torch {tv} built for HIP {hip} (system ROCm unknown; the wheel ships its runtime)",
+            )
+        if have is not None and have[0] != system[0]:
+            return _result(
+                name,
+                1,
+                Status.WARN,
+                f"torch {tv} is built for HIP {hip} but the node runs ROCm {m.rocm.version}: a different major release",
+                f"{install}; the wheel ships its own HIP runtime, but the amdgpu driver must support it",
+                hip=hip,
+                rocm=m.rocm.version,
+            )
+        return _result(
+            name,
+            1,
+            Status.PASS,
+            f"torch {tv} built for HIP {hip}; node has ROCm {m.rocm.version}",
+            hip=hip,
+            rocm=m.rocm.version,
+        )
+    if ctx.backend == "cuda":
+        if cuda is None:
+            kind = f"a ROCm {hip}" if hip else "a CPU-only"
+            return _result(
+                name, 1, Status.FAIL, f"torch {tv} is {kind} build, but this node has NVIDIA GPUs", install
+            )
+        driver = m.nvidia.cuda_version if m.nvidia else None
+        if _major_minor(driver) is not None and (_major_minor(cuda) or (0, 0)) > (
+            _major_minor(driver) or (0, 0)
+        ):
+            return _result(
+                name,
+                1,
+                Status.FAIL,
+                f"torch {tv} needs CUDA {cuda} but the NVIDIA driver supports CUDA {driver} at most",
+                f"upgrade the NVIDIA driver, or {install}",
+                cuda=cuda,
+                driver_cuda=driver,
+            )
+        return _result(
+            name, 1, Status.PASS, f"torch {tv} built for CUDA {cuda}; driver supports {driver or 'unknown'}"
+        )
+    kind = f"ROCm {hip}" if hip else (f"CUDA {cuda}" if cuda else "CPU")
+    return _result(name, 1, Status.PASS, f"torch {tv} ({kind} build) on the CPU backend")
+
+
+@check(
+    "torch.devices",
+    level=1,
+    description="torch sees the GPUs detection found (count, order, no iGPU as device 0) (#10, #11, #13, #23).",
+    needs=("torch", "gpu"),
+    isolated=True,
+    timeout_s=120.0,
+)
+def torch_devices(ctx: CheckContext) -> CheckResult:
+    import torch
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        available = torch.cuda.is_available()
+        count = torch.cuda.device_count() if available else 0
+    said = [str(w.message).splitlines()[0][:200] for w in caught]
+    devices: list[dict[str, Any]] = []
+    for i in range(count):
+        p = torch.cuda.get_device_properties(i)
+        devices.append(
+            {
+                "index": i,
+                "name": str(p.name),
+                "arch": getattr(p, "gcnArchName", None) or f"sm_{p.major}{p.minor}",
+                "memory_bytes": int(p.total_memory),
+            }
+        )
+    return devices_result(ctx, devices, said)
+
+
+def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[str]) -> CheckResult:
+    """torch.devices' verdict from what torch enumerated (pure, for tests)."""
+    name = "torch.devices"
+    m = ctx.machine
+    vendor = "amd" if ctx.backend == "rocm" else "nvidia"
+    expected = [g for g in m.gpus if g.vendor == vendor and g.visible]
+    count = len(devices)
+    fig = (Figure(name="device_count", value=float(count), unit="GPUs"),)
+    if count == 0:
+        hint = f" ({said[0]})" if said else ""
+        return CheckResult(
+            name=name,
+            level=1,
+            status=Status.FAIL,
+            message=f"torch sees no GPU, detection found {len(expected)}{hint}",
+            remedy="see env.device_nodes and env.device_groups (permissions are the usual cause); "
+            "then `rocminfo` must list the GPU",
+            figures=fig,
+            details={"warnings": said},
+        )
+    details: dict[str, Any] = {"devices": devices, "warnings": said, "expected": len(expected)}
+    first_arch = archs.base_arch(devices[0]["arch"])
+    if vendor == "amd" and count > 1 and first_arch:
+        first = next((g for g in expected if archs.base_arch(g.arch) == first_arch), None)
+        if (
+            first is not None
+            and archs.is_integrated(first)
+            and any(archs.is_integrated(g) is False for g in expected)
+        ):
+            return CheckResult(
+                name=name,
+                level=1,
+                status=Status.WARN,
+                message=f"cuda:0 is the integrated GPU ({devices[0]['name']}, {first_arch}): code using the default device runs there",
+                remedy="hide it: export ROCR_VISIBLE_DEVICES=<discrete GPU indices> (see env.igpu)",
+                figures=fig,
+                details=details,
+            )
+    if expected and count != len(expected):
+        return CheckResult(
+            name=name,
+            level=1,
+            status=Status.WARN,
+            message=f"torch sees {count} GPU(s), detection found {len(expected)} visible",
+            remedy="check HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see env.visible_devices)",
+            figures=fig,
+            details=details,
+        )
+    names = ", ".join(sorted({f"{d['name']} ({d['arch']})" for d in devices}))
+    return CheckResult(
+        name=name,
+        level=1,
+        status=Status.PASS,
+        message=f"torch sees {count} GPU(s): {names}",
+        figures=fig,
+        details=details,
+    )
+
+
+def _arch_flags(torch: Any) -> list[str]:
+    # torch.cuda.get_arch_list() returns [] when no device is usable; the compiled
+    # list underneath answers even then, which is when the prediction matters most.
+    flags = getattr(torch._C, "_cuda_getArchFlags", None)
+    raw = flags() if callable(flags) else None
+    return str(raw).split() if raw else []
+
+
+def _sm(cc: str | None) -> int | None:
+    if not cc:
+        return None
+    try:
+        major, minor = cc.split(".", 1)
+        return int(major) * 10 + int(minor)
+    except ValueError:
+        return None
+
+
+@check(
+    "torch.arch_list",
+    level=1,
+    description="Every visible GPU's arch is in torch.cuda.get_arch_list(), else predict `invalid device function` (#7, #8).",
+    needs=("torch", "gpu"),
+    isolated=True,
+    timeout_s=120.0,
+)
+def torch_arch_list(ctx: CheckContext) -> CheckResult:
+    import torch
+
+    return arch_list_result(ctx, str(torch.__version__), _arch_flags(torch))
+
+
+def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckResult:
+    """torch.arch_list's verdict from the compiled arch list (pure, for tests)."""
+    name = "torch.arch_list"
+    m = ctx.machine
+    if not compiled:
+        return _result(name, 1, Status.SKIP, f"torch {tv} reports no compiled GPU archs (not a GPU build)")
+    if ctx.backend == "cuda":
+        return _nvidia_archs(ctx, compiled)
+    wheel = {archs.base_arch(a) for a in compiled}
+    override = m.env.get("HSA_OVERRIDE_GFX_VERSION")
+    via_override = archs.override_arch(override) if override else None
+    missing: list[tuple[str, str]] = []
+    notes: list[str] = []
+    for g in m.amd_gpus:
+        arch = archs.base_arch(g.arch)
+        if not g.visible or arch is None:
+            continue
+        if arch in wheel:
+            notes.append(f"GPU {g.index} {arch}")
+            continue
+        if via_override in wheel and override and archs.override_fit(arch, override).verdict != "cross":
+            notes.append(f"GPU {g.index} {arch} as {via_override} (HSA_OVERRIDE_GFX_VERSION={override})")
+            continue
+        missing.append((str(g.index), arch))
+    details: dict[str, Any] = {"compiled": compiled, "override": override}
+    if not missing:
+        if not notes:
+            return _result(name, 1, Status.SKIP, "no visible AMD GPU with a known arch", None, **details)
+        return _result(name, 1, Status.PASS, "torch has code for " + ", ".join(notes), None, **details)
+    listing = ", ".join(f"GPU {i} {a}" for i, a in missing)
+    fixes: list[str] = []
+    for _, arch in missing:
+        usual = archs.recommended_override(arch)
+        if usual and archs.override_arch(usual) in wheel:
+            fixes.append(f"export HSA_OVERRIDE_GFX_VERSION={usual}")
+        else:
+            fixes.append(
+                f"install a torch built for {arch} (`rocmkit resolve` shows one, e.g. TheRock's per-arch wheels)"
+            )
+    return _result(
+        name,
+        1,
+        Status.FAIL,
+        f"torch has no code for {listing} (it has {', '.join(sorted(a for a in wheel if a))}): "
+        "expect `HIP error: invalid device function` or hipErrorNoBinaryForGpu",
+        "; ".join(sorted(set(fixes))),
+        missing=[a for _, a in missing],
+        **details,
+    )
+
+
+def _nvidia_archs(ctx: CheckContext, compiled: list[str]) -> CheckResult:
+    name = "torch.arch_list"
+    sms = {int(a[3:]) for a in compiled if a.startswith("sm_") and a[3:].isdigit()}
+    ptx = {int(a[8:]) for a in compiled if a.startswith("compute_") and a[8:].isdigit()}
+    missing = []
+    for g in ctx.machine.nvidia_gpus:
+        cc = _sm(g.compute_capability)
+        if not g.visible or cc is None:
+            continue
+        # Exact SASS, or PTX for an older arch that the driver JIT-compiles.
+        if cc in sms or any(p <= cc for p in ptx) or any(s // 10 == cc // 10 and s <= cc for s in sms):
+            continue
+        missing.append(f"GPU {g.index} sm_{cc}")
+    if missing:
+        return _result(
+            name,
+            1,
+            Status.FAIL,
+            f"torch has no code for {', '.join(missing)} (it has {', '.join(compiled)}): expect `no kernel image is available`",
+            "install a torch wheel for a newer CUDA (`rocmkit resolve`)",
+            compiled=compiled,
+        )
+    return _result(
+        name,
+        1,
+        Status.PASS,
+        f"torch has code for every visible NVIDIA GPU ({', '.join(compiled)})",
+        compiled=compiled,
+    )
+
+
+@check(
+    "triton.import",
+    level=1,
+    description="Triton imports, and torch's inductor accepts it (#19).",
+    needs=("triton",),
+    isolated=True,
+    timeout_s=120.0,
+)
+def triton_import(ctx: CheckContext) -> CheckResult:
+    name = "triton.import"
+    start = time.perf_counter()
+    try:
+        import triton
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        return _result(
+            name,
+            1,
+            Status.FAIL,
+            f"import triton failed: {text}",
+            "reinstall the Triton torch pins (see triton.packages)",
+        )
+    took = time.perf_counter() - start
+    version = str(triton.__version__)
+    interp = os.environ.get("TRITON_INTERPRET") == "1"
+    details: dict[str, Any] = {"versions": {"triton_module": version}, "interpreter": interp}
+    fig = (Figure(name="import_time", value=round(took, 3), unit="s"),)
+    backend = "cpu-interpreter" if interp else ctx.backend
+    if _version("torch") is not None:
+        try:
+            from torch._inductor.runtime import triton_compat
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            return CheckResult(
+                name=name,
+                level=1,
+                status=Status.FAIL,
+                message=f"torch's inductor cannot load triton {version}: {text}",
+                remedy="install the Triton torch pins (see triton.packages)",
+                figures=fig,
+                backend=backend,
+                details=details,
+            )
+        if not getattr(triton_compat, "HAS_TRITON", True):
+            return CheckResult(
+                name=name,
+                level=1,
+                status=Status.FAIL,
+                message=f"torch's inductor does not accept triton {version} (HAS_TRITON is False)",
+                remedy="install the Triton torch pins (see triton.packages)",
+                figures=fig,
+                backend=backend,
+                details=details,
+            )
+    if ctx.backend != "cpu":
+        try:
+            target = triton.runtime.driver.active.get_current_target()
+            details["target"] = {"backend": target.backend, "arch": str(target.arch)}
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            return CheckResult(
+                name=name,
+                level=1,
+                status=Status.FAIL,
+                message=f"triton {version} imports but finds no GPU driver: {text}",
+                remedy="check torch.devices; a ROCm node needs the ROCm build of Triton (pytorch-triton-rocm)",
+                figures=fig,
+                backend=backend,
+                details=details,
+            )
+    mode = " under the interpreter (TRITON_INTERPRET=1)" if interp else ""
+    return CheckResult(
+        name=name,
+        level=1,
+        status=Status.PASS,
+        message=f"triton {version} imports in {took:.1f} s{mode}",
+        figures=fig,
+        backend=backend,
+        details=details,
+    )

@@ -1,0 +1,276 @@
+"""Run one check in a child process, so that a crash is that check's result.
+
+The parent (:func:`run_isolated`) starts ``python -m rocmkit.doctor.isolate``
+through :func:`rocmkit.runner.run` with the check's own timeout, hands it a JSON
+request on stdin (check name, module, ``CheckContext.to_dict()``, where to
+write the result) and reads the result file back. A segfault, a hang (a GPU
+hang looks like one from here), the kernel's OOM killer or an exception in the
+check all become that check's ``error`` result with the child's last stderr
+lines, and the doctor goes on with the next check.
+
+The result travels in a file rather than on stdout because Triton's
+interpreter, torch and the checks themselves print freely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rocmkit.doctor.registry import Check, CheckContext
+from rocmkit.doctor.result import CheckResult, Status
+from rocmkit.runner import CommandResult, run
+
+REQUEST_SCHEMA = "rocmkit.doctor.request/1"
+# How many trailing stderr lines of a dead child go into the report.
+STDERR_TAIL_LINES = 20
+# Extra seconds on top of a check's timeout for the interpreter to start and
+# import rocmkit; the check's own budget is what the user configured.
+STARTUP_GRACE_S = 2.0
+
+
+def child_env(ctx: CheckContext, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: the parent's, plus compile caches under rocmkit's
+    cache folder (so a second run is fast) and Triton's interpreter on the CPU."""
+    env = dict(os.environ if base is None else base)
+    cache = Path(ctx.cache_dir)
+    # A user's own cache location wins; otherwise keep every compile cache in one
+    # place that `rocmkit` can report on and clear.
+    env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    if ctx.backend == "cpu":
+        # Must be in the environment before anything imports triton: Triton reads
+        # it when @triton.jit decorates a function, at import time of the module.
+        env["TRITON_INTERPRET"] = "1"
+    # The child must import this very rocmkit, also from a source checkout run with
+    # `python -m rocmkit` (it starts in a temporary folder, not the checkout).
+    root = Path(__file__).resolve().parents[2]
+    if root.name not in ("site-packages", "dist-packages"):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_isolated(
+    chk: Check,
+    ctx: CheckContext,
+    *,
+    timeout_s: float | None = None,
+    python: str | None = None,
+) -> list[CheckResult]:
+    """Run ``chk`` in a child process and return its results (never raises for the check's sake)."""
+    budget = chk.timeout_s if timeout_s is None else timeout_s
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rocmkit-doctor-") as tmp:
+        result_path = Path(tmp) / "result.json"
+        request = {
+            "schema": REQUEST_SCHEMA,
+            "check": chk.name,
+            "module": chk.module,
+            "context": ctx.to_dict(),
+            "result_path": str(result_path),
+        }
+        proc = run(
+            [python or sys.executable, "-X", "faulthandler", "-m", "rocmkit.doctor.isolate"],
+            timeout=budget + STARTUP_GRACE_S,
+            env=child_env(ctx),
+            input_text=json.dumps(request),
+            # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
+            cwd=tmp,
+        )
+        elapsed = time.monotonic() - start
+        results = _read_results(result_path) if proc.status == "ok" else None
+    if results is not None:
+        return results
+    return [_failure_result(chk, ctx, proc, budget, elapsed)]
+
+
+def _read_results(path: Path) -> list[CheckResult] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [CheckResult.from_dict(d) for d in data["results"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _signal_name(returncode: int | None) -> str:
+    if returncode is None or returncode >= 0:
+        return "a signal"
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def stderr_tail(text: str, lines: int = STDERR_TAIL_LINES) -> list[str]:
+    return [line for line in text.rstrip().splitlines() if line.strip()][-lines:]
+
+
+def _failure_result(
+    chk: Check, ctx: CheckContext, proc: CommandResult, budget: float, elapsed: float
+) -> CheckResult:
+    """Turn a child that did not hand back a result into an ``error`` result."""
+    details: dict[str, Any] = {
+        "child": proc.to_dict(),
+        "stderr_tail": stderr_tail(proc.stderr or proc.stdout),
+    }
+    remedy: str | None = None
+    if proc.status == "timeout":
+        message = (
+            f"did not finish within {budget:g} s and was killed (a hang, a GPU hang or a far too slow device)"
+        )
+        remedy = (
+            f"rerun with `rocmkit doctor --only {chk.name} --timeout-scale 4`; if it hangs again, "
+            "check `dmesg` for amdgpu/GPU resets"
+        )
+    elif proc.status == "signal":
+        sig = _signal_name(proc.returncode)
+        message = f"the check's process was killed by {sig}"
+        if proc.returncode == -signal.SIGSEGV:
+            message += " (segmentation fault: a crash in a native library or driver)"
+            remedy = (
+                f"rerun with `AMD_SERIALIZE_KERNEL=3 rocmkit doctor --only {chk.name}` for a precise error"
+            )
+        elif proc.returncode == -signal.SIGKILL:
+            message += " (most often the kernel's out-of-memory killer)"
+            remedy = "check `dmesg | grep -i 'out of memory'`; free host memory or lower the check's sizes"
+        elif proc.returncode == -signal.SIGABRT:
+            message += " (an abort, e.g. hipErrorNoBinaryForGpu or a failed assertion in a native library)"
+    elif proc.status == "ok":
+        message = "the check's process exited without writing a result"
+    elif proc.status in ("absent", "error"):
+        message = f"could not start the check's process: {proc.error}"
+    else:
+        tail = details["stderr_tail"]
+        last = tail[-1] if tail else ""
+        message = f"the check's process exited with code {proc.returncode}" + (f": {last}" if last else "")
+    return CheckResult(
+        name=chk.name,
+        level=chk.level,
+        status=Status.ERROR,
+        message=message,
+        remedy=remedy,
+        duration_s=round(elapsed, 3),
+        backend=ctx.backend,
+        details=details,
+    )
+
+
+def normalise(chk: Check, ctx: CheckContext, value: object, duration_s: float) -> list[CheckResult]:
+    """A check may return one result or a list; fill in level, backend and duration."""
+    items = value if isinstance(value, list) else [value]
+    out: list[CheckResult] = []
+    for item in items:
+        if not isinstance(item, CheckResult):
+            out.append(
+                CheckResult(
+                    name=chk.name,
+                    level=chk.level,
+                    status=Status.ERROR,
+                    message=f"the check returned {type(item).__name__}, not a CheckResult",
+                    duration_s=round(duration_s, 3),
+                    backend=ctx.backend,
+                )
+            )
+            continue
+        out.append(
+            CheckResult(
+                name=item.name or chk.name,
+                level=item.level,
+                status=item.status,
+                message=item.message,
+                remedy=item.remedy,
+                figures=item.figures,
+                # A check that times its own parts keeps them; otherwise the wall time.
+                duration_s=round(item.duration_s or duration_s / len(items), 3),
+                backend=item.backend or ctx.backend,
+                details=item.details,
+            )
+        )
+    if not out:
+        out.append(
+            CheckResult(
+                name=chk.name,
+                level=chk.level,
+                status=Status.ERROR,
+                message="the check returned no result",
+                duration_s=round(duration_s, 3),
+                backend=ctx.backend,
+            )
+        )
+    return out
+
+
+def exception_result(chk: Check, ctx: CheckContext, exc: BaseException, duration_s: float) -> CheckResult:
+    """An exception inside a check: it could not run (error), with the traceback's tail."""
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    message = f"raised {text}"
+    remedy = None
+    if "out of memory" in str(exc).lower():
+        message = f"ran out of device memory: {text}"
+        remedy = "free the GPU (`rocm-smi --showpids` / `nvidia-smi`) or lower the check's sizes"
+    return CheckResult(
+        name=chk.name,
+        level=chk.level,
+        status=Status.ERROR,
+        message=message,
+        remedy=remedy,
+        duration_s=round(duration_s, 3),
+        backend=ctx.backend,
+        details={"traceback": stderr_tail("".join(lines), 30)},
+    )
+
+
+def call_check(chk: Check, ctx: CheckContext) -> list[CheckResult]:
+    """Run a check's function here and now; exceptions become an ``error`` result."""
+    start = time.monotonic()
+    try:
+        value = chk.func(ctx)
+    except Exception as exc:  # the check could not run; that is its result
+        return [exception_result(chk, ctx, exc, time.monotonic() - start)]
+    return normalise(chk, ctx, value, time.monotonic() - start)
+
+
+def child_main(request_text: str) -> int:
+    """The child: run the requested check and write its results to the result file."""
+    request = json.loads(request_text)
+    if request.get("schema") != REQUEST_SCHEMA:
+        print(f"rocmkit.doctor.isolate: not a {REQUEST_SCHEMA} request", file=sys.stderr)
+        return 2
+    ctx_data = request["context"]
+    if ctx_data.get("backend") == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # before any import of triton
+    import importlib
+
+    from rocmkit.doctor import registry
+
+    ctx = CheckContext.from_dict(ctx_data)
+    importlib.import_module(request["module"])
+    chk = registry.load_checks((request["module"],)).get(request["check"])
+    if chk is None:
+        print(
+            f"rocmkit.doctor.isolate: no check {request['check']!r} in {request['module']}", file=sys.stderr
+        )
+        return 2
+    results = call_check(chk, ctx)
+    path = Path(request["result_path"])
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"results": [r.to_dict() for r in results]}), encoding="utf-8")
+    tmp.replace(path)
+    return 0
+
+
+def main() -> int:
+    return child_main(sys.stdin.read())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

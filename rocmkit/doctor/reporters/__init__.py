@@ -1,0 +1,1 @@
+"""Doctor report writers: a human table (text), JSON, JUnit XML and Prometheus textfile."""

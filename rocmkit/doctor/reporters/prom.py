@@ -1,0 +1,103 @@
+"""node_exporter textfile format, for cluster monitoring.
+
+Write the file with :func:`write_atomic`: node_exporter's textfile collector may
+read it at any moment, and a half-written file is a scrape error.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from rocmkit.doctor.result import EXIT_CODES, Report, Status
+
+_VERDICT_VALUE = {s: EXIT_CODES[s] for s in Status}
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(**labels: str) -> str:
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def _unit_label(unit: str) -> str:
+    return re.sub(r"\s+", "", unit)
+
+
+def render(report: Report) -> str:
+    host = report.hostname
+    lines: list[str] = [
+        "# HELP rocmkit_check_status 1 for the status each doctor check ended with, 0 for the others.",
+        "# TYPE rocmkit_check_status gauge",
+    ]
+    for r in report.results:
+        for s in Status:
+            value = 1 if r.status is s else 0
+            lines.append(
+                f"rocmkit_check_status{_labels(host=host, check=r.name, status=s.value, level=str(r.level))} {value}"
+            )
+    lines += [
+        "# HELP rocmkit_check_duration_seconds Wall time of each doctor check.",
+        "# TYPE rocmkit_check_duration_seconds gauge",
+    ]
+    for r in report.results:
+        lines.append(
+            f"rocmkit_check_duration_seconds{_labels(host=host, check=r.name)} {_number(r.duration_s)}"
+        )
+    figure_lines = [
+        f"rocmkit_figure{_labels(host=host, check=r.name, name=f.name, unit=_unit_label(f.unit))} {_number(f.value)}"
+        for r in report.results
+        for f in r.figures
+    ]
+    if figure_lines:
+        lines += [
+            "# HELP rocmkit_figure A number a doctor check measured (bandwidth, TFLOP/s, speedup, compile time).",
+            "# TYPE rocmkit_figure gauge",
+            *figure_lines,
+        ]
+    lines += [
+        "# HELP rocmkit_doctor_verdict The doctor's exit code: 0 pass, 1 fail, 2 warnings only, 3 could not run.",
+        "# TYPE rocmkit_doctor_verdict gauge",
+        f"rocmkit_doctor_verdict{_labels(host=host, verdict=report.verdict.value, level=str(report.level))} "
+        f"{_VERDICT_VALUE[report.verdict]}",
+        "# HELP rocmkit_doctor_last_run_timestamp_seconds When the doctor run finished (Unix time).",
+        "# TYPE rocmkit_doctor_last_run_timestamp_seconds gauge",
+        f"rocmkit_doctor_last_run_timestamp_seconds{_labels(host=host)} {_number(_unix(report.finished_at))}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _unix(iso: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return float("nan")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write next to the target, then rename over it (atomic on one filesystem)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,307 @@
+"""Select, order and run doctor checks, and build the report.
+
+Selection: every check at or below ``level``; ``only`` picks checks by name,
+group (``env`` for ``env.*``) or glob (``triton.*``) at any level; ``skip``
+removes them. Needs (torch, triton, a GPU) that this node lacks turn a check
+into ``skip`` with the reason, before anything is started. Isolated checks run
+in a child process each (:mod:`rocmkit.doctor.isolate`); the others run here,
+with the same rule that an exception is the check's ``error``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import socket
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rocmkit import __version__
+from rocmkit.doctor import isolate
+from rocmkit.doctor.registry import Backend, Check, CheckContext, load_checks
+from rocmkit.doctor.result import CheckResult, Report, Status
+from rocmkit.errors import UsageError
+from rocmkit.machine import Machine
+from rocmkit.plan import Plan
+from rocmkit.sources import relevant_env
+
+MAX_LEVEL = 3
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Discovery:
+    checks: dict[str, Check]
+    # Check modules that exist but fail to import: reported, never fatal.
+    broken: tuple[CheckResult, ...] = ()
+
+
+def discover(modules: Sequence[str]) -> Discovery:
+    """Import the check modules one by one; a module that fails to import becomes
+    an ``error`` result rather than stopping every other check."""
+    good: list[str] = []
+    broken: list[CheckResult] = []
+    for mod in modules:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name == mod:
+                continue  # not written (or not installed): nothing to run
+            broken.append(_broken_module(mod, exc))
+            continue
+        except Exception as exc:  # a bug in a check module must not stop the others
+            broken.append(_broken_module(mod, exc))
+            continue
+        good.append(mod)
+    return Discovery(checks=load_checks(tuple(good)), broken=tuple(broken))
+
+
+def _broken_module(mod: str, exc: BaseException) -> CheckResult:
+    return CheckResult(
+        name=f"doctor.module:{mod.rsplit('.', 1)[-1]}",
+        level=0,
+        status=Status.ERROR,
+        message=f"check module {mod} failed to import: {type(exc).__name__}: {exc}".splitlines()[0][:300],
+        remedy="report this as a rocmkit bug, with `rocmkit doctor --json` attached",
+        details={"module": mod},
+    )
+
+
+def _matches(chk: Check, pattern: str) -> bool:
+    group = chk.name.split(".", 1)[0]
+    return pattern in (chk.name, group) or fnmatch.fnmatchcase(chk.name, pattern)
+
+
+def select(
+    checks: Mapping[str, Check],
+    *,
+    level: int = 1,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+) -> list[Check]:
+    """The checks to run, in order (level, then module and registration order)."""
+    if not 0 <= level <= MAX_LEVEL:
+        raise UsageError(f"--level must be 0 to {MAX_LEVEL}, not {level}", "use --level 0, 1, 2 or 3")
+    known = ", ".join(sorted(checks)) or "none"
+    for pattern in (*only, *skip):
+        if not any(_matches(c, pattern) for c in checks.values()):
+            raise UsageError(
+                f"no doctor check matches {pattern!r}",
+                f"see `rocmkit doctor --list`; known checks: {known}",
+            )
+    if only:
+        picked = [c for c in checks.values() if any(_matches(c, p) for p in only)]
+    else:
+        picked = [c for c in checks.values() if c.level <= level]
+    picked = [c for c in picked if not any(_matches(c, p) for p in skip)]
+    order = {name: i for i, name in enumerate(checks)}
+    return sorted(picked, key=lambda c: (c.level, order[c.name]))
+
+
+def _installed(dist_or_module: str) -> bool:
+    try:
+        return importlib.util.find_spec(dist_or_module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_need(chk: Check, ctx: CheckContext) -> tuple[str, str] | None:
+    """Why this check cannot run here (message, remedy), or None."""
+    live_only = {"torch", "triton", "gpu", "live"}
+    if ctx.machine.source.startswith("capture:") and (chk.isolated or chk.needs & live_only):
+        return (
+            "runs on a live machine only, not on a capture",
+            "run `rocmkit doctor` on the node itself",
+        )
+    for need in sorted(chk.needs):
+        if need == "gpu" and ctx.backend == "cpu":
+            return ("needs a GPU, and this run uses the CPU backend", "run it on a GPU node")
+        if need in ("torch", "triton", "transformers") and not _installed(need):
+            remedy = {
+                "torch": "install torch with `rocmkit install`",
+                "triton": "install the Triton build torch pins (`rocmkit install` does)",
+                "transformers": "pip install transformers",
+            }[need]
+            return (f"needs {need}, which is not installed in this Python", remedy)
+    return None
+
+
+Progress = Callable[[Check], None]
+ResultHook = Callable[[Check, list[CheckResult]], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    level: int = 1
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    backend: Backend | None = None  # default: what the machine has
+    timeout_scale: float = 1.0
+    options: dict[str, Any] = field(default_factory=dict)
+    modules: tuple[str, ...] = ()  # default: registry.check_modules()
+
+
+def run_checks(
+    selected: Iterable[Check],
+    ctx: CheckContext,
+    *,
+    timeout_scale: float = 1.0,
+    on_start: Progress | None = None,
+    on_result: ResultHook | None = None,
+) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    pending = list(selected)
+    for i, chk in enumerate(pending):
+        if on_start is not None:
+            on_start(chk)
+        try:
+            out = _run_one(chk, ctx, timeout_scale)
+        except KeyboardInterrupt:
+            # Ctrl-C: the running child is already killed (the runner does it); keep
+            # what ran and say plainly what did not, so the partial report is honest.
+            out = [_not_run(chk, ctx, Status.ERROR, "interrupted (Ctrl-C) while running")]
+            results.extend(out)
+            if on_result is not None:
+                on_result(chk, out)
+            results.extend(
+                _not_run(c, ctx, Status.SKIP, "not run: the doctor was interrupted") for c in pending[i + 1 :]
+            )
+            break
+        if on_result is not None:
+            on_result(chk, out)
+        results.extend(out)
+    return results
+
+
+def _not_run(chk: Check, ctx: CheckContext, status: Status, message: str) -> CheckResult:
+    return CheckResult(name=chk.name, level=chk.level, status=status, message=message, backend=ctx.backend)
+
+
+def _run_one(chk: Check, ctx: CheckContext, timeout_scale: float) -> list[CheckResult]:
+    why = missing_need(chk, ctx)
+    if why is not None:
+        return [
+            CheckResult(
+                name=chk.name,
+                level=chk.level,
+                status=Status.SKIP,
+                message=why[0],
+                remedy=why[1],
+                backend=ctx.backend,
+            )
+        ]
+    if chk.isolated:
+        return isolate.run_isolated(chk, ctx, timeout_s=chk.timeout_s * timeout_scale)
+    return isolate.call_check(chk, ctx)
+
+
+def host_id(hostname: str, read: Callable[[str], str | None] | None = None) -> str:
+    """Stable per node: the hostname plus a short hash of the machine id (which
+    survives renames and is shared by no two installs)."""
+    reader = read or _read_text
+    machine_id = (reader("/etc/machine-id") or reader("/var/lib/dbus/machine-id") or "").strip()
+    digest = hashlib.sha256(f"{hostname}\n{machine_id}".encode()).hexdigest()[:12]
+    return f"{hostname}-{digest}"
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions(results: Sequence[CheckResult]) -> dict[str, str | None]:
+    """Versions for the report, read without importing torch; the torch checks add
+    what only an import can tell (``torch.version.hip``) through their details."""
+    triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := _dist_version(d)) is not None), None)
+    out: dict[str, str | None] = {
+        "rocmkit": __version__,
+        "python": platform.python_version(),
+        "torch": _dist_version("torch"),
+        "triton": triton,
+        "hip": None,
+        "cuda": None,
+    }
+    for r in results:
+        found = r.details.get("versions")
+        if isinstance(found, dict):
+            out.update({str(k): (None if v is None else str(v)) for k, v in found.items()})
+    return out
+
+
+def make_plan(machine: Machine) -> Plan | None:
+    """The plan resolve would make for this machine, where one can be made."""
+    from rocmkit.errors import RocmkitError
+
+    try:
+        from rocmkit.resolve import Constraints, resolve
+    except ImportError:
+        return None
+    try:
+        return resolve(machine, Constraints())
+    except RocmkitError:
+        return None
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def doctor(
+    machine: Machine,
+    opts: RunOptions,
+    *,
+    plan: Plan | None = None,
+    cache_dir: Path,
+    environ: Mapping[str, str] | None = None,
+    on_start: Progress | None = None,
+    on_result: ResultHook | None = None,
+    checks: Discovery | None = None,
+) -> Report:
+    """Run the selected checks on ``machine`` and return the report."""
+    from rocmkit.doctor.registry import check_modules
+
+    env = dict(os.environ if environ is None else environ)
+    found = checks or discover(opts.modules or check_modules(env))
+    selected = select(found.checks, level=opts.level, only=opts.only, skip=opts.skip)
+    started = now_iso()
+    ctx = CheckContext(
+        machine=machine,
+        plan=plan,
+        backend=opts.backend or machine.backend_kind,
+        # Only the variables that matter to checks: the context travels to children
+        # as JSON, and secrets in the environment have no business there.
+        env=relevant_env(env),
+        cache_dir=cache_dir,
+        options=dict(opts.options),
+    )
+    ran = run_checks(selected, ctx, timeout_scale=opts.timeout_scale, on_start=on_start, on_result=on_result)
+    results = [*found.broken, *ran]
+    hostname = machine.host.hostname or socket.gethostname()
+    return Report(
+        machine=machine.to_dict(),
+        plan=plan.to_dict() if plan else None,
+        results=tuple(results),
+        versions=versions(results),
+        started_at=started,
+        finished_at=now_iso(),
+        host_id=host_id(hostname) if machine.source == "live" else f"{hostname}-capture",
+        hostname=hostname,
+        level=opts.level,
+    )

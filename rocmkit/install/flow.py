@@ -1,0 +1,343 @@
+"""The steps of ``rocmkit install``, in order, for every mode (plan, lock, wheelhouse).
+
+Mode by mode:
+
+- install (plan / ``--from-lock`` / ``--wheelhouse``): check the indexes,
+  record the state, write the guard, dry-run, back up what will be replaced,
+  install, verify; on any failure restore and say so;
+- ``--lock FILE``: resolve the closure with hashes and write it (no change);
+- ``--download-only --wheelhouse DIR``: download the closure (no change);
+- ``--dry-run``: say what would be done (no change).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rocmkit.errors import RocmkitError, ToolError, UsageError
+from rocmkit.install import guard, lock, wheelhouse
+from rocmkit.install.base import Installer, InstallSpec, Limits, LineSink, Sources
+from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
+from rocmkit.install.pip import PipInstaller, pip_available
+from rocmkit.install.transaction import Transaction
+from rocmkit.install.uv import UvInstaller
+from rocmkit.install.venv import Target, find_uv
+from rocmkit.install.verify import verify
+from rocmkit.paths import cache_dir
+from rocmkit.plan import Plan
+from rocmkit.runner import CommandResult
+
+InstallerChoice = Literal["auto", "uv", "pip"]
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    installer: InstallerChoice = "auto"
+    dry_run: bool = False
+    with_packages: tuple[str, ...] = ()
+    guard: bool = True
+    verify: bool = True
+    break_system_packages: bool = False
+    limits: Limits = field(default_factory=Limits)
+    probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
+    show_output: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    action: str  # "installed" | "locked" | "downloaded" | "dry-run"
+    target: str | None
+    installer: str
+    plan: Plan | None
+    sources: Sources
+    messages: tuple[str, ...] = ()
+    changes: str = ""
+    verification: dict[str, Any] | None = None
+    path: str | None = None  # lock file or wheelhouse written
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "rocmkit.install/1",
+            "action": self.action,
+            "target": self.target,
+            "installer": self.installer,
+            "backend": self.plan.backend if self.plan else None,
+            "requirements": list(self.plan.requirements) if self.plan else [],
+            "index_urls": list(self.sources.index_urls),
+            "find_links": list(self.sources.find_links),
+            "offline": self.sources.offline,
+            "messages": list(self.messages),
+            "changes": self.changes,
+            "verification": self.verification,
+            "path": self.path,
+        }
+
+
+def choose_installer(choice: InstallerChoice, target: Target, limits: Limits) -> Installer:
+    """uv when present (fast, no pip needed in the venv), else pip; or what the user named."""
+    if choice == "uv" or (choice == "auto" and find_uv() is not None):
+        return UvInstaller(target, limits=limits)
+    if choice == "auto" and not pip_available(target):
+        raise ToolError("neither uv nor pip is available", "`pip install uv` (or pip) next to rocmkit")
+    return PipInstaller(target, limits=limits)
+
+
+def _progress(echo: Echo, show: bool) -> LineSink:
+    if not show:
+        return None
+
+    def on_line(line: str) -> None:
+        if line.strip():
+            echo(f"  | {line}")
+
+    return on_line
+
+
+def _workdir() -> Path:
+    folder = cache_dir() / "install" / time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=_mkdir(folder.parent)))
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def plan_sources(plan: Plan) -> Sources:
+    return Sources(index_urls=plan.index_urls)
+
+
+def checked_sources(
+    sources: Sources,
+    requirements: tuple[str, ...],
+    target: Target,
+    opts: Options,
+    echo: Echo,
+    notes: list[str],
+) -> Sources:
+    """Probe the indexes (short timeout); substitute the user's own sources where needed, saying so."""
+    decision = decide_sources(
+        sources, requirements, python=target.short_version, timeout=opts.probe_timeout_s
+    )
+    for message in decision.messages:
+        echo(f"rocmkit: {message}")
+        notes.append(message)
+    return decision.sources
+
+
+def write_lock(plan: Plan, target: Target, path: Path, opts: Options, echo: Echo) -> Outcome:
+    installer = choose_installer(opts.installer, target, opts.limits)
+    notes: list[str] = []
+    sources = checked_sources(plan_sources(plan), plan.requirements, target, opts, echo, notes)
+    spec = InstallSpec(requirements=(*plan.requirements, *opts.with_packages), sources=sources)
+    entries, result = installer.lock(spec)
+    if not result.ok or not entries:
+        raise ToolError(f"could not resolve the lock: {result.describe()}")
+    path.write_text(lock.render(entries, sources, plan))
+    echo(f"rocmkit: wrote {path} ({len(entries)} packages, with hashes)")
+    return Outcome(
+        messages=tuple(notes),
+        action="locked",
+        target=str(target.python),
+        installer=installer.name,
+        plan=plan,
+        sources=sources,
+        path=str(path),
+    )
+
+
+def download_wheelhouse(plan: Plan, target: Target, folder: Path, opts: Options, echo: Echo) -> Outcome:
+    if not pip_available(target):
+        raise ToolError(
+            "--download-only needs pip (uv has no download command)", "`pip install pip` next to rocmkit"
+        )
+    pip = PipInstaller(target, limits=opts.limits)
+    notes: list[str] = []
+    sources = checked_sources(plan_sources(plan), plan.requirements, target, opts, echo, notes)
+    spec = InstallSpec(requirements=(*plan.requirements, *opts.with_packages), sources=sources)
+    echo(
+        f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version} into {folder}"
+    )
+    lock_path = wheelhouse.download(pip, spec, plan, folder, on_line=_progress(echo, opts.show_output))
+    echo(
+        f"rocmkit: wheelhouse ready: {folder} (install with: rocmkit install --wheelhouse {folder} --venv V)"
+    )
+    return Outcome(
+        messages=tuple(notes),
+        action="downloaded",
+        target=str(target.python),
+        installer="pip",
+        plan=plan,
+        sources=sources,
+        path=str(lock_path),
+    )
+
+
+def _failed(step: str, result: CommandResult) -> ToolError:
+    text = result.stdout + "\n" + result.stderr
+    if result.status == "timeout":
+        return ToolError(f"{step} did not finish within {result.timeout_s:g} s and was stopped")
+    for needle in ("DO NOT MATCH THE HASHES", "Hash mismatch", "hash mismatch"):
+        if needle in text:
+            return ToolError(
+                f"{step} refused a file whose sha256 does not match the lock",
+                "the index serves a different file than the one locked; re-lock only if you trust it",
+            )
+    return ToolError(f"{step} failed: {result.describe()}")
+
+
+def install(
+    plan: Plan,
+    target: Target,
+    opts: Options,
+    echo: Echo,
+    *,
+    spec: InstallSpec | None = None,
+) -> Outcome:
+    """Install ``spec`` (default: the plan's requirements from its indexes) transactionally."""
+    installer = choose_installer(opts.installer, target, opts.limits)
+    notes: list[str] = []
+    if spec is None:
+        sources = checked_sources(plan_sources(plan), plan.requirements, target, opts, echo, notes)
+        spec = InstallSpec(requirements=(*plan.requirements, *opts.with_packages), sources=sources)
+    elif not spec.sources.offline:
+        pins = tuple(spec.requirements) or tuple(plan.requirements)
+        spec = _with_sources(spec, checked_sources(spec.sources, pins, target, opts, echo, notes))
+    guarded = opts.guard and target.is_venv and bool(guard.pins_for(plan))
+    files = guard.guard_files(target.prefix)
+    spec = _with_break(spec, opts.break_system_packages)
+    if opts.dry_run:
+        if guarded:
+            dry_pins = Path(tempfile.mkdtemp(prefix="rocmkit-dry-")) / guard.CONSTRAINTS_NAME
+            dry_pins.write_text(guard.constraints_text(plan))
+            spec = _with_constraints(spec, dry_pins)
+        return _dry_run(plan, target, installer, spec, guarded, echo, notes)
+    if guarded:
+        spec = _with_constraints(spec, files.constraints)
+
+    workdir = _workdir()
+    tx = Transaction(installer, workdir, files.all() if guarded else ())
+    echo(
+        f"rocmkit: recorded the state of {target.prefix} ({len(tx.before.dists)} distributions) in {workdir}"
+    )
+    try:
+        if guarded:
+            guard.write_guard(target.prefix, plan)
+        changes, result = installer.dry_run(spec)
+        if not result.ok:
+            raise _failed(f"{installer.name} (resolving)", result)
+        backup = tx.backup(changes)
+        if backup.wheels:
+            echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
+        echo(f"rocmkit: installing with {installer.name}: {' '.join(spec.requirements) or '(lock file)'}")
+        result = installer.install(spec, on_line=_progress(echo, opts.show_output))
+        if not result.ok:
+            raise _failed(installer.name, result)
+        verification = None
+        if opts.verify:
+            checked = verify(target, plan)
+            if not checked.ok:
+                raise ToolError(checked.summary(), "see the plan's reasons; `rocmkit doctor` tells more")
+            echo(f"rocmkit: {checked.summary()}")
+            verification = {"ok": True, **checked.facts}
+    except (RocmkitError, KeyboardInterrupt) as exc:
+        echo(
+            f"rocmkit: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'install failed'}; restoring"
+        )
+        report = tx.restore()
+        for step in report.steps:
+            echo(f"rocmkit:   {step}")
+        echo(f"rocmkit: {report.describe()}")
+        if report.exact:
+            tx.discard_backups()
+        else:
+            echo(f"rocmkit: backups and the recorded state are kept in {workdir}")
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        message = exc.message + (
+            "; environment restored exactly" if report.exact else "; " + report.describe()
+        )
+        raise type(exc)(message, exc.fix) from exc
+    changed = tx.after()
+    tx.discard_backups()
+    (workdir / "state-after.json").write_text(
+        json.dumps(tx.before.to_dict() | {"changes": changed.describe()})
+    )
+    if guarded:
+        echo(
+            f"rocmkit: guarded {', '.join(guard.pins_for(plan))} against later pip/uv installs ({files.constraints})"
+        )
+    return Outcome(
+        messages=tuple(notes),
+        action="installed",
+        target=str(target.prefix),
+        installer=installer.name,
+        plan=plan,
+        sources=spec.sources,
+        changes=changed.describe(),
+        verification=verification,
+    )
+
+
+def _dry_run(
+    plan: Plan,
+    target: Target,
+    installer: Installer,
+    spec: InstallSpec,
+    guarded: bool,
+    echo: Echo,
+    notes: list[str],
+) -> Outcome:
+    changes, result = installer.dry_run(spec)
+    if not result.ok:
+        raise _failed(f"{installer.name} (dry run)", result)
+    lines = [f"+ {n}=={v}" for n, v in changes.install] + [f"- {n}=={v}" for n, v in changes.remove]
+    echo(
+        f"rocmkit: dry run with {installer.name} into {target.prefix}: "
+        + (", ".join(lines) or "nothing to change")
+    )
+    if guarded:
+        echo(f"rocmkit: would guard {', '.join(guard.pins_for(plan))}")
+    return Outcome(
+        messages=tuple(notes),
+        action="dry-run",
+        target=str(target.prefix),
+        installer=installer.name,
+        plan=plan,
+        sources=spec.sources,
+        changes=", ".join(lines),
+    )
+
+
+def _with_sources(spec: InstallSpec, sources: Sources) -> InstallSpec:
+    return _replace(spec, sources=sources)
+
+
+def _with_constraints(spec: InstallSpec, constraints: Path) -> InstallSpec:
+    return _replace(spec, constraints=(*spec.constraints, constraints))
+
+
+def _with_break(spec: InstallSpec, flag: bool) -> InstallSpec:
+    return _replace(spec, break_system_packages=flag)
+
+
+def _replace(spec: InstallSpec, **changes: Any) -> InstallSpec:
+    import dataclasses
+
+    return dataclasses.replace(spec, **changes)
+
+
+def locked_spec(parsed: lock.LockFile, workdir: Path, extra: tuple[str, ...] = ()) -> InstallSpec:
+    """An install of exactly the locked pins with hash checking."""
+    if extra:
+        raise UsageError("--with cannot add packages to a lock", "lock them together: --lock FILE --with PKG")
+    req = workdir / "locked-requirements.txt"
+    req.write_text(parsed.requirements_text())
+    return InstallSpec(requirement_files=(req,), sources=parsed.sources, no_deps=True, require_hashes=True)

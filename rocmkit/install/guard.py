@@ -1,0 +1,143 @@
+"""Guard an environment's torch build against later ``pip install`` / ``uv pip install``.
+
+PyPI's torch for Linux is a CUDA build: a later ``pip install transformers``
+that wants another torch version would silently replace the ROCm build. The
+guard is a constraints file pinning the installed torch family and Triton,
+wired where each installer looks without being asked:
+
+- pip reads ``<venv>/pip.conf`` (its "site" configuration) for every run
+  inside the venv, activated or not, so ``[install] constraint = FILE`` there
+  always applies;
+- uv reads no per-venv configuration, so ``bin/activate`` exports
+  ``UV_CONSTRAINT`` (and ``deactivate`` removes it), together with the plan's
+  environment variables (``HSA_OVERRIDE_GFX_VERSION`` ...).
+
+A conflicting request then fails with a resolution error naming torch,
+instead of swapping the build.
+"""
+
+from __future__ import annotations
+
+import configparser
+import io
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocmkit.plan import Plan
+
+CONSTRAINTS_NAME = "rocmkit-constraints.txt"
+BEGIN = "# >>> rocmkit guard >>>"
+END = "# <<< rocmkit guard <<<"
+
+# Distributions whose build must match the installed torch.
+GUARDED = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "pytorch-triton-rocm",
+    "triton-rocm",
+    "pytorch-triton",
+    "triton",
+)
+
+_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*==\s*([^\s;]+)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardFiles:
+    constraints: Path
+    pip_conf: Path
+    activate: Path
+
+    def all(self) -> tuple[Path, ...]:
+        return (self.constraints, self.pip_conf, self.activate)
+
+
+def guard_files(prefix: Path) -> GuardFiles:
+    return GuardFiles(
+        constraints=prefix / CONSTRAINTS_NAME,
+        pip_conf=prefix / "pip.conf",
+        activate=prefix / "bin" / "activate",
+    )
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pins_for(plan: Plan) -> list[str]:
+    """The ``name==version`` pins of the plan's torch family and Triton."""
+    pins: list[str] = []
+    seen: set[str] = set()
+    for req in (*plan.requirements, *((plan.triton,) if plan.triton else ())):
+        match = _PIN.match(req)
+        if match and _canonical(match.group(1)) in GUARDED and _canonical(match.group(1)) not in seen:
+            seen.add(_canonical(match.group(1)))
+            pins.append(f"{_canonical(match.group(1))}=={match.group(3)}")
+    return pins
+
+
+def constraints_text(plan: Plan) -> str:
+    header = (
+        "# Written by `rocmkit install`: keeps this environment's torch build.\n"
+        f"# backend {plan.backend}; to change it, run `rocmkit install` again "
+        "(or remove this file's lines to lift the guard).\n"
+    )
+    return header + "".join(pin + "\n" for pin in pins_for(plan))
+
+
+def _pip_conf_text(existing: str | None, constraints: Path) -> str:
+    parser = configparser.ConfigParser(interpolation=None)
+    if existing:
+        parser.read_string(existing)
+    if not parser.has_section("install"):
+        parser.add_section("install")
+    parser.set("install", "constraint", str(constraints))
+    out = io.StringIO()
+    parser.write(out)
+    return out.getvalue()
+
+
+def _activate_block(constraints: Path, env: dict[str, str]) -> str:
+    # deactivate is wrapped so that UV_CONSTRAINT (and the plan's variables) leave with the venv.
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()))
+    unsets = "".join(f"        unset {k}\n" for k in sorted(env))
+    plan_note = "# The plan's environment (`rocmkit resolve` says why):\n" if env else ""
+    return f"""{BEGIN}
+# uv reads no per-venv config; this keeps `uv pip install` from swapping torch.
+export UV_CONSTRAINT="{constraints}"
+{plan_note}{exports}if command -v deactivate >/dev/null 2>&1; then
+    # activate has just (re)defined deactivate: wrap that definition.
+    eval "_rocmkit_$(declare -f deactivate)"
+    deactivate () {{
+        if [ "${{UV_CONSTRAINT:-}}" = "{constraints}" ]; then unset UV_CONSTRAINT; fi
+{unsets}        _rocmkit_deactivate "$@"
+        if [ "${{1:-}}" != "nondestructive" ]; then unset -f _rocmkit_deactivate 2>/dev/null; fi
+    }}
+fi
+{END}
+"""
+
+
+def _strip_block(text: str) -> str:
+    start = text.find(BEGIN)
+    if start < 0:
+        return text
+    end = text.find(END, start)
+    if end < 0:
+        return text
+    return text[:start] + text[end + len(END) :].lstrip("\n")
+
+
+def write_guard(prefix: Path, plan: Plan) -> GuardFiles:
+    """Write (or rewrite) the guard of the venv at ``prefix`` for ``plan``."""
+    files = guard_files(prefix)
+    files.constraints.write_text(constraints_text(plan))
+    existing = files.pip_conf.read_text() if files.pip_conf.is_file() else None
+    files.pip_conf.write_text(_pip_conf_text(existing, files.constraints))
+    if files.activate.is_file():
+        text = _strip_block(files.activate.read_text())
+        files.activate.write_text(text.rstrip("\n") + "\n\n" + _activate_block(files.constraints, plan.env))
+    return files

@@ -1,0 +1,269 @@
+"""Check that each package index answers before pip or uv are sent to it.
+
+pip's defaults (15 s timeout, 5 retries, per file) turn a dead index into
+minutes of silence. A short GET of the index's page for the first planned
+project says in seconds whether it answers. When one does not, rocmkit looks
+through the user's own pip configuration (find-links folders, a mirror
+index-url, extra indexes: the way air-gapped clusters are usually set up) for
+the exact planned wheels and uses that source, saying so; otherwise it stops
+with the index that failed and what to do.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+from rocmkit.errors import NetworkError
+from rocmkit.install.base import Sources, canonical
+
+DEFAULT_PROBE_TIMEOUT_S = 5.0
+PYPI_SIMPLE = "https://pypi.org/simple"
+_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^\s;]+)")
+_WHEEL = re.compile(
+    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probe:
+    url: str
+    ok: bool
+    detail: str  # "HTTP 200", "connection refused", "timed out after 5 s", ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserPipConfig:
+    """The sources in the user's own pip configuration (files and PIP_* variables)."""
+
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    origins: dict[str, str] = field(default_factory=dict)  # source -> where it was configured
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceDecision:
+    sources: Sources
+    probes: tuple[Probe, ...]
+    messages: tuple[str, ...] = ()  # what was substituted, for the user
+
+
+def _reason(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code}"
+    inner = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(inner, (TimeoutError, socket.timeout)):
+        return f"no answer within {timeout:g} s"
+    if isinstance(inner, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(inner, socket.gaierror):
+        return "host name does not resolve"
+    return str(inner) or type(inner).__name__
+
+
+def _fetch(url: str, timeout: float) -> str:
+    req = urllib.request.Request(url, headers={"Accept": "text/html", "User-Agent": "rocmkit"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        data: bytes = resp.read()
+    return data.decode(errors="replace")
+
+
+def probe_index(index_url: str, project: str, timeout: float = DEFAULT_PROBE_TIMEOUT_S) -> Probe:
+    """Does ``index_url`` answer for ``project`` within ``timeout``?"""
+    page = index_url.rstrip("/") + "/" + canonical(project) + "/"
+    parsed = urllib.parse.urlsplit(index_url)
+    if parsed.scheme == "file":
+        path = Path(urllib.parse.unquote(parsed.path)) / canonical(project)
+        ok = path.exists()
+        return Probe(url=index_url, ok=ok, detail="local folder" if ok else f"{path} does not exist")
+    if parsed.scheme not in ("http", "https"):
+        return Probe(url=index_url, ok=False, detail=f"unsupported URL scheme {parsed.scheme!r}")
+    try:
+        _fetch(page, timeout)
+    except urllib.error.HTTPError as exc:
+        # 404: the index answers but has no such project; pip would find nothing there either.
+        return Probe(url=index_url, ok=False, detail=f"HTTP {exc.code} for {page}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return Probe(url=index_url, ok=False, detail=_reason(exc, timeout))
+    return Probe(url=index_url, ok=True, detail="answers")
+
+
+def _split(value: str) -> list[str]:
+    return [v for v in value.split() if v]
+
+
+def read_pip_config(environ: Mapping[str, str] | None = None, home: Path | None = None) -> UserPipConfig:
+    """Read the user's pip sources the way pip does: global, user, PIP_CONFIG_FILE, then PIP_* variables."""
+    env = os.environ if environ is None else environ
+    home = home or Path(env.get("HOME", str(Path.home())))
+    xdg = Path(env.get("XDG_CONFIG_HOME", str(home / ".config")))
+    files: list[Path] = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
+    config_file = env.get("PIP_CONFIG_FILE")
+    if config_file == os.devnull:
+        files = []
+    else:
+        if not (config_file and Path(config_file).exists()):
+            files += [home / ".pip" / "pip.conf", xdg / "pip" / "pip.conf"]
+        if config_file:
+            files.append(Path(config_file))
+    values: dict[str, tuple[str, str]] = {}
+    for path in files:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path)
+        except (configparser.Error, OSError):
+            continue
+        for section in ("global", "install", "download"):
+            if parser.has_section(section):
+                for key in ("index-url", "extra-index-url", "find-links"):
+                    if parser.has_option(section, key):
+                        values[key] = (parser.get(section, key), str(path))
+    for key in ("index-url", "extra-index-url", "find-links"):
+        var = "PIP_" + key.upper().replace("-", "_")
+        if env.get(var):
+            values[key] = (env[var], f"${var}")
+    origins: dict[str, str] = {}
+    for value, origin in values.values():
+        for item in _split(value):
+            origins[item] = origin
+    index = _split(values["index-url"][0])[0] if "index-url" in values else None
+    return UserPipConfig(
+        index_url=index,
+        extra_index_urls=tuple(_split(values.get("extra-index-url", ("", ""))[0])),
+        find_links=tuple(_split(values.get("find-links", ("", ""))[0])),
+        origins=origins,
+    )
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.hrefs += [v for k, v in attrs if k == "href" and v]
+
+
+def _wheel_names(source: str, project: str, timeout: float, *, is_index: bool) -> list[str]:
+    """Wheel filenames that ``source`` offers (a folder, a flat links page, or a simple index)."""
+    parsed = urllib.parse.urlsplit(source)
+    if parsed.scheme in ("", "file"):
+        folder = Path(urllib.parse.unquote(parsed.path) if parsed.scheme else source)
+        if is_index:
+            folder = folder / canonical(project)
+        if folder.is_dir():
+            return [p.name for p in folder.iterdir() if p.suffix == ".whl"]
+        index_html = folder / "index.html"
+        if index_html.is_file():
+            page = index_html.read_text(errors="replace")
+        else:
+            return []
+    else:
+        url = source.rstrip("/") + "/" + canonical(project) + "/" if is_index else source
+        try:
+            page = _fetch(url, timeout)
+        except (urllib.error.URLError, OSError, ValueError):
+            return []
+    links = _Links()
+    links.feed(page)
+    names = []
+    for href in links.hrefs:
+        name = urllib.parse.unquote(urllib.parse.urlsplit(href).path.rsplit("/", 1)[-1])
+        if name.endswith(".whl"):
+            names.append(name)
+    return names
+
+
+def wheel_matches(filename: str, name: str, version: str, python: str | None) -> bool:
+    match = _WHEEL.match(filename)
+    if match is None:
+        return False
+    if canonical(match.group("name")) != canonical(name) or match.group("version") != version:
+        return False
+    if python is None:
+        return True
+    major, minor = python.split(".")[:2]
+    tags = set(match.group("py").split("."))
+    return bool(tags & {f"cp{major}{minor}", f"py{major}", f"py{major}{minor}"})
+
+
+def pinned(requirements: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for req in requirements:
+        match = _PIN.match(req)
+        if match:
+            out.append((match.group(1), match.group(2)))
+    return out
+
+
+def decide_sources(
+    sources: Sources,
+    requirements: Sequence[str],
+    *,
+    python: str | None,
+    timeout: float = DEFAULT_PROBE_TIMEOUT_S,
+    user: UserPipConfig | None = None,
+) -> SourceDecision:
+    """Probe each index; substitute the user's own sources when one fails and they hold the pins."""
+    if sources.offline or sources.no_index or not sources.index_urls:
+        return SourceDecision(sources=sources, probes=())
+    pins = pinned(requirements)
+    project = pins[0][0] if pins else "torch"
+    probes = tuple(probe_index(url, project, timeout) for url in sources.index_urls)
+    failed = [p for p in probes if not p.ok]
+    if not failed:
+        return SourceDecision(sources=sources, probes=probes)
+    user = user if user is not None else read_pip_config()
+    bad = {p.url for p in failed}
+    # No index-url configured means pip's default, PyPI.
+    user_indexes = [
+        u for u in dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls)) if u not in bad
+    ]
+    candidates: list[tuple[str, bool]] = [(link, False) for link in user.find_links]
+    candidates += [(url, True) for url in user_indexes]
+    holders: dict[str, str] = {}  # pin -> source holding it
+    for name, version in pins:
+        for source, is_index in candidates:
+            names = _wheel_names(source, name, timeout, is_index=is_index)
+            hit = next((n for n in names if wheel_matches(n, name, version, python)), None)
+            if hit:
+                holders[f"{name}=={version}"] = source
+                break
+    if pins and len(holders) == len(pins):
+        kept = [p.url for p in probes if p.ok]
+        # The user's indexes stay for the unpinned dependencies, if they answer.
+        kept += [u for u in user_indexes if u not in kept and probe_index(u, project, timeout).ok]
+        new = Sources(
+            index_urls=tuple(kept),
+            find_links=tuple(dict.fromkeys((*sources.find_links, *user.find_links))),
+            no_index=not kept,
+        )
+        used = sorted(set(holders.values()))
+        messages = tuple(
+            f"index {p.url} did not answer ({p.detail}); using "
+            + ", ".join(f"{s} (from {user.origins.get(s, 'your pip configuration')})" for s in used)
+            + f", which holds {', '.join(holders)}"
+            for p in failed
+        )
+        return SourceDecision(sources=new, probes=probes, messages=messages)
+    first = failed[0]
+    lacking = [f"{n}=={v}" for n, v in pins if f"{n}=={v}" not in holders]
+    searched = ", ".join(s for s, _ in candidates) or "none configured"
+    raise NetworkError(
+        f"package index {first.url} did not answer ({first.detail}), and your pip configuration's "
+        f"sources ({searched}) do not hold {', '.join(lacking) or 'the planned wheels'}",
+        "check the network or proxy; or point rocmkit at a mirror with --index-base URL "
+        "(ROCMKIT_INDEX_BASE); or, on a connected node, run `rocmkit install --download-only "
+        "--wheelhouse DIR` and install here with `--wheelhouse DIR`",
+    )

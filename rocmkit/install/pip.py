@@ -1,0 +1,145 @@
+"""pip as an Installer.
+
+pip runs from the target itself when it has pip, else from rocmkit's own
+interpreter with ``--python TARGET`` (pip >= 22.3), which re-runs pip inside
+the target so the target's own ``pip.conf`` (the guard) still applies.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rocmkit.errors import ToolError
+from rocmkit.install.base import (
+    Changes,
+    InstallSpec,
+    Limits,
+    LineSink,
+    Locked,
+    Sources,
+    base_env,
+    canonical,
+)
+from rocmkit.install.venv import Target
+from rocmkit.runner import CommandResult, run
+
+QUERY_TIMEOUT_S = 600.0
+
+
+def pip_available(target: Target) -> bool:
+    return target.has_pip or importlib.util.find_spec("pip") is not None
+
+
+class PipInstaller:
+    name = "pip"
+
+    def __init__(
+        self, target: Target, *, limits: Limits | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
+        if not pip_available(target):
+            raise ToolError(
+                f"pip is not available for {target.python} nor for rocmkit's Python",
+                "use --installer uv, or install pip into the target",
+            )
+        self.target = target
+        self.limits = limits or Limits()
+        self.env = base_env(environ)
+        # PIP_CONSTRAINT outranks the venv's pip.conf: rocmkit's own runs use only the
+        # constraints it passes (a stale guard must not block the install that replaces it).
+        self.env.update(
+            {"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_CONSTRAINT": os.devnull}
+        )
+
+    def _pip(self, *args: str) -> list[str]:
+        if self.target.has_pip:
+            head = [str(self.target.python), "-m", "pip"]
+        else:
+            head = [sys.executable, "-m", "pip", "--python", str(self.target.python)]
+        return [*head, *args, "--timeout", f"{self.limits.net_timeout_s:g}", "--retries", "0"]
+
+    @staticmethod
+    def _source_args(sources: Sources) -> list[str]:
+        args: list[str] = []
+        if sources.no_index or sources.offline:
+            args.append("--no-index")
+        elif sources.index_urls:
+            args += ["--index-url", sources.index_urls[0]]
+            for url in sources.index_urls[1:]:
+                args += ["--extra-index-url", url]
+        for link in sources.find_links:
+            args += ["--find-links", link]
+        return args
+
+    def _spec_args(self, spec: InstallSpec) -> list[str]:
+        args = [*spec.requirements]
+        for req_file in spec.requirement_files:
+            args += ["-r", str(req_file)]
+        args += self._source_args(spec.sources)
+        for constraint in spec.constraints:
+            args += ["--constraint", str(constraint)]
+        if spec.no_deps:
+            args.append("--no-deps")
+        if spec.require_hashes:
+            args.append("--require-hashes")
+        if spec.break_system_packages:
+            args.append("--break-system-packages")
+        return args
+
+    def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
+        args = ["install", *self._spec_args(spec)]
+        if spec.reinstall:
+            args.append("--force-reinstall")
+        return run(self._pip(*args), timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+
+    def _report(self, spec: InstallSpec, *extra: str) -> tuple[list[dict[str, Any]], CommandResult]:
+        with tempfile.TemporaryDirectory(prefix="rocmkit-pip-") as tmp:
+            report = Path(tmp) / "report.json"
+            argv = self._pip("install", "--dry-run", "--quiet", "--report", str(report), *extra)
+            argv += self._spec_args(spec)
+            result = run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
+            if not result.ok or not report.is_file():
+                return [], result
+            items = json.loads(report.read_text()).get("install", [])
+        return list(items), result
+
+    def dry_run(self, spec: InstallSpec) -> tuple[Changes, CommandResult]:
+        items, result = self._report(spec)
+        install = tuple((canonical(str(i["metadata"]["name"])), str(i["metadata"]["version"])) for i in items)
+        return Changes(install=install), result
+
+    def lock(self, spec: InstallSpec) -> tuple[list[Locked], CommandResult]:
+        # --ignore-installed: the lock names the whole closure, whatever this venv holds now.
+        items, result = self._report(spec, "--ignore-installed")
+        locked: list[Locked] = []
+        for item in items:
+            meta = item["metadata"]
+            info = item.get("download_info") or {}
+            archive = info.get("archive_info") or {}
+            hashes = archive.get("hashes") or {}
+            if "sha256" not in hashes and str(archive.get("hash", "")).startswith("sha256="):
+                hashes = {"sha256": str(archive["hash"]).split("=", 1)[1]}
+            locked.append(
+                Locked(
+                    name=canonical(str(meta["name"])),
+                    version=str(meta["version"]),
+                    hashes=(str(hashes["sha256"]),) if "sha256" in hashes else (),
+                )
+            )
+        return locked, result
+
+    def uninstall(self, names: tuple[str, ...]) -> CommandResult:
+        argv = self._pip("uninstall", "--yes", *names)
+        if self.target.externally_managed is not None:
+            argv.append("--break-system-packages")
+        return run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
+
+    def download(self, spec: InstallSpec, dest: Path, *, on_line: LineSink = None) -> CommandResult:
+        argv = self._pip("download", "--dest", str(dest), "--only-binary", ":all:", *self._spec_args(spec))
+        return run(argv, timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)

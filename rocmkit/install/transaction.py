@@ -1,0 +1,90 @@
+"""An install as a transaction: record, back up, change, and on any failure restore exactly.
+
+The restore puts back the managed files (the guard), uninstalls what the
+failed step added, reinstalls the backup wheels of what it replaced or
+removed (offline, ``--no-deps``), then records the state again and compares
+it with the one taken before: the user is told whether the environment is
+exactly as it was, and if not, what differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocmkit.install.base import Changes, Installer, InstallSpec, Sources
+from rocmkit.install.state import (
+    Backup,
+    EnvState,
+    StateDiff,
+    diff,
+    make_backup,
+    restore_files,
+    snapshot,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestoreReport:
+    exact: bool
+    remaining: StateDiff
+    steps: tuple[str, ...]
+
+    def describe(self) -> str:
+        if self.exact:
+            return "the environment was restored exactly to its recorded state"
+        return f"the environment could NOT be fully restored: {self.remaining.describe()}"
+
+
+class Transaction:
+    """Record ``target``'s state now; ``backup()`` before changing; ``restore()`` on failure."""
+
+    def __init__(self, installer: Installer, workdir: Path, managed_files: tuple[Path, ...] = ()) -> None:
+        self.installer = installer
+        self.target = installer.target
+        self.workdir = workdir
+        self.managed_files = managed_files
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.before: EnvState = snapshot(self.target, managed_files)
+        # The managed files are saved at once: they are rewritten before the dry run.
+        self._backup: Backup = make_backup(self.target, self.before, set(), workdir, managed_files)
+
+    def backup(self, changes: Changes) -> Backup:
+        """Back up every installed distribution that ``changes`` would replace or remove."""
+        names = {name for name, _ in (*changes.install, *changes.remove) if name in self.before.dists}
+        backup = make_backup(self.target, self.before, names, self.workdir)
+        # Keep the managed files' bytes from before: they have been rewritten since.
+        self._backup = dataclasses.replace(backup, file_bytes=self._backup.file_bytes)
+        return self._backup
+
+    def after(self) -> StateDiff:
+        return diff(self.before, snapshot(self.target, self.managed_files))
+
+    def restore(self) -> RestoreReport:
+        steps: list[str] = []
+        restore_files(self._backup)
+        current = diff(self.before, snapshot(self.target, self.managed_files))
+        if current.added:
+            names = tuple(d.name for d in current.added)
+            result = self.installer.uninstall(names)
+            steps.append(f"uninstalled {', '.join(names)}: {result.describe()}")
+        wanted = [before for before, _ in current.changed] + list(current.removed)
+        pins = tuple(d.pin() for d in wanted if d.name in self._backup.wheels)
+        if pins:
+            spec = InstallSpec(
+                requirements=pins,
+                sources=Sources(find_links=(str(self.workdir / "wheels"),), no_index=True, offline=True),
+                no_deps=True,
+                reinstall=True,
+                break_system_packages=self.target.externally_managed is not None,
+            )
+            result = self.installer.install(spec)
+            steps.append(f"reinstalled {', '.join(pins)} from backups: {result.describe()}")
+        remaining = self.after()
+        return RestoreReport(exact=remaining.empty, remaining=remaining, steps=tuple(steps))
+
+    def discard_backups(self) -> None:
+        """Drop the backup wheels (a real torch is GBs); the state records stay."""
+        shutil.rmtree(self.workdir / "wheels", ignore_errors=True)

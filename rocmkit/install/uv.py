@@ -1,0 +1,140 @@
+"""uv as an Installer (``uv pip ...`` against the target interpreter)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from rocmkit.errors import ToolError
+from rocmkit.install.base import (
+    Changes,
+    InstallSpec,
+    Limits,
+    LineSink,
+    Locked,
+    Sources,
+    base_env,
+    canonical,
+)
+from rocmkit.install.venv import Target, find_uv
+from rocmkit.runner import CommandResult, run
+
+QUERY_TIMEOUT_S = 600.0
+
+# " + torch==2.5.1+rocm6.2" / " - torch==2.4.0" in `uv pip install --dry-run` output.
+_CHANGE = re.compile(r"^\s*([-+~])\s+([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)\s*(\\)?$")
+_HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
+
+
+class UvInstaller:
+    name = "uv"
+
+    def __init__(
+        self, target: Target, *, limits: Limits | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.env = base_env(environ)
+        uv = find_uv(self.env)
+        if uv is None:
+            raise ToolError("uv is not installed", "use --installer pip, or `pip install uv`")
+        self.uv = uv
+        self.target = target
+        self.limits = limits or Limits()
+        self.env.update(
+            {
+                "UV_HTTP_TIMEOUT": f"{int(max(1, self.limits.net_timeout_s))}",
+                "UV_HTTP_RETRIES": "0",
+                "UV_NO_PROGRESS": "1",
+            }
+        )
+
+    @staticmethod
+    def _source_args(sources: Sources) -> list[str]:
+        args: list[str] = []
+        if sources.no_index or sources.offline:
+            args.append("--no-index")
+        elif sources.index_urls:
+            # uv ranks --extra-index-url above --index-url and stops at the first index
+            # holding a name; the plan's order (torch's index first) must win, so each
+            # index is named in order with --index, the last one as the default.
+            *ranked, last = sources.index_urls
+            for url in ranked:
+                args += ["--index", url]
+            args += ["--default-index", last]
+        if sources.offline:
+            args.append("--offline")
+        for link in sources.find_links:
+            args += ["--find-links", link]
+        return args
+
+    def _spec_args(self, spec: InstallSpec) -> list[str]:
+        args = ["--python", str(self.target.python), *spec.requirements]
+        for req_file in spec.requirement_files:
+            args += ["-r", str(req_file)]
+        args += self._source_args(spec.sources)
+        for constraint in spec.constraints:
+            args += ["--constraint", str(constraint)]
+        if spec.no_deps:
+            args.append("--no-deps")
+        if spec.require_hashes:
+            args.append("--require-hashes")
+        if spec.break_system_packages:
+            args.append("--break-system-packages")
+        return args
+
+    def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
+        argv = [self.uv, "pip", "install", *self._spec_args(spec)]
+        if spec.reinstall:
+            argv.append("--reinstall")
+        return run(argv, timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+
+    def dry_run(self, spec: InstallSpec) -> tuple[Changes, CommandResult]:
+        result = run(
+            [self.uv, "pip", "install", "--dry-run", *self._spec_args(spec)],
+            timeout=QUERY_TIMEOUT_S,
+            env=self.env,
+        )
+        install: list[tuple[str, str]] = []
+        remove: list[tuple[str, str]] = []
+        for line in (result.stdout + "\n" + result.stderr).splitlines():
+            match = _CHANGE.match(line)
+            if match:
+                row = (canonical(match.group(2)), match.group(3))
+                (remove if match.group(1) == "-" else install).append(row)
+        return Changes(install=tuple(install), remove=tuple(remove)), result
+
+    def lock(self, spec: InstallSpec) -> tuple[list[Locked], CommandResult]:
+        reqs = "\n".join(spec.requirements) + "\n"
+        argv = [
+            self.uv,
+            "pip",
+            "compile",
+            "-",
+            "--generate-hashes",
+            "--no-header",
+            "--no-annotate",
+            "--quiet",
+            *[a for a in self._spec_args(InstallSpec(sources=spec.sources, constraints=spec.constraints))],
+        ]
+        result = run(argv, timeout=QUERY_TIMEOUT_S, env=self.env, input_text=reqs)
+        locked: list[Locked] = []
+        if not result.ok:
+            return locked, result
+        name = version = ""
+        hashes: list[str] = []
+        for line in result.stdout.splitlines():
+            pin = _PIN.match(line.strip())
+            if pin:
+                if name:
+                    locked.append(Locked(name=name, version=version, hashes=tuple(hashes)))
+                name, version, hashes = canonical(pin.group(1)), pin.group(2), []
+            hashes += _HASH.findall(line)
+        if name:
+            locked.append(Locked(name=name, version=version, hashes=tuple(hashes)))
+        return locked, result
+
+    def uninstall(self, names: tuple[str, ...]) -> CommandResult:
+        argv = [self.uv, "pip", "uninstall", "--python", str(self.target.python), *names]
+        if self.target.externally_managed is not None:
+            argv.append("--break-system-packages")
+        return run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)

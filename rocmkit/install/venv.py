@@ -1,0 +1,174 @@
+"""The environment an install targets: a venv (made if missing) or an explicit interpreter.
+
+Facts about the target come from the target interpreter itself (a short child
+process), never from rocmkit's own interpreter: rocmkit usually runs from its
+own venv or pipx, and the Python it installs into may be another version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocmkit.errors import ToolError, UnsafeEnvironmentError, UsageError
+from rocmkit.runner import run, which
+
+# Runs inside the target interpreter; prints one JSON object.
+_PROBE = r"""
+import json, os, sys, sysconfig
+try:
+    scheme = sysconfig.get_default_scheme()
+except AttributeError:  # Python < 3.10
+    scheme = sysconfig._get_default_scheme()
+print(json.dumps({
+    "executable": sys.executable,
+    "prefix": sys.prefix,
+    "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+    "version": "%d.%d.%d" % sys.version_info[:3],
+    "purelib": sysconfig.get_path("purelib"),
+    "platlib": sysconfig.get_path("platlib"),
+    "stdlib": sysconfig.get_path("stdlib", scheme),
+    "has_pip": __import__("importlib.util").util.find_spec("pip") is not None,
+}))
+"""
+
+PROBE_TIMEOUT_S = 30.0
+VENV_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """A Python environment to install into."""
+
+    python: Path  # the interpreter (venv/bin/python)
+    prefix: Path
+    is_venv: bool
+    version: str  # "3.11.7"
+    purelib: Path
+    platlib: Path
+    stdlib: Path
+    has_pip: bool
+
+    @property
+    def short_version(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+    @property
+    def site_dirs(self) -> tuple[Path, ...]:
+        return (self.purelib,) if self.purelib == self.platlib else (self.purelib, self.platlib)
+
+    @property
+    def externally_managed(self) -> Path | None:
+        """PEP 668: the EXTERNALLY-MANAGED marker of a non-venv interpreter, if present."""
+        if self.is_venv:
+            return None
+        marker = self.stdlib / "EXTERNALLY-MANAGED"
+        return marker if marker.is_file() else None
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def inspect_python(python: Path) -> Target:
+    """Ask ``python`` about itself."""
+    result = run([str(python), "-I", "-c", _PROBE], timeout=PROBE_TIMEOUT_S)
+    if result.status == "absent":
+        raise UsageError(f"{python} is not an executable Python", "pass a venv folder or a python path")
+    if not result.ok:
+        raise ToolError(f"could not query {python}: {result.describe()}")
+    try:
+        data = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as exc:
+        raise ToolError(f"{python} printed no environment description: {result.stdout[:200]!r}") from exc
+    return Target(
+        python=python,
+        prefix=Path(data["prefix"]),
+        is_venv=data["prefix"] != data["base_prefix"],
+        version=data["version"],
+        purelib=Path(data["purelib"]),
+        platlib=Path(data["platlib"]),
+        stdlib=Path(data["stdlib"]),
+        has_pip=bool(data["has_pip"]),
+    )
+
+
+def create_venv(venv: Path, *, base_python: str | None = None, env: Mapping[str, str] | None = None) -> None:
+    """Make a venv without pip (uv when present: fast; else the stdlib ``venv``).
+
+    No pip is seeded on purpose: rocmkit drives pip from outside
+    (``pip --python``) or uses uv, and seeding pip costs seconds per venv.
+    """
+    python = base_python or sys.executable
+    uv = find_uv(env)
+    if uv is not None:
+        result = run([uv, "venv", "--quiet", "--python", python, str(venv)], timeout=VENV_TIMEOUT_S, env=env)
+    else:
+        result = run([python, "-m", "venv", "--without-pip", str(venv)], timeout=VENV_TIMEOUT_S, env=env)
+    if not result.ok or not venv_python(venv).exists():
+        raise ToolError(f"could not create the virtual environment {venv}: {result.describe()}")
+
+
+def find_uv(env: Mapping[str, str] | None = None) -> str | None:
+    """uv on PATH, else next to rocmkit's interpreter (``pip install uv`` puts it there)."""
+    found = which("uv", env)
+    if found:
+        return found
+    sibling = Path(sys.executable).parent / "uv"
+    return str(sibling) if os.access(sibling, os.X_OK) else None
+
+
+def select_target(
+    *,
+    venv: Path | None,
+    python: Path | None,
+    environ: Mapping[str, str],
+    break_system_packages: bool,
+    create: bool = True,
+    base_python: str | None = None,
+) -> tuple[Target, bool]:
+    """The target environment and whether rocmkit just created it.
+
+    Order: ``--venv`` (made if missing), ``--python``, then the active venv
+    (``VIRTUAL_ENV``). A non-venv interpreter marked EXTERNALLY-MANAGED
+    (PEP 668) is refused unless ``break_system_packages``.
+    """
+    created = False
+    if venv is not None and python is not None:
+        raise UsageError("--venv and --python name two targets", "pass only one of them")
+    if venv is None and python is None:
+        active = environ.get("VIRTUAL_ENV")
+        if not active:
+            raise UsageError(
+                "no target environment: no virtual environment is active",
+                "pass --venv PATH (made if missing), activate a venv, or pass --python PATH",
+            )
+        venv = Path(active)
+    if venv is not None:
+        venv = venv.absolute()
+        if not venv_python(venv).exists():
+            if venv.exists() and any(venv.iterdir()):
+                raise UsageError(
+                    f"{venv} exists but is not a virtual environment (no bin/python)",
+                    "pass an empty or missing folder, or an existing venv",
+                )
+            if not create:
+                raise UsageError(
+                    f"{venv} does not exist", "pass an existing venv (an install creates a missing one)"
+                )
+            create_venv(venv, base_python=base_python)
+            created = True
+        python = venv_python(venv)
+    assert python is not None
+    target = inspect_python(python)
+    marker = target.externally_managed
+    if marker is not None and not break_system_packages:
+        raise UnsafeEnvironmentError(
+            f"{python} is an externally managed system Python (PEP 668 marker {marker})",
+            "install into a venv with --venv PATH, or pass --break-system-packages if you mean it",
+        )
+    return target, created

@@ -1,0 +1,128 @@
+"""After an install: prove, in a child process of the target, that the plan holds.
+
+torch imports; ``torch.__version__`` is the planned build; ``torch.version.hip``
+/ ``torch.version.cuda`` match the planned backend (a ROCm plan must not end
+up with a CUDA or CPU torch, the classic silent failure); the Triton
+distribution is the pinned one and ``import triton`` works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rocmkit.install.venv import Target
+from rocmkit.plan import Plan
+from rocmkit.runner import run
+
+VERIFY_TIMEOUT_S = 180.0
+
+_CHILD = r"""
+import json, sys
+from importlib import metadata
+out = {"triton_dist": None}
+try:
+    import torch
+    out["torch"] = str(torch.__version__)
+    out["hip"] = getattr(torch.version, "hip", None)
+    out["cuda"] = getattr(torch.version, "cuda", None)
+except Exception as exc:
+    out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+name = sys.argv[1] if len(sys.argv) > 1 else ""
+if name:
+    try:
+        out["triton_dist"] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        out["triton_dist"] = None
+    try:
+        import triton
+        out["triton_module"] = str(getattr(triton, "__version__", "?"))
+    except Exception as exc:
+        out["triton_error"] = "%s: %s" % (type(exc).__name__, exc)
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verification:
+    ok: bool
+    problems: tuple[str, ...]
+    facts: dict[str, object]
+
+    def summary(self) -> str:
+        if self.ok:
+            parts = [f"torch {self.facts.get('torch')}"]
+            if self.facts.get("hip"):
+                parts.append(f"hip {self.facts['hip']}")
+            if self.facts.get("cuda"):
+                parts.append(f"cuda {self.facts['cuda']}")
+            if self.facts.get("triton_dist"):
+                parts.append(f"triton {self.facts['triton_dist']}")
+            return "verified: " + ", ".join(parts)
+        return "verification failed: " + "; ".join(self.problems)
+
+
+def expected_backend(backend: str) -> tuple[str, str | None]:
+    """("rocm", "6.2") / ("cuda", "12.8") / ("cpu", None) from a plan backend name."""
+    if backend.startswith("rocm"):
+        return "rocm", backend[len("rocm") :] or None
+    if backend.startswith("therock"):
+        return "rocm", None
+    match = re.fullmatch(r"cu(\d+)(\d)", backend)
+    if match:
+        return "cuda", f"{match.group(1)}.{match.group(2)}"
+    return "cpu", None
+
+
+def check_facts(plan: Plan, facts: Mapping[str, object]) -> list[str]:
+    """What in ``facts`` (from the child) contradicts ``plan``."""
+    problems: list[str] = []
+    if "torch_error" in facts:
+        return [f"`import torch` failed: {facts['torch_error']}"]
+    torch_version = str(facts.get("torch"))
+    if plan.torch_version and torch_version != plan.torch_version:
+        problems.append(f"torch is {torch_version}, the plan installs {plan.torch_version}")
+    kind, version = expected_backend(plan.backend)
+    hip, cuda = facts.get("hip"), facts.get("cuda")
+    if kind == "rocm":
+        if not hip:
+            problems.append(f"torch.version.hip is empty: this torch is not a ROCm build (cuda={cuda})")
+        elif version and not str(hip).startswith(version):
+            problems.append(f"torch.version.hip is {hip}, the plan is for ROCm {version}")
+    elif kind == "cuda":
+        if not cuda:
+            problems.append(f"torch.version.cuda is empty: this torch is not a CUDA build (hip={hip})")
+        elif version and str(cuda) != version and not str(cuda).startswith(version + "."):
+            problems.append(f"torch.version.cuda is {cuda}, the plan is for CUDA {version}")
+    elif hip or cuda:
+        problems.append(f"the plan is a CPU build but torch reports hip={hip} cuda={cuda}")
+    if plan.triton:
+        name, _, pin = plan.triton.partition("==")
+        got = facts.get("triton_dist")
+        if got is None:
+            problems.append(f"{name} is not installed (the plan pins {plan.triton})")
+        elif pin and got != pin:
+            problems.append(f"{name} is {got}, the plan pins {pin}")
+        if "triton_error" in facts:
+            problems.append(f"`import triton` failed: {facts['triton_error']}")
+    return problems
+
+
+def verify(target: Target, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> Verification:
+    """Run the checks in a child of ``target`` with the plan's environment variables set."""
+    env = dict(os.environ)
+    env.update(plan.env)
+    env.pop("PYTHONPATH", None)
+    triton_name = plan.triton.partition("==")[0] if plan.triton else ""
+    result = run([str(target.python), "-c", _CHILD, triton_name], timeout=timeout, env=env, cwd="/")
+    if not result.ok:
+        return Verification(ok=False, problems=(f"the check child failed: {result.describe()}",), facts={})
+    try:
+        facts = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return Verification(ok=False, problems=("the check child printed no result",), facts={})
+    problems = check_facts(plan, facts)
+    return Verification(ok=not problems, problems=tuple(problems), facts=facts)

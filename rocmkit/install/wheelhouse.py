@@ -1,0 +1,79 @@
+"""Wheelhouses: download a plan's whole closure once, install it on many nodes offline.
+
+``--download-only --wheelhouse DIR`` runs ``pip download`` (uv has no
+download command) for the target's Python and writes ``DIR/rocmkit-lock.txt``:
+every wheel pinned with the sha256 of the file actually downloaded, plus the
+plan. ``--wheelhouse DIR`` installs exactly that list with ``--no-index``
+(and ``--offline`` for uv) and hash checking, so it never touches the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import urllib.parse
+from pathlib import Path
+
+from rocmkit.errors import DataError, ToolError
+from rocmkit.install.base import InstallSpec, LineSink, Locked, Sources, canonical
+from rocmkit.install.lock import LockFile, parse, render
+from rocmkit.install.pip import PipInstaller
+from rocmkit.plan import Plan
+
+LOCK_NAME = "rocmkit-lock.txt"
+_WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def lock_from_folder(folder: Path) -> list[Locked]:
+    """Pins and hashes of the wheels in ``folder`` (several files per version are all accepted)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for wheel in sorted(folder.glob("*.whl")):
+        match = _WHEEL.match(urllib.parse.unquote(wheel.name))
+        if match is None:
+            continue
+        key = (canonical(match.group("name")), match.group("version"))
+        found.setdefault(key, []).append(_sha256(wheel))
+    return [Locked(name=n, version=v, hashes=tuple(h)) for (n, v), h in sorted(found.items())]
+
+
+def download(
+    installer: PipInstaller, spec: InstallSpec, plan: Plan, folder: Path, *, on_line: LineSink = None
+) -> Path:
+    """Download the closure of ``spec`` into ``folder`` and write its lock; returns the lock path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    result = installer.download(spec, folder, on_line=on_line)
+    if not result.ok:
+        raise ToolError(f"download into the wheelhouse {folder} failed: {result.describe()}")
+    entries = lock_from_folder(folder)
+    if not entries:
+        raise ToolError(f"pip download left no wheel in {folder}")
+    lock = folder / LOCK_NAME
+    lock.write_text(render(entries, Sources(find_links=(str(folder),)), plan))
+    return lock
+
+
+def open_wheelhouse(folder: Path) -> LockFile:
+    lock = folder / LOCK_NAME
+    if not lock.is_file():
+        raise DataError(
+            f"{folder} is not a rocmkit wheelhouse (no {LOCK_NAME})",
+            "make one with `rocmkit install --download-only --wheelhouse DIR`",
+        )
+    parsed = parse(lock)
+    missing = [e.name for e in parsed.entries if not any(folder.glob(f"*{e.version}*.whl"))]
+    if missing:
+        raise DataError(f"the wheelhouse {folder} lacks wheels for {', '.join(missing)}", "download it again")
+    # Wherever the folder was made, install from where it is now, offline.
+    return LockFile(
+        entries=parsed.entries,
+        sources=Sources(find_links=(str(folder.absolute()),), no_index=True, offline=True),
+        plan=parsed.plan,
+    )

@@ -1,0 +1,47 @@
+"""Atomics: a histogram built with ``tl.atomic_add``, whose answer is known exactly.
+
+Each program bins a block of values with ``tl.histogram`` and then adds its counts into
+the global histogram with one atomic add per bin, so every program contends on the same
+few addresses (the pattern that breaks when atomics are broken or lost). Integer counts
+make the answer exact: it must equal ``torch.bincount`` and sum to the number of values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 1024
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def _histogram_kernel(  # type: ignore[no-untyped-def]
+    values_ptr, hist_ptr, n_values, NUM_BINS: tl.constexpr, BLOCK_SIZE: tl.constexpr
+):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_values
+    values = tl.load(values_ptr + offsets, mask=mask, other=0)
+    counts = tl.histogram(values, NUM_BINS, mask=mask)
+    tl.atomic_add(hist_ptr + tl.arange(0, NUM_BINS), counts.to(tl.int32))
+
+
+def histogram(values: Any, num_bins: int) -> Any:
+    """Counts of each value in ``[0, num_bins)`` (int32); ``num_bins`` must be a power of two."""
+    import torch
+
+    if num_bins & (num_bins - 1):
+        raise ValueError(f"num_bins must be a power of two, got {num_bins}")
+    hist = torch.zeros((num_bins,), dtype=torch.int32, device=values.device)
+    n = values.numel()
+    _histogram_kernel[(triton.cdiv(n, BLOCK_SIZE),)](
+        values, hist, n, NUM_BINS=num_bins, BLOCK_SIZE=BLOCK_SIZE
+    )
+    return hist
+
+
+def bytes_moved(n_values: int, element_size: int) -> int:
+    """Each value is read once; the histogram itself is tiny."""
+    return n_values * element_size

@@ -1,0 +1,42 @@
+"""Masked vector add: ``out = x + y`` over an odd number of elements.
+
+The odd size makes the last block partial, so a broken mask (reads or writes past the
+end) shows up as wrong values or a memory fault. After the Triton tutorial
+01-vector-add (python/tutorials/01-vector-add.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 1024
+
+
+@triton.jit  # type: ignore[untyped-decorator]
+def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):  # type: ignore[no-untyped-def]
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def add(x: Any, y: Any, out: Any | None = None) -> Any:
+    """``x + y`` for two contiguous 1-D tensors of the same shape and dtype."""
+    import torch
+
+    if out is None:
+        out = torch.empty_like(x)
+    n = out.numel()
+    grid = (triton.cdiv(n, BLOCK_SIZE),)
+    _add_kernel[grid](x, y, out, n, BLOCK_SIZE=BLOCK_SIZE)
+    return out
+
+
+def bytes_moved(n_elements: int, element_size: int) -> int:
+    """Two reads and one write per element (the tutorial's ``12 * size`` for fp32)."""
+    return 3 * n_elements * element_size

@@ -1,0 +1,255 @@
+"""The typed, validated view of ``matrices/*.toml``.
+
+Every record carries ``sources`` (keys into the file's [sources] table, resolved
+to text by :meth:`Matrix.source_text`) and ``unconfirmed`` (fields that no
+source we could read confirms; ``"*"`` means the whole record), so the resolver
+can say when it relies on a fact that is not confirmed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from packaging.version import Version
+
+
+def release_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fact:
+    sources: tuple[str, ...] = ()
+    unconfirmed: tuple[str, ...] = ()
+
+    def is_confirmed(self, field_name: str | None = None) -> bool:
+        if "*" in self.unconfirmed:
+            return False
+        return field_name is None or field_name not in self.unconfirmed
+
+
+@dataclass(frozen=True, kw_only=True)
+class PciDevice(Fact):
+    pci_id: str  # "0x744c"
+    product: str
+    arch: str
+    integrated: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GfxArch(Fact):
+    name: str  # "gfx1031"
+    family: str  # "gfx103"
+    generation: str  # "RDNA2"
+    integrated: bool | None = None
+    products: tuple[str, ...] = ()
+    hsa_override: str | None = None  # "10.3.0"
+    override_sources: tuple[str, ...] = ()
+
+    @property
+    def override_arch(self) -> str | None:
+        """The arch whose code runs under ``hsa_override`` ("10.3.0" -> "gfx1030")."""
+        return override_to_arch(self.hsa_override) if self.hsa_override else None
+
+
+def override_to_arch(value: str) -> str:
+    """HSA_OVERRIDE_GFX_VERSION "major.minor.stepping" -> gfx name; stepping is a hex digit."""
+    major, minor, stepping = (int(p) for p in value.split("."))
+    return f"gfx{major}{minor}{stepping:x}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NvidiaGpu(Fact):
+    pattern: str
+    compute_capability: str
+    regex: re.Pattern[str] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaToolkit(Fact):
+    version: str  # "12.8"
+    min_driver: str  # "570.26"
+    min_compute_capability: str | None = None  # toolkits drop old GPUs
+
+    @property
+    def tag(self) -> str:
+        """The wheel index name: "12.8" -> "cu128"."""
+        return "cu" + self.version.replace(".", "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocmIndex(Fact):
+    name: str  # "rocm6.2.4"
+    rocm: str  # "6.2.4"
+    archs: tuple[str, ...]  # the gfx targets compiled into the wheels on this index
+    # Archs whose code is in torch but missing from a bundled library (rocBLAS ...).
+    incomplete_archs: tuple[str, ...] = ()
+    incomplete_sources: tuple[str, ...] = ()
+
+
+BackendKind = Literal["rocm", "cuda", "cpu"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchVariant(Fact):
+    index: str  # "rocm6.2", "cu124", "cpu"
+    kind: BackendKind
+    triton: str | None = None  # "pytorch-triton-rocm==3.1.0"
+    archs: tuple[str, ...] = ()  # ROCm: gfx targets in the wheel
+
+    @property
+    def rocm(self) -> str | None:
+        return self.index[len("rocm") :] if self.kind == "rocm" else None
+
+    @property
+    def cuda(self) -> str | None:
+        """ "cu124" -> "12.4", "cu118" -> "11.8"."""
+        if self.kind != "cuda":
+            return None
+        digits = self.index[2:]
+        return f"{digits[:-1]}.{digits[-1]}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchRelease(Fact):
+    version: str  # "2.5.1"
+    torchvision: str | None
+    torchaudio: str | None
+    python_min: str  # "3.9"
+    python_max: str  # "3.12"
+    released: str | None = None  # "2024-10-29"
+    variants: tuple[TorchVariant, ...] = ()
+
+    @property
+    def series(self) -> str:
+        v = Version(self.version)
+        return f"{v.major}.{v.minor}"
+
+    def supports_python(self, python: str) -> bool:
+        key = release_key(python)[:2]
+        return release_key(self.python_min) <= key <= release_key(self.python_max)
+
+    def variant(self, index: str) -> TorchVariant | None:
+        return next((v for v in self.variants if v.index == index), None)
+
+    def of_kind(self, kind: BackendKind) -> tuple[TorchVariant, ...]:
+        return tuple(v for v in self.variants if v.kind == kind)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocmRelease(Fact):
+    version: str  # "6.2"
+    released: str | None = None
+    supported: tuple[str, ...] = ()  # gfx archs AMD lists as supported
+    deprecated: tuple[str, ...] = ()
+    amdgpu_dkms: tuple[str, ...] = ()  # amdgpu-dkms kernel driver versions shipped with it ("6.8.5")
+    userspace_min: str | None = None  # oldest user space this kernel driver works with
+    userspace_max: str | None = None  # newest
+
+
+@dataclass(frozen=True, kw_only=True)
+class Channel(Fact):
+    name: str  # stable | nightly | therock
+    kind: Literal["pytorch", "therock"]
+    url: str  # "{base}/{index}" for pytorch channels; a full URL for AMD's
+    description: str = ""
+    indexes: tuple[str, ...] = ()  # nightly: the indexes it builds
+    torch_min: str | None = None  # nightly: the lowest pre-release version to accept
+    archs: tuple[str, ...] = ()  # therock: archs with a device-gfxNNNN extra
+    python_min: str | None = None
+    python_max: str | None = None
+    packages: tuple[str, ...] = ()  # therock: requirement templates with {gfx}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FamilyIndex(Fact):
+    """One of AMD's older per-family TheRock indexes (no new releases)."""
+
+    name: str  # "gfx110X-all"
+    url: str
+    archs: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """Everything in matrices/, indexed for lookups. Built by :func:`rocmkit.matrix.load_matrix`."""
+
+    pci: dict[str, PciDevice]
+    archs: dict[str, GfxArch]
+    nvidia_gpus: tuple[NvidiaGpu, ...]
+    cuda_toolkits: tuple[CudaToolkit, ...]  # oldest first
+    rocm_indexes: dict[str, RocmIndex]
+    torch_releases: tuple[TorchRelease, ...]  # oldest first
+    rocm_releases: tuple[RocmRelease, ...]  # oldest first
+    channels: dict[str, Channel]
+    pytorch_base: str  # "https://download.pytorch.org/whl"
+    sources: dict[str, dict[str, str]]  # file -> source key -> text
+    family_indexes: tuple[FamilyIndex, ...] = ()
+    files: tuple[str, ...] = ()
+
+    # -- contract 1 ---------------------------------------------------------
+    def pci_device(self, pci_id: str) -> PciDevice | None:
+        return self.pci.get(normalize_pci_id(pci_id))
+
+    def gfx_arch(self, name: str) -> GfxArch | None:
+        return self.archs.get(name.strip().lower())
+
+    def nvidia_compute_capability(self, name: str) -> str | None:
+        for gpu in self.nvidia_gpus:
+            if gpu.regex.search(name):
+                return gpu.compute_capability
+        return None
+
+    # -- lookups used by resolve and the CLI --------------------------------
+    def nvidia_gpu(self, name: str) -> NvidiaGpu | None:
+        return next((g for g in self.nvidia_gpus if g.regex.search(name)), None)
+
+    def cuda_toolkit(self, version: str) -> CudaToolkit | None:
+        return next((c for c in self.cuda_toolkits if c.version == version), None)
+
+    def torch_release(self, version: str) -> TorchRelease | None:
+        return next((r for r in self.torch_releases if r.version == version), None)
+
+    def torch_series(self, spec: str) -> tuple[TorchRelease, ...]:
+        """Releases matching "2.5" (the series) or "2.5.1" (exact), newest first."""
+        exact = self.torch_release(spec)
+        if exact is not None:
+            return (exact,)
+        return tuple(r for r in reversed(self.torch_releases) if r.series == spec)
+
+    def rocm_release(self, version: str) -> RocmRelease | None:
+        """The row for "6.2" or "6.2.4" (falls back to the "major.minor" row)."""
+        for cand in (version, ".".join(version.split(".")[:2])):
+            hit = next((r for r in self.rocm_releases if r.version == cand), None)
+            if hit is not None:
+                return hit
+        return None
+
+    def rocm_release_for_dkms(self, dkms: str) -> RocmRelease | None:
+        """The ROCm release whose amdgpu-dkms driver has this version ("6.8.5" -> 6.2)."""
+        for rel in self.rocm_releases:
+            if any(
+                dkms == d or dkms.startswith(d + ".") or dkms.startswith(d + "-") for d in rel.amdgpu_dkms
+            ):
+                return rel
+        return None
+
+    def source_text(self, file: str, key: str) -> str:
+        return self.sources.get(file, {}).get(key, key)
+
+    def index_url(self, channel: str, index: str, base: str | None = None) -> str:
+        chan = self.channels[channel]
+        root = (base or self.pytorch_base).rstrip("/")
+        return chan.url.format(base=root, index=index)
+
+
+def normalize_pci_id(pci_id: str) -> str:
+    """ "0x744C", "744c", "0x0744c" -> "0x744c"."""
+    text = pci_id.strip().lower()
+    text = text.removeprefix("0x")
+    try:
+        return f"0x{int(text, 16):04x}"
+    except ValueError:
+        return pci_id

@@ -1,0 +1,442 @@
+"""``rocmkit matrix refresh``: compare torch.toml with a live PEP 503/691 package index.
+
+For each index the matrix knows (rocm6.2, cu124, cpu ...), read the simple page
+of torch (PEP 691 JSON when offered, else PEP 503 HTML), list the versions and
+CPython tags of its wheels, and read one wheel's metadata per release (PEP 658
+``.metadata`` file, else the wheel itself when it is small) for the Triton pin
+in ``Requires-Dist``. Report what the matrix lacks, lists wrongly, or marks
+unconfirmed although the index now confirms it. Nothing is written: a person
+edits torch.toml, with the index as the source.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from email.parser import Parser
+from html.parser import HTMLParser
+from typing import Any
+from urllib.error import HTTPError, URLError
+from urllib.parse import unquote, urljoin
+from urllib.request import Request, urlopen
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
+
+from rocmkit.errors import NetworkError
+from rocmkit.matrix.model import Matrix, TorchRelease, release_key
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+TRITON_NAMES = ("pytorch-triton-rocm", "triton-rocm", "pytorch-triton", "triton")
+MAX_WHEEL_BYTES = 64 * 1024 * 1024  # without PEP 658 metadata, read only small wheels
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexFile:
+    filename: str
+    url: str
+    metadata_url: str | None = None  # PEP 658/714
+    size: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    kind: str  # new-release | new-variant | missing | triton | python | companion | confirms | unreadable
+    index: str
+    message: str
+    release: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefreshReport:
+    base: str
+    indexes: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "rocmkit.matrix-refresh/1",
+            "base": self.base,
+            "indexes": list(self.indexes),
+            "findings": [asdict(f) for f in self.findings],
+        }
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.links.append(dict(attrs))
+
+
+def _get(url: str, *, timeout: float, accept: str = "*/*") -> tuple[bytes, str]:
+    request = Request(url, headers={"Accept": accept, "User-Agent": "rocmkit-matrix-refresh"})
+    try:
+        with urlopen(request, timeout=timeout) as response:
+            return response.read(), response.headers.get("Content-Type", "")
+    except HTTPError:
+        raise
+    except (URLError, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise NetworkError(
+            f"index {url} does not answer: {reason}", "check the URL and the network, or raise --timeout"
+        ) from None
+
+
+def project_files(index_url: str, project: str, *, timeout: float) -> list[IndexFile] | None:
+    """The files on ``<index_url>/<project>/``; None when the index has no such project (404)."""
+    page = index_url.rstrip("/") + f"/{project}/"
+    try:
+        body, ctype = _get(page, timeout=timeout, accept=ACCEPT)
+    except HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise NetworkError(f"{page} answered HTTP {exc.code}", "check the index URL") from None
+    if JSON_TYPE in ctype:
+        return _files_from_json(page, body)
+    return _files_from_html(page, body)
+
+
+def _meta_flag(value: Any) -> bool:
+    return bool(value) and value is not False
+
+
+def _files_from_json(page: str, body: bytes) -> list[IndexFile]:
+    try:
+        data = json.loads(body)
+        out = []
+        for f in data["files"]:
+            url = urljoin(page, f["url"])
+            has_meta = _meta_flag(f.get("core-metadata")) or _meta_flag(f.get("dist-info-metadata"))
+            out.append(
+                IndexFile(
+                    filename=f["filename"],
+                    url=url,
+                    metadata_url=url.split("#", 1)[0] + ".metadata" if has_meta else None,
+                    size=f.get("size"),
+                )
+            )
+        return out
+    except (ValueError, KeyError, TypeError) as exc:
+        raise NetworkError(f"{page} is not a PEP 691 simple page: {exc}", "check the index URL") from None
+
+
+def _files_from_html(page: str, body: bytes) -> list[IndexFile]:
+    parser = _Links()
+    parser.feed(body.decode("utf-8", "replace"))
+    out = []
+    for link in parser.links:
+        href = link.get("href")
+        if not href:
+            continue
+        url = urljoin(page, href)
+        filename = url.split("#", 1)[0].rsplit("/", 1)[-1]
+        filename = unquote(filename)
+        has_meta = bool(link.get("data-core-metadata") or link.get("data-dist-info-metadata"))
+        out.append(
+            IndexFile(
+                filename=filename,
+                url=url,
+                metadata_url=url.split("#", 1)[0] + ".metadata" if has_meta else None,
+            )
+        )
+    return out
+
+
+def wheel_requires(file: IndexFile, *, timeout: float) -> list[str] | None:
+    """Requires-Dist of a wheel: from its PEP 658 file, else from the wheel when small; None if neither."""
+    text: str | None = None
+    if file.metadata_url:
+        try:
+            text = _get(file.metadata_url, timeout=timeout)[0].decode("utf-8", "replace")
+        except HTTPError:
+            text = None
+    if text is None and (file.size is None or file.size <= MAX_WHEEL_BYTES):
+        try:
+            data = _get(file.url.split("#", 1)[0], timeout=timeout)[0]
+        except HTTPError:
+            return None
+        if len(data) > MAX_WHEEL_BYTES:
+            return None
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+                text = zf.read(name).decode("utf-8", "replace")
+        except (zipfile.BadZipFile, StopIteration):
+            return None
+    if text is None:
+        return None
+    return Parser().parsestr(text).get_all("Requires-Dist") or []
+
+
+def triton_pin(requires: Iterable[str]) -> str | None:
+    """The Triton requirement torch pins ("triton-rocm==3.6.0"), markers dropped."""
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        if name in TRITON_NAMES:
+            specs = [s for s in req.specifier if s.operator == "=="]
+            if specs:
+                return f"{name}=={specs[0].version}"
+    return None
+
+
+@dataclass
+class _Wheels:
+    """torch wheels of one version on one index."""
+
+    pythons: set[str] = field(default_factory=set)  # "3.11"
+    files: list[IndexFile] = field(default_factory=list)
+
+
+def torch_wheels(files: list[IndexFile], index: str) -> dict[str, _Wheels]:
+    """Release version ("2.5.1") -> wheels, for wheels whose local version is this index."""
+    out: dict[str, _Wheels] = {}
+    for f in files:
+        if not f.filename.endswith(".whl"):
+            continue
+        try:
+            name, version, _, tags = parse_wheel_filename(f.filename)
+        except InvalidWheelFilename:
+            continue
+        # packaging normalises "+rocm6.2" to the local segment "rocm6.2".
+        if name != "torch" or version.local != index:
+            continue
+        entry = out.setdefault(version.public, _Wheels())
+        entry.files.append(f)
+        for tag in tags:
+            m = re.fullmatch(r"cp(\d)(\d+)", tag.interpreter)
+            if m and tag.abi.startswith("cp") and not tag.abi.endswith("t"):
+                entry.pythons.add(f"{m.group(1)}.{m.group(2)}")
+    return out
+
+
+def _pick_linux(files: list[IndexFile]) -> IndexFile:
+    linux = [f for f in files if "x86_64" in f.filename and "linux" in f.filename]
+    return (linux or files)[0]
+
+
+def compare(
+    matrix: Matrix,
+    base: str,
+    *,
+    only: Iterable[str] | None = None,
+    timeout: float = 20.0,
+    progress: Callable[[str], None] | None = None,
+) -> RefreshReport:
+    """Read the index under ``base`` and list where torch.toml differs from it."""
+    known = sorted({v.index for r in matrix.torch_releases for v in r.variants})
+    indexes = list(only) if only else known
+    findings: list[Finding] = []
+    read: list[str] = []
+    for index in indexes:
+        index_url = f"{base.rstrip('/')}/{index}"
+        if progress:
+            progress(f"reading {index_url}/torch/")
+        files = project_files(index_url, "torch", timeout=timeout)
+        if files is None:
+            listed = [r.version for r in matrix.torch_releases if r.variant(index)]
+            if listed:
+                findings.append(
+                    Finding(kind="missing", index=index, message=f"{index_url}/torch/ does not exist (404)")
+                )
+            continue
+        read.append(index)
+        wheels = torch_wheels(files, index)
+        vision = _versions(
+            project_files(index_url, "torchvision", timeout=timeout) or [], "torchvision", index
+        )
+        audio = _versions(project_files(index_url, "torchaudio", timeout=timeout) or [], "torchaudio", index)
+        findings += _compare_index(matrix, index, wheels, vision, audio, timeout=timeout)
+    return RefreshReport(base=base, indexes=tuple(read), findings=tuple(findings))
+
+
+def _versions(files: list[IndexFile], project: str, index: str) -> set[str]:
+    out: set[str] = set()
+    for f in files:
+        try:
+            name, version, _, _ = parse_wheel_filename(f.filename)
+        except InvalidWheelFilename:
+            continue
+        if name == project and version.local == index:
+            out.add(version.public)
+    return out
+
+
+def _compare_index(
+    matrix: Matrix,
+    index: str,
+    wheels: dict[str, _Wheels],
+    vision: set[str],
+    audio: set[str],
+    *,
+    timeout: float,
+) -> list[Finding]:
+    out: list[Finding] = []
+    oldest = Version(matrix.torch_releases[0].version) if matrix.torch_releases else Version("0")
+    for version in sorted(wheels, key=Version):
+        found = wheels[version]
+        release = matrix.torch_release(version)
+        # Pre-releases, and releases older than the matrix covers (1.x on the cpu index), are out of scope.
+        if Version(version).is_prerelease or Version(version) < oldest:
+            continue
+        if release is None:
+            out.append(
+                Finding(
+                    kind="new-release",
+                    index=index,
+                    release=version,
+                    message=f"torch {version}+{index} is on the index (Python {_span(found.pythons)}) "
+                    "but not in torch.toml",
+                )
+            )
+            continue
+        variant = release.variant(index)
+        if variant is None:
+            out.append(
+                Finding(
+                    kind="new-variant",
+                    index=index,
+                    release=version,
+                    message=f"torch {version} has wheels on {index}, which its torch.toml entry does not list",
+                )
+            )
+            continue
+        if not variant.is_confirmed():
+            out.append(
+                Finding(
+                    kind="confirms",
+                    index=index,
+                    release=version,
+                    message=f"torch {version}+{index} exists; its variant can drop `unconfirmed`",
+                )
+            )
+        out += _compare_pythons(release, index, found.pythons)
+        out += _compare_companions(release, index, vision, audio)
+        if variant.kind != "cpu":
+            out += _compare_triton(
+                release, index, variant.triton, variant.is_confirmed("triton"), found, timeout
+            )
+    for release in matrix.torch_releases:
+        if release.variant(index) is not None and release.version not in wheels:
+            out.append(
+                Finding(
+                    kind="missing",
+                    index=index,
+                    release=release.version,
+                    message=f"torch.toml lists torch {release.version}+{index}, which the index does not have",
+                )
+            )
+    return out
+
+
+def _span(pythons: set[str]) -> str:
+    if not pythons:
+        return "none"
+    ordered = sorted(pythons, key=release_key)
+    return f"{ordered[0]}-{ordered[-1]}"
+
+
+def _compare_pythons(release: TorchRelease, index: str, pythons: set[str]) -> list[Finding]:
+    if not pythons:
+        return []
+    ordered = sorted(pythons, key=release_key)
+    lo, hi = ordered[0], ordered[-1]
+    if (lo, hi) == (release.python_min, release.python_max):
+        return []
+    return [
+        Finding(
+            kind="python",
+            index=index,
+            release=release.version,
+            message=f"torch {release.version}+{index} has wheels for Python {lo}-{hi}; "
+            f"torch.toml says {release.python_min}-{release.python_max}",
+        )
+    ]
+
+
+def _compare_companions(
+    release: TorchRelease, index: str, vision: set[str], audio: set[str]
+) -> list[Finding]:
+    out: list[Finding] = []
+    for name, want, have in (
+        ("torchvision", release.torchvision, vision),
+        ("torchaudio", release.torchaudio, audio),
+    ):
+        if want is None or not have:
+            continue
+        if want not in have:
+            out.append(
+                Finding(
+                    kind="companion",
+                    index=index,
+                    release=release.version,
+                    message=f"torch.toml pairs torch {release.version} with {name} {want}, "
+                    f"which {index} does not have",
+                )
+            )
+        elif not release.is_confirmed(name):
+            out.append(
+                Finding(
+                    kind="confirms",
+                    index=index,
+                    release=release.version,
+                    message=f"{name} {want}+{index} exists; torch {release.version} can drop it from `unconfirmed`",
+                )
+            )
+    return out
+
+
+def _compare_triton(
+    release: TorchRelease,
+    index: str,
+    listed: str | None,
+    confirmed: bool,
+    found: _Wheels,
+    timeout: float,
+) -> list[Finding]:
+    requires = wheel_requires(_pick_linux(found.files), timeout=timeout)
+    if requires is None:
+        return [
+            Finding(
+                kind="unreadable",
+                index=index,
+                release=release.version,
+                message=f"torch {release.version}+{index}: no PEP 658 metadata and the wheel is too large to read",
+            )
+        ]
+    pin = triton_pin(requires)
+    if pin == listed:
+        if pin and not confirmed:
+            return [
+                Finding(
+                    kind="confirms",
+                    index=index,
+                    release=release.version,
+                    message=f"torch {release.version}+{index} requires {pin}; the pin can drop `unconfirmed`",
+                )
+            ]
+        return []
+    if listed is None and pin and not index.startswith("rocm"):
+        return []  # CUDA Triton pins are left to torch's Requires-Dist
+    return [
+        Finding(
+            kind="triton",
+            index=index,
+            release=release.version,
+            message=f"torch {release.version}+{index} requires {pin or 'no Triton'}; "
+            f"torch.toml says {listed or 'none'}",
+        )
+    ]

@@ -1,0 +1,56 @@
+"""What the user asked for, on top of what the machine has."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rocmkit.errors import UsageError
+
+CHANNELS = ("stable", "nightly", "therock")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Constraints:
+    torch: str | None = None  # "2.5" (newest 2.5.x) or "2.5.1" (exact)
+    rocm: str | None = None  # "6.2" or "6.2.4"; forces a ROCm build
+    python: str | None = None  # "3.11"; default: the running interpreter
+    channel: str = "stable"  # stable | nightly | therock
+    cuda: str | None = None  # "12.4" or "cu124"; forces a CUDA build
+    index_base: str | None = None  # replaces https://download.pytorch.org/whl (env ROCMKIT_INDEX_BASE)
+    cpu: bool = False  # force CPU wheels
+
+    def validated(self) -> Constraints:
+        """Check the shape of every value; one clear error per bad value."""
+        if self.channel not in CHANNELS:
+            raise UsageError(f"unknown channel {self.channel!r}", f"use one of {', '.join(CHANNELS)}")
+        if self.torch is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", self.torch):
+            raise UsageError(f"--torch {self.torch!r} is not a version", "give a release like 2.5 or 2.5.1")
+        if self.rocm is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", self.rocm.removeprefix("rocm")):
+            raise UsageError(
+                f"--rocm {self.rocm!r} is not a version", "give a ROCm release like 6.2 or 6.2.4"
+            )
+        if self.python is not None and not re.fullmatch(r"3\.\d+", self.python):
+            raise UsageError(f"--python {self.python!r} is not a CPython version", "give one like 3.11")
+        if self.cuda is not None and not re.fullmatch(r"(cu\d{3}|\d+\.\d)", self.cuda):
+            raise UsageError(f"--cuda {self.cuda!r} is not a CUDA version", "give one like 12.4 or cu124")
+        forced = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]
+        if len(forced) > 1:
+            raise UsageError(f"{' and '.join(forced)} cannot be combined", "choose one backend")
+        if self.index_base is not None and not re.match(r"^(https?|file)://", self.index_base):
+            raise UsageError(
+                f"index base {self.index_base!r} is not a URL",
+                "give the root that holds the indexes, like http://mirror.example/whl",
+            )
+        return self
+
+    @property
+    def rocm_version(self) -> str | None:
+        return self.rocm.removeprefix("rocm") if self.rocm else None
+
+    @property
+    def cuda_tag(self) -> str | None:
+        """ "12.4" or "cu124" -> "cu124"."""
+        if self.cuda is None:
+            return None
+        return self.cuda if self.cuda.startswith("cu") else "cu" + self.cuda.replace(".", "")

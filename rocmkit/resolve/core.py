@@ -1,0 +1,162 @@
+"""resolve(machine, constraints) -> Plan: the torch/triton builds, index and environment that fit.
+
+Order of decisions: backend (forced by a constraint, else from the visible
+GPUs), then the newest release and variant that (1) runs on the most discrete
+GPUs, (2) supports the Python, (3) matches --torch/--rocm/--cuda. Facts come
+from the matrix only; every choice adds a reason, every doubt a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from packaging.version import Version
+
+from rocmkit.errors import NoPlanError
+from rocmkit.machine import Machine
+from rocmkit.matrix import Matrix, TorchRelease, TorchVariant, load_matrix
+from rocmkit.plan import Plan
+from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.explain import Notes
+
+INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"
+
+
+def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None = None) -> Plan:
+    """The plan for ``machine``; raises NoPlanError (with the fix) when nothing fits."""
+    cons = constraints.validated()
+    m = matrix or load_matrix()
+    notes = Notes(matrix=m)
+    python = cons.python or f"{sys.version_info.major}.{sys.version_info.minor}"
+    base = cons.index_base or os.environ.get(INDEX_BASE_ENV) or None
+    if base and not cons.index_base:
+        notes.why(f"index base {base} from {INDEX_BASE_ENV} replaces {m.pytorch_base}")
+    elif base:
+        notes.why(f"index base {base} replaces {m.pytorch_base}")
+
+    for problem in machine.problems:
+        if problem.severity == "error":
+            notes.warn(f"detection: {problem.source}: {problem.message}")
+
+    from rocmkit.resolve import cuda, rocm
+
+    if cons.cpu:
+        notes.why("--cpu: CPU wheels were asked for")
+        return cpu_plan(m, cons, notes, python, base)
+    if cons.rocm or cons.channel == "therock":
+        return rocm.plan(machine, m, cons, notes, python, base)
+    if cons.cuda:
+        return cuda.plan(machine, m, cons, notes, python, base)
+    kind = machine.backend_kind
+    if kind == "rocm":
+        return rocm.plan(machine, m, cons, notes, python, base)
+    if kind == "cuda":
+        return cuda.plan(machine, m, cons, notes, python, base)
+    hidden = [g for g in machine.gpus if not g.visible]
+    if hidden:
+        notes.why(f"{len(hidden)} GPU(s) are hidden by *_VISIBLE_DEVICES; none is visible, so CPU wheels")
+    else:
+        notes.why("no GPU was detected, so CPU wheels (index .../cpu)")
+    return cpu_plan(m, cons, notes, python, base)
+
+
+def candidate_releases(m: Matrix, cons: Constraints, notes: Notes, python: str) -> tuple[TorchRelease, ...]:
+    """Releases matching --torch and the Python, newest first; NoPlanError names the fix."""
+    pool = m.torch_series(cons.torch) if cons.torch else tuple(reversed(m.torch_releases))
+    if not pool:
+        known = ", ".join(sorted({r.series for r in m.torch_releases}, key=Version))
+        raise NoPlanError(f"torch {cons.torch} is not in the matrix", f"choose one of {known}")
+    fits = tuple(r for r in pool if r.supports_python(python))
+    if not fits:
+        lo = min(pool, key=lambda r: Version(r.python_min)).python_min
+        hi = max(pool, key=lambda r: Version(r.python_max)).python_max
+        what = f"torch {cons.torch}" if cons.torch else "any torch release in the matrix"
+        raise NoPlanError(
+            f"{what} has no wheels for Python {python} (supported: {lo} to {hi})",
+            f"use a Python between {lo} and {hi} (--python X.Y, or a venv made with it)"
+            + ("" if not cons.torch else ", or another --torch"),
+        )
+    if fits[0] is not pool[0]:
+        notes.why(
+            f"torch {pool[0].version} supports Python {pool[0].python_min}-{pool[0].python_max}, "
+            f"not {python}; the newest release for Python {python} is {fits[0].version}"
+        )
+    return fits
+
+
+def requirements_for(
+    release: TorchRelease, variant: TorchVariant, notes: Notes, *, with_triton: bool = True
+) -> tuple[list[str], str | None]:
+    """Pinned requirements (torch, torchvision, torchaudio, Triton) and the Triton pin used."""
+    local = f"+{variant.index}"
+    reqs = [f"torch=={release.version}{local}"]
+    for name, version in (("torchvision", release.torchvision), ("torchaudio", release.torchaudio)):
+        if version is None:
+            notes.warn(
+                f"no source pairs a {name} version with torch {release.version}; it is left out "
+                f"(add it with `pip install {name} --index-url <the plan's index>` if you need it)"
+            )
+            continue
+        reqs.append(f"{name}=={version}{local}")
+        notes.relies_on(release, "torch.toml", f"{name} {version} pairs with torch {release.version}", name)
+    triton: str | None = None
+    if with_triton and variant.kind == "rocm" and not variant.triton:
+        notes.why(
+            f"matrices/torch.toml records no Triton pin for torch {release.version}+{variant.index}; "
+            "torch's own Requires-Dist brings the right one"
+        )
+    if with_triton and variant.triton:
+        if variant.is_confirmed("triton"):
+            triton = variant.triton
+            reqs.append(triton)
+            notes.why(
+                f"torch {release.version}+{variant.index} pins {triton} (Requires-Dist); pinned here too"
+            )
+        else:
+            notes.warn(
+                f"the Triton pin of torch {release.version}+{variant.index} is unconfirmed "
+                f"({variant.triton} in matrices/torch.toml); it is left to torch's own Requires-Dist"
+            )
+    return reqs, triton
+
+
+def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
+    if cons.channel == "therock":
+        raise NoPlanError(
+            "TheRock's index has ROCm builds only", "use --channel stable or nightly for CPU wheels"
+        )
+    if cons.channel == "nightly":
+        chan = m.channels["nightly"]
+        torch_min = chan.torch_min or "0.dev0"
+        notes.why(f"nightly channel: torch>={torch_min} (pre-releases) from the cpu index")
+        notes.warn(
+            "nightly builds are not pinned; record what was installed with `rocmkit install --lock FILE`"
+        )
+        notes.relies_on(chan, "channels.toml", f"nightly versions start at {torch_min}", "torch_min")
+        return Plan(
+            backend="cpu",
+            channel="nightly",
+            requirements=(f"torch>={torch_min}", "torchvision", "torchaudio"),
+            index_urls=(m.index_url("nightly", "cpu", base),),
+            warnings=tuple(notes.warnings),
+            reasons=tuple(notes.reasons),
+            python=python,
+        )
+    for release in candidate_releases(m, cons, notes, python):
+        variant = release.variant("cpu")
+        if variant is None:
+            continue
+        reqs, _ = requirements_for(release, variant, notes, with_triton=False)
+        notes.why(f"torch {release.version} is the newest release with CPU wheels for Python {python}")
+        return Plan(
+            backend="cpu",
+            channel=cons.channel,
+            torch_version=f"{release.version}+cpu",
+            requirements=tuple(reqs),
+            index_urls=(m.index_url("stable", "cpu", base),),
+            warnings=tuple(notes.warnings),
+            reasons=tuple(notes.reasons),
+            python=python,
+        )
+    raise NoPlanError("no release in the matrix has CPU wheels for these constraints", "drop --torch")

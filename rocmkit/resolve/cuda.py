@@ -1,0 +1,142 @@
+"""The NVIDIA half of resolve: the newest CUDA wheel variant the installed driver can run."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from rocmkit.errors import NoPlanError
+from rocmkit.machine import Machine
+from rocmkit.matrix import CudaToolkit, Matrix, TorchRelease, TorchVariant
+from rocmkit.matrix.model import release_key
+from rocmkit.plan import Plan
+from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.core import candidate_releases, requirements_for
+from rocmkit.resolve.explain import Notes, join
+
+
+def _driver_ok(toolkit: CudaToolkit, driver: str | None, driver_cuda: str | None) -> bool:
+    if driver:
+        try:
+            return release_key(driver) >= release_key(toolkit.min_driver)
+        except ValueError:
+            pass
+    if driver_cuda:
+        return release_key(toolkit.version) <= release_key(driver_cuda)[:2]
+    return True  # unknown driver: nothing to exclude on (a warning says so)
+
+
+def _gpu_capabilities(machine: Machine, m: Matrix, notes: Notes) -> list[tuple[str, str]]:
+    """(label, compute capability) for each visible NVIDIA GPU whose capability is known."""
+    out: list[tuple[str, str]] = []
+    for gpu in machine.nvidia_gpus:
+        if not gpu.visible:
+            continue
+        cc = gpu.compute_capability
+        if cc is None and gpu.name:
+            row = m.nvidia_gpu(gpu.name)
+            if row is not None:
+                cc = row.compute_capability
+                notes.relies_on(row, "nvidia.toml", f"{gpu.name} has compute capability {cc}", "*")
+        label = f"GPU {gpu.index} ({gpu.name or 'NVIDIA'})"
+        if cc:
+            out.append((label, cc))
+        else:
+            notes.why(f"{label}: compute capability unknown; not checked against the wheels")
+    return out
+
+
+def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
+    nv = machine.nvidia
+    driver = nv.driver_version if nv else None
+    driver_cuda = nv.cuda_version if nv else None
+    if driver:
+        notes.why(
+            f"NVIDIA driver {driver}" + (f" (supports CUDA up to {driver_cuda})" if driver_cuda else "")
+        )
+    elif not cons.cuda:
+        notes.warn("the NVIDIA driver version is unknown; the newest CUDA variant is chosen unchecked")
+    caps = _gpu_capabilities(machine, m, notes)
+    wanted = cons.cuda_tag
+    refused: list[str] = []
+    fits: list[tuple[TorchRelease, TorchVariant, CudaToolkit]] = []
+    releases = candidate_releases(m, cons, notes, python)
+    for release in releases:
+        for variant in release.of_kind("cuda"):
+            if wanted and variant.index != wanted:
+                continue
+            if not variant.is_confirmed() and not wanted:
+                continue
+            toolkit = m.cuda_toolkit(variant.cuda or "")
+            if toolkit is None:
+                continue
+            if not _driver_ok(toolkit, driver, driver_cuda):
+                refused.append(f"{variant.index} needs driver >= {toolkit.min_driver}")
+                continue
+            too_old = [
+                label
+                for label, cc in caps
+                if toolkit.min_compute_capability
+                and release_key(cc) < release_key(toolkit.min_compute_capability)
+            ]
+            if too_old:
+                refused.append(
+                    f"{variant.index} needs compute capability >= {toolkit.min_compute_capability} ({join(too_old)})"
+                )
+                continue
+            fits.append((release, variant, toolkit))
+    if fits:
+        # The newest CUDA the driver supports, then the newest release built for it.
+        release, variant, toolkit = max(
+            fits, key=lambda f: (release_key(f[2].version), Version(f[0].version))
+        )
+        return _finish(m, cons, notes, python, base, release, variant, toolkit, driver, refused)
+    if wanted and not any(v.index == wanted for r in releases for v in r.of_kind("cuda")):
+        have = sorted({v.index for r in releases for v in r.of_kind("cuda")}, key=lambda i: int(i[2:]))
+        what = f"torch {cons.torch}" if cons.torch else "no release in the matrix"
+        raise NoPlanError(
+            f"{what} has no {wanted} wheels for Python {python}", f"choose --cuda from: {join(have)}"
+        )
+    fix = "update the NVIDIA driver" if driver else "check `nvidia-smi`"
+    raise NoPlanError(
+        f"no CUDA wheel in the matrix fits this machine ({join(sorted(set(refused))) if refused else 'no variant matches'})",
+        f"{fix}, or use --cpu" + (", or another --cuda" if wanted else ""),
+    )
+
+
+def _finish(
+    m: Matrix,
+    cons: Constraints,
+    notes: Notes,
+    python: str,
+    base: str | None,
+    release: TorchRelease,
+    variant: TorchVariant,
+    toolkit: CudaToolkit,
+    driver: str | None,
+    refused: list[str],
+) -> Plan:
+    tag = f"{release.version}+{variant.index}"
+    if refused:
+        notes.why(f"variants this machine cannot run: {join(sorted(set(refused)))}")
+    notes.why(
+        f"torch {tag}: the newest CUDA variant this machine can run"
+        + (
+            f" (CUDA {toolkit.version} needs driver >= {toolkit.min_driver}; found {driver})"
+            if driver
+            else ""
+        )
+    )
+    notes.relies_on(variant, "torch.toml", f"torch {tag} exists", "*")
+    notes.relies_on(toolkit, "nvidia.toml", f"CUDA {toolkit.version} needs driver {toolkit.min_driver}", "*")
+    reqs, triton = requirements_for(release, variant, notes)
+    return Plan(
+        backend=variant.index,
+        channel="stable",
+        torch_version=tag,
+        triton=triton,
+        requirements=tuple(reqs),
+        index_urls=(m.index_url("stable", variant.index, base),),
+        warnings=tuple(notes.warnings),
+        reasons=tuple(notes.reasons),
+        python=python,
+    )

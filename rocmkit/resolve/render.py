@@ -1,0 +1,46 @@
+"""A Plan as text: the human summary and a pip/uv requirements file."""
+
+from __future__ import annotations
+
+import shlex
+
+from rocmkit.plan import SCHEMA, Plan
+
+
+def requirements_text(plan: Plan) -> str:
+    """A requirements file that pip (``-r``) and uv (``uv pip install -r``) both read."""
+    lines = [f"# {SCHEMA}: backend {plan.backend}, channel {plan.channel}"]
+    if plan.torch_version:
+        lines[0] += f", torch {plan.torch_version}"
+    if plan.python:
+        lines.append(f"# for Python {plan.python}")
+    for key, value in plan.env.items():
+        lines.append(f"# set before running: export {key}={shlex.quote(value)}")
+    if plan.index_urls:
+        lines.append(f"--index-url {plan.index_urls[0]}")
+        lines += [f"--extra-index-url {url}" for url in plan.index_urls[1:]]
+    lines += list(plan.requirements)
+    return "\n".join(lines) + "\n"
+
+
+def summary_text(plan: Plan) -> str:
+    what = f"torch {plan.torch_version}" if plan.torch_version else ", ".join(plan.requirements[:1])
+    out = [f"Plan: {what} (backend {plan.backend}, channel {plan.channel}, Python {plan.python or '?'})", ""]
+    out.append("Requirements:")
+    out += [f"  {r}" for r in plan.requirements]
+    out.append("Index:")
+    out += [f"  {u}" for u in plan.index_urls]
+    if plan.env:
+        out.append("Environment (set before running Python):")
+        out += [f"  export {k}={shlex.quote(v)}" for k, v in plan.env.items()]
+    if plan.unsupported_gpus:
+        out.append("GPUs that will not work with this plan:")
+        out += [f"  - {g}" for g in plan.unsupported_gpus]
+    if plan.reasons:
+        out.append("Why:")
+        out += [f"  - {r}" for r in plan.reasons]
+    if plan.warnings:
+        out.append("Warnings:")
+        out += [f"  ! {w}" for w in plan.warnings]
+    out += ["", "Install with uv:", f"  {plan.uv_command()}", "Install with pip:", f"  {plan.pip_command()}"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,408 @@
+"""The ROCm half of resolve: PyTorch's ROCm wheels (stable, nightly) and AMD's TheRock index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from rocmkit.errors import NoPlanError
+from rocmkit.machine import Machine
+from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
+from rocmkit.matrix.model import release_key
+from rocmkit.plan import Plan
+from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.core import candidate_releases, requirements_for
+from rocmkit.resolve.explain import Notes, join, short_source
+from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    release: TorchRelease
+    variant: TorchVariant
+    fit: Assessment
+    incomplete: tuple[str, ...] = ()  # code archs a bundled library of this index lacks
+
+    @property
+    def complete(self) -> int:
+        return sum(1 for u in self.fit.usable if u.code_arch not in self.incomplete)
+
+    def key(self) -> tuple[int, int, int, Version, int, tuple[int, ...]]:
+        primary, total, native = self.fit.score()
+        rocm = release_key(self.variant.rocm or "0")
+        return (primary, total, self.complete, Version(self.release.version), native, rocm)
+
+
+def rocm_matches(index_rocm: str, wanted: str, m: Matrix) -> bool:
+    """--rocm 6.2 means the rocm6.2 index when one exists, else any rocm6.2.x (--rocm 6.4 -> rocm6.4.1)."""
+    if any(i.rocm == wanted for i in m.rocm_indexes.values()):
+        return index_rocm == wanted
+    return index_rocm.startswith(wanted + ".")
+
+
+def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
+    gpus = amd_gpus(machine, m)
+    for g in gpus:
+        if g.arch_from != "detected":
+            notes.why(f"{g.label}: detection gave no gfx name; its {g.arch_from} is {g.arch}")
+    if not gpus:
+        notes.why(
+            "no AMD GPU is visible on this machine; the plan follows --rocm/--channel for another machine"
+            " (or a container image)"
+        )
+    if cons.channel == "therock":
+        return _therock(machine, m, cons, notes, python, gpus)
+    if cons.channel == "nightly":
+        return _nightly(machine, m, cons, notes, python, base, gpus)
+    return _stable(machine, m, cons, notes, python, base, gpus)
+
+
+def _stable(
+    machine: Machine,
+    m: Matrix,
+    cons: Constraints,
+    notes: Notes,
+    python: str,
+    base: str | None,
+    gpus: tuple[AmdGpu, ...],
+) -> Plan:
+    wanted = cons.rocm_version
+    candidates: list[_Candidate] = []
+    for release in candidate_releases(m, cons, notes, python):
+        for variant in release.of_kind("rocm"):
+            if wanted and not rocm_matches(variant.rocm or "", wanted, m):
+                continue
+            # A variant whose very existence is unconfirmed is used only when asked for.
+            if not variant.is_confirmed() and not wanted:
+                continue
+            index = m.rocm_indexes.get(variant.index)
+            incomplete = index.incomplete_archs if index else ()
+            candidates.append(_Candidate(release, variant, assess(gpus, variant.archs), incomplete))
+    if not candidates:
+        what = f"torch {cons.torch}" if cons.torch else "no release in the matrix"
+        have = sorted(
+            {v.index for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
+        )
+        raise NoPlanError(
+            f"{what} has no ROCm {wanted or ''} wheels for Python {python}".replace("  ", " "),
+            f"choose --rocm from: {join([h.removeprefix('rocm') for h in have])}",
+        )
+    best = max(candidates, key=_Candidate.key)
+    if gpus and not best.fit.usable:
+        _no_wheel_for(gpus, m, cons, python)
+    for cand in candidates:
+        if (
+            cand.key()[:2] == best.key()[:2]
+            and cand.complete < best.complete
+            and cand.key()[3] > best.key()[3]
+        ):
+            lacking = join(sorted({u.code_arch for u in cand.fit.usable} & set(cand.incomplete)))
+            notes.why(
+                f"torch {cand.release.version}+{cand.variant.index} was passed over: a library its wheels "
+                f"bundle reportedly lacks {lacking}"
+            )
+            break
+    return _finish(machine, m, cons, notes, python, base, best.release, best.variant, best.fit, gpus)
+
+
+def _no_wheel_for(gpus: tuple[AmdGpu, ...], m: Matrix, cons: Constraints, python: str) -> None:
+    """No candidate runs on any GPU: say which release would, or which channel."""
+    archs = join(sorted({g.arch or "unknown" for g in gpus}))
+    first: tuple[TorchRelease, TorchVariant] | None = None
+    for release in m.torch_releases:
+        for variant in release.of_kind("rocm"):
+            if (
+                variant.is_confirmed()
+                and assess(gpus, variant.archs).usable
+                and release.supports_python(python)
+            ):
+                first = first or (release, variant)
+    therock = m.channels["therock"]
+    on_therock = [g.arch for g in gpus if g.arch in therock.archs]
+    fixes: list[str] = []
+    if first is not None and cons.torch:
+        fixes.append(
+            f"use --torch {first[0].series} or newer (first with {archs}: {first[0].version}+{first[1].index})"
+        )
+    if on_therock:
+        fixes.append("use --channel therock (AMD's multi-arch index has device code for it)")
+    fixes.append("or --cpu for CPU wheels")
+    on = f" for ROCm {cons.rocm_version}" if cons.rocm else ""
+    if cons.torch:
+        message = f"torch {cons.torch} has no ROCm wheels{on} with device code for {archs}"
+    else:
+        message = f"no PyTorch release in the matrix has ROCm wheels{on} with device code for {archs}"
+    raise NoPlanError(message, "; ".join(fixes))
+
+
+def _finish(
+    machine: Machine,
+    m: Matrix,
+    cons: Constraints,
+    notes: Notes,
+    python: str,
+    base: str | None,
+    release: TorchRelease,
+    variant: TorchVariant,
+    fit: Assessment,
+    gpus: tuple[AmdGpu, ...],
+) -> Plan:
+    tag = f"{release.version}+{variant.index}"
+    notes.why(
+        f"torch {tag}: the newest release whose ROCm wheels run on "
+        + (describe([u.gpu for u in fit.usable]) if fit.usable else "the requested ROCm")
+        + f" with Python {python}"
+        + (f" and ROCm {cons.rocm_version}" if cons.rocm else "")
+    )
+    notes.relies_on(variant, "torch.toml", f"torch {tag} exists on {variant.index}", "*")
+    rocm_index = m.rocm_indexes.get(variant.index)
+    used = sorted({u.code_arch for u in fit.usable})
+    if rocm_index is not None and used:
+        notes.relies_on(rocm_index, "torch.toml", f"the archs compiled into {variant.index} wheels", "archs")
+        for arch in sorted(set(used) & set(rocm_index.incomplete_archs)):
+            why = "; ".join(
+                short_source(m.source_text("torch.toml", k)) for k in rocm_index.incomplete_sources
+            )
+            notes.warn(
+                f"torch {tag}: {arch} code is in torch, but a library the wheel bundles reportedly lacks it "
+                f"({why}); if GPU matrix multiplies fail, pick an older --rocm"
+            )
+    env: dict[str, str] = {}
+    for use in fit.usable:
+        if use.how == "override" and use.gpu.info is not None:
+            value = use.gpu.info.hsa_override or ""
+            notes.why(
+                f"{use.gpu.arch} is not in torch {tag}'s arch list; {use.code_arch} is, and {use.gpu.arch} "
+                f"runs {use.code_arch} code with HSA_OVERRIDE_GFX_VERSION={value}"
+            )
+            notes.relies_on(
+                use.gpu.info, "gfx.toml", f"{use.gpu.arch} runs {use.code_arch} code", "hsa_override"
+            )
+        else:
+            notes.why(f"{use.gpu.arch} is in the wheel's arch list")
+    if fit.override:
+        env["HSA_OVERRIDE_GFX_VERSION"] = fit.override
+        current = machine.env.get("HSA_OVERRIDE_GFX_VERSION")
+        if current and current != fit.override:
+            notes.warn(f"HSA_OVERRIDE_GFX_VERSION is set to {current} here; the plan needs {fit.override}")
+    unsupported: list[str] = []
+    if fit.unusable and fit.usable:
+        visible = ",".join(str(u.gpu.ordinal) for u in sorted(fit.usable, key=lambda u: u.gpu.ordinal))
+        env["HIP_VISIBLE_DEVICES"] = visible
+        for gpu, why in fit.unusable:
+            unsupported.append(f"{gpu.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
+            notes.warn(
+                f"{gpu.label} will not work with torch {tag}: {why}; HIP_VISIBLE_DEVICES={visible} "
+                "hides it so that it cannot break the others"
+            )
+        if "HIP_VISIBLE_DEVICES" in machine.env:
+            notes.warn(
+                f"HIP_VISIBLE_DEVICES={machine.env['HIP_VISIBLE_DEVICES']} is set here; the plan replaces it"
+            )
+    elif fit.unusable:
+        unsupported += [f"{gpu.label}: {why}" for gpu, why in fit.unusable]
+    _check_rocm_release(m, notes, variant, fit)
+    _check_driver(machine, m, notes, variant.rocm or "")
+    _check_userspace(machine, notes, variant.rocm or "")
+    reqs, triton = requirements_for(release, variant, notes)
+    return Plan(
+        backend=variant.index,
+        channel="stable",
+        torch_version=tag,
+        triton=triton,
+        requirements=tuple(reqs),
+        index_urls=(m.index_url("stable", variant.index, base),),
+        env=env,
+        warnings=tuple(notes.warnings),
+        reasons=tuple(notes.reasons),
+        python=python,
+        target_archs=tuple(used),
+        unsupported_gpus=tuple(unsupported),
+    )
+
+
+def _check_rocm_release(m: Matrix, notes: Notes, variant: TorchVariant, fit: Assessment) -> None:
+    rel = m.rocm_release(variant.rocm or "")
+    if rel is None:
+        return
+    for use in fit.usable:
+        arch = use.gpu.arch or ""
+        if arch in rel.deprecated:
+            notes.warn(f"ROCm {rel.version} lists {arch} as deprecated")
+        elif rel.supported and arch not in rel.supported and rel.is_confirmed("supported"):
+            notes.why(
+                f"AMD does not list {arch} as supported by ROCm {rel.version}; "
+                "PyTorch's wheel carries code for it, which is what matters here"
+            )
+
+
+def _check_driver(machine: Machine, m: Matrix, notes: Notes, rocm: str) -> None:
+    """Wheels bundle ROCm user space but not the kernel driver: check the driver's window."""
+    if machine.rocm.driver_loaded is False:
+        notes.warn(
+            "the amdgpu kernel driver is not loaded; no ROCm wheel can reach the GPU until it is "
+            "(load it with `modprobe amdgpu`, or install amdgpu-dkms)"
+        )
+    drv = machine.rocm.driver_version
+    if not drv or not rocm:
+        return
+    rel = m.rocm_release_for_dkms(drv)
+    if rel is None:
+        notes.why(
+            f"amdgpu kernel driver {drv} is not an amdgpu-dkms release listed in matrices/rocm.toml "
+            "(likely the kernel's own driver); its window was not checked"
+        )
+        return
+    notes.relies_on(rel, "rocm.toml", f"amdgpu-dkms {drv} ships with ROCm {rel.version}", "amdgpu_dkms")
+    lo, hi = rel.userspace_min, rel.userspace_max
+    if lo is None or hi is None:
+        notes.why(
+            f"amdgpu-dkms {drv} is ROCm {rel.version}'s driver; no user-space window is recorded for it"
+        )
+        return
+    notes.relies_on(
+        rel, "rocm.toml", f"ROCm {rel.version}'s driver works with user space {lo}-{hi}", "userspace_min"
+    )
+    key = release_key(rocm)[:2]
+    if release_key(lo) <= key <= release_key(hi):
+        notes.why(
+            f"kernel driver {drv} (ROCm {rel.version}) works with ROCm {lo} to {hi}; the wheel's {rocm} is inside"
+        )
+    else:
+        notes.warn(
+            f"kernel driver {drv} (ROCm {rel.version}) is tested with ROCm user space {lo} to {hi}, "
+            f"but the wheel bundles ROCm {rocm}; install the amdgpu-dkms of a newer ROCm, or pick --rocm {lo}..{hi}"
+        )
+
+
+def _check_userspace(machine: Machine, notes: Notes, rocm: str) -> None:
+    have = machine.rocm.version
+    if not have or not rocm:
+        return
+    try:
+        older = release_key(have)[:2] < release_key(rocm)[:2]
+    except ValueError:
+        return
+    if older:
+        notes.why(
+            f"the installed ROCm {have} is older than the wheel's {rocm}; that is fine: "
+            "PyTorch's ROCm wheels bundle their own ROCm libraries"
+        )
+
+
+def _nightly(
+    machine: Machine,
+    m: Matrix,
+    cons: Constraints,
+    notes: Notes,
+    python: str,
+    base: str | None,
+    gpus: tuple[AmdGpu, ...],
+) -> Plan:
+    chan = m.channels["nightly"]
+    if cons.torch:
+        notes.warn(f"--torch {cons.torch} is not applied to nightly builds (always the next release)")
+    notes.relies_on(chan, "channels.toml", "the indexes PyTorch nightly builds", "indexes")
+    options = [i for i in chan.indexes if i.startswith("rocm")]
+    if cons.rocm_version:
+        options = [i for i in options if rocm_matches(i[4:], cons.rocm_version, m)]
+    if not options:
+        raise NoPlanError(
+            f"the nightly channel has no ROCm {cons.rocm_version or ''} index in matrices/channels.toml",
+            f"choose from {join([i for i in chan.indexes if i.startswith('rocm')])}",
+        )
+    scored = []
+    for index in options:
+        archs = m.rocm_indexes[index].archs if index in m.rocm_indexes else ()
+        scored.append((assess(gpus, archs).score(), release_key(index[4:]), index, assess(gpus, archs)))
+    _, _, index, fit = max(scored)
+    if gpus and not fit.usable:
+        raise NoPlanError(
+            f"the nightly ROCm wheels ({join(options)}) carry no code for "
+            f"{join(sorted({g.arch or 'unknown' for g in gpus}))}",
+            "use --channel therock, or --cpu",
+        )
+    for use in fit.usable:
+        if use.how == "override":
+            notes.why(
+                f"{use.gpu.arch} runs {use.code_arch} code with HSA_OVERRIDE_GFX_VERSION={fit.override}"
+            )
+    env = {"HSA_OVERRIDE_GFX_VERSION": fit.override} if fit.override else {}
+    if fit.unusable and fit.usable:
+        env["HIP_VISIBLE_DEVICES"] = ",".join(str(u.gpu.ordinal) for u in fit.usable)
+    torch_min = chan.torch_min or "0.dev0"
+    notes.why(f"nightly channel: torch>={torch_min} (pre-releases) from {index}")
+    notes.warn("nightly builds are not pinned; record what was installed with `rocmkit install --lock FILE`")
+    notes.relies_on(chan, "channels.toml", f"nightly versions start at {torch_min}", "torch_min")
+    _check_driver(machine, m, notes, index[4:])
+    return Plan(
+        backend=index,
+        channel="nightly",
+        requirements=(f"torch>={torch_min}", "torchvision", "torchaudio"),
+        index_urls=(m.index_url("nightly", index, base),),
+        env=env,
+        warnings=tuple(notes.warnings),
+        reasons=tuple(notes.reasons),
+        python=python,
+        target_archs=tuple(sorted({u.code_arch for u in fit.usable})),
+        unsupported_gpus=tuple(f"{g.label}: {why}" for g, why in fit.unusable),
+    )
+
+
+def _therock(
+    machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, gpus: tuple[AmdGpu, ...]
+) -> Plan:
+    chan = m.channels["therock"]
+    if chan.python_min and chan.python_max:
+        key = release_key(python)[:2]
+        if not release_key(chan.python_min) <= key <= release_key(chan.python_max):
+            raise NoPlanError(
+                f"TheRock's index has wheels for Python {chan.python_min} to {chan.python_max}, not {python}",
+                f"use a Python in that range (--python {chan.python_max})",
+            )
+    if cons.torch or cons.rocm:
+        notes.warn(
+            "TheRock's multi-arch index is a nightly channel: --torch and --rocm are not applied to it"
+        )
+    if cons.index_base:
+        notes.warn("--index-base replaces download.pytorch.org only; TheRock's index is used as is")
+    usable = [g for g in gpus if g.arch in chan.archs]
+    unusable = [g for g in gpus if g.arch not in chan.archs]
+    if not usable:
+        what = join(sorted({g.arch or "unknown" for g in gpus})) if gpus else "no AMD GPU"
+        raise NoPlanError(
+            f"TheRock wheels select device code by gfx arch, and this machine has {what} "
+            f"(TheRock has: {join(chan.archs)})",
+            "set ROCMKIT_GFX=gfxNNNN for the target machine, or use --channel stable",
+        )
+    archs = sorted({g.arch or "" for g in usable})
+    extras = ",".join(f"device-{a}" for a in archs)
+    reqs = tuple(p.replace("device-{gfx}", extras) for p in chan.packages)
+    notes.why(f"TheRock's multi-arch index has device code for {join(archs)}; the {extras} extra installs it")
+    notes.warn(
+        "TheRock is AMD's nightly channel: versions are not pinned, and its torch depends on rocm[libraries] "
+        "from the same index (it may replace a ROCm installed with pip)"
+    )
+    notes.relies_on(chan, "channels.toml", "TheRock's arch list and Pythons", "archs")
+    env: dict[str, str] = {}
+    unsupported: list[str] = []
+    if unusable:
+        env["HIP_VISIBLE_DEVICES"] = ",".join(str(g.ordinal) for g in usable)
+        for g in unusable:
+            unsupported.append(f"{g.label}: TheRock has no device-{g.arch} package")
+            notes.warn(f"{g.label} will not work: TheRock has no device-{g.arch} package; it is hidden")
+    if machine.rocm.driver_loaded is False:
+        notes.warn("the amdgpu kernel driver is not loaded (load it with `modprobe amdgpu`)")
+    return Plan(
+        backend="therock-" + "-".join(archs),
+        channel="therock",
+        requirements=reqs,
+        index_urls=(chan.url,),
+        env=env,
+        warnings=tuple(notes.warnings),
+        reasons=tuple(notes.reasons),
+        python=python,
+        target_archs=tuple(archs),
+        unsupported_gpus=tuple(unsupported),
+    )

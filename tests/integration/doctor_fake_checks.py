@@ -1,0 +1,90 @@
+"""Test-only doctor checks that crash, hang and raise in their child process.
+
+Loaded through ROCMKIT_DOCTOR_MODULES (or RunOptions.modules) as
+``tests.integration.doctor_fake_checks``; never part of the shipped checks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from rocmkit.doctor.registry import CheckContext, check
+from rocmkit.doctor.result import CheckResult, Figure, Status
+
+
+@check("fake.ok", level=0, description="passes, in a child", isolated=True, timeout_s=30)
+def ok(ctx: CheckContext) -> CheckResult:
+    return CheckResult(
+        name="fake.ok",
+        level=0,
+        status=Status.PASS,
+        message="child ran",
+        figures=(Figure(name="answer", value=42.0, unit="units"),),
+        details={
+            "pid": os.getpid(),
+            "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET"),
+            "TRITON_CACHE_DIR": os.environ.get("TRITON_CACHE_DIR"),
+            "TORCHINDUCTOR_CACHE_DIR": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+            "triton_imported_before_check": "triton" in sys.modules,
+            "backend": ctx.backend,
+            "gpus": len(ctx.machine.gpus),
+        },
+    )
+
+
+@check("fake.segfault", level=0, description="segfaults", isolated=True, timeout_s=30)
+def segfault(ctx: CheckContext) -> CheckResult:
+    print("fake.segfault: about to crash", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)
+    time.sleep(5)
+    raise AssertionError("unreachable")
+
+
+@check("fake.hang", level=0, description="hangs", isolated=True, timeout_s=3)
+def hang(ctx: CheckContext) -> CheckResult:
+    time.sleep(600)
+    raise AssertionError("unreachable")
+
+
+@check("fake.raises", level=0, description="raises in the child", isolated=True, timeout_s=30)
+def raises(ctx: CheckContext) -> CheckResult:
+    raise RuntimeError("boom in the child")
+
+
+@check("fake.oom", level=0, description="raises an out-of-memory error", isolated=True, timeout_s=30)
+def oom(ctx: CheckContext) -> CheckResult:
+    raise RuntimeError("HIP out of memory. Tried to allocate 80.00 GiB")
+
+
+@check("fake.killed", level=0, description="SIGKILLed, as the OOM killer does", isolated=True, timeout_s=30)
+def killed(ctx: CheckContext) -> CheckResult:
+    os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(5)
+    raise AssertionError("unreachable")
+
+
+@check("fake.exits", level=0, description="exits without a result", isolated=True, timeout_s=30)
+def exits(ctx: CheckContext) -> CheckResult:
+    print("fake.exits: giving up", file=sys.stderr, flush=True)
+    os._exit(17)
+
+
+@check("fake.many", level=0, description="returns two results", isolated=True, timeout_s=30)
+def many(ctx: CheckContext) -> list[CheckResult]:
+    return [
+        CheckResult(name="fake.many.a", level=0, status=Status.PASS, message="a"),
+        CheckResult(name="fake.many.b", level=0, status=Status.WARN, message="b", remedy="do b"),
+    ]
+
+
+@check("fake.fail", level=0, description="finds a defect, in process")
+def fail(ctx: CheckContext) -> CheckResult:
+    return CheckResult(name="fake.fail", level=0, status=Status.FAIL, message="defect", remedy="fix it")
+
+
+@check("fake.level2", level=2, description="a level-2 check", timeout_s=30)
+def level2(ctx: CheckContext) -> CheckResult:
+    return CheckResult(name="fake.level2", level=2, status=Status.PASS, message="level 2")

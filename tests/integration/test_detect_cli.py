@@ -1,0 +1,155 @@
+"""`rocmkit detect` and `rocmkit snapshot` as real processes: hung and crashing tools,
+the live CPU-only path, snapshot replay, import hygiene and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROCMKIT = [sys.executable, "-m", "rocmkit"]
+
+
+def _run(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*ROCMKIT, *args], capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )
+
+
+def _tool(bin_dir: Path, name: str, body: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _env_with_tools(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # Hangs, with a child holding the pipe: the runner must kill the whole group.
+    _tool(bin_dir, "rocminfo", "sleep 300 &\nsleep 300")
+    _tool(bin_dir, "amd-smi", "sleep 300")
+    _tool(bin_dir, "rocm_agent_enumerator", "sleep 300")
+    _tool(bin_dir, "rocm-smi", 'echo "ERROR: GPU[0] : unable to read" >&2\nexit 1')
+    _tool(bin_dir, "hipconfig", "kill -SEGV $$")
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["ROCMKIT_PROBE_TIMEOUT"] = "2"
+    return env
+
+
+def test_hung_failing_and_crashing_tools_are_reported_within_budget(tmp_path: Path) -> None:
+    env = _env_with_tools(tmp_path)
+    start = time.monotonic()
+    proc = _run(["detect", "--json"], env=env)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    # Three tools hang for 2 s each; run one after another they would take 6 s or more.
+    assert elapsed < 5.5, elapsed
+    problems = {p["source"]: p for p in json.loads(proc.stdout)["problems"]}
+    assert "did not finish within 2 s" in problems["rocminfo"]["message"]
+    assert "did not finish within 2 s" in problems["amd-smi"]["message"]
+    assert "exited with code 1: ERROR: GPU[0] : unable to read" in problems["rocm-smi"]["message"]
+    assert "killed by signal 11" in problems["hipconfig"]["message"]
+    assert all(p["hint"] for p in problems.values())
+
+
+def _gpu_here() -> bool:
+    return Path("/dev/kfd").exists() or shutil.which("nvidia-smi") is not None
+
+
+@pytest.mark.skipif(_gpu_here(), reason="this test describes the CPU-only path")
+def test_live_cpu_only_machine_says_no_gpu() -> None:
+    proc = _run(["detect"])
+    assert proc.returncode == 0, proc.stderr
+    assert "No GPU found" in proc.stdout and "CPU-only PyTorch wheels" in proc.stdout
+    data = json.loads(_run(["detect", "--json"]).stdout)
+    assert data["gpus"] == [] and data["schema"] == "rocmkit.machine/1"
+
+
+def test_detect_on_a_fresh_snapshot_prints_what_live_prints(tmp_path: Path) -> None:
+    dest = tmp_path / "snap"
+    snap = _run(["snapshot", str(dest)])
+    assert snap.returncode == 0, snap.stderr
+    assert (dest / "env.json").is_file() and (dest / "cmd" / "devices.txt").is_file()
+    live = json.loads(_run(["detect", "--json"]).stdout)
+    replay = json.loads(_run(["detect", "--json", "--capture", str(dest)]).stdout)
+    assert replay.pop("source") == f"capture:{dest}"
+    assert live.pop("source") == "live"
+    assert replay == live
+    live_text = _run(["detect"]).stdout.splitlines()[1:]
+    replay_text = _run(["detect", "--capture", str(dest)]).stdout.splitlines()[1:]
+    assert replay_text == live_text
+
+
+def test_detect_does_not_import_torch_or_triton() -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "from rocmkit.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['detect', '--json'])\n"
+        "    main(['detect'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_missing_capture_is_one_line_exit_4(tmp_path: Path) -> None:
+    proc = _run(["detect", "--capture", str(tmp_path / "nope")])
+    assert proc.returncode == 4
+    assert proc.stderr.strip().count("\n") == 0 and "does not exist" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unreadable_capture_file_is_one_line_exit_4(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    (cap / "cmd" / "rocminfo.txt").mkdir(parents=True)  # a folder where a file should be
+    proc = _run(["detect", "--capture", str(cap)])
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.startswith("error: cannot read") and "Traceback" not in proc.stderr
+
+
+def test_corrupt_env_json_and_bad_override_and_unknown_option(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    (cap / "cmd").mkdir(parents=True)
+    (cap / "env.json").write_text("{not json")
+    proc = _run(["detect", "--capture", str(cap)])
+    assert proc.returncode == 4 and "env.json is not valid JSON" in proc.stderr
+    env = dict(os.environ, ROCMKIT_GFX="navi31")
+    proc = _run(["detect"], env=env)
+    assert proc.returncode == 4 and "ROCMKIT_GFX" in proc.stderr and "Traceback" not in proc.stderr
+    proc = _run(["detect", "--frobnicate"])
+    assert proc.returncode == 2 and "No such option" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_snapshot_refuses_a_non_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "x").write_text("keep me")
+    proc = _run(["snapshot", str(tmp_path)])
+    assert proc.returncode == 4 and "not empty" in proc.stderr
+    assert (tmp_path / "x").read_text() == "keep me"
+
+
+def test_corrupt_matrix_is_one_line_exit_5(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    matrices = tmp_path / "matrices"
+    shutil.copytree(repo / "matrices", matrices)
+    (matrices / "gfx.toml").write_text("schema = 1\n[[pci]\nid = ")
+    env = dict(os.environ, ROCMKIT_MATRICES_DIR=str(matrices))
+    # rocm-smi shows only PCI ids here, so detection needs the PCI table.
+    proc = _run(["detect", "--capture", str(repo / "tests/data/captures/mi300x8-rocm-smi-stas00")], env=env)
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.startswith("error:") and proc.stderr.count("\n") == 1 and "gfx.toml" in proc.stderr

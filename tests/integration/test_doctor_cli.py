@@ -1,0 +1,165 @@
+"""`rocmkit doctor` end to end, as a user runs it: a real process, real checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+FAKE = "tests.integration.doctor_fake_checks"
+
+
+def _doctor(
+    *args: str, extra_env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(extra_env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "rocmkit", "doctor", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_level0_is_fast_and_writes_every_format(tmp_path: Path) -> None:
+    junit, prom = tmp_path / "doctor.xml", tmp_path / "doctor.prom"
+    start = time.monotonic()
+    proc = _doctor("--level", "0", "--json", "--junit", str(junit), "--prom", str(prom))
+    took = time.monotonic() - start
+    assert proc.returncode in (0, 2), proc.stderr
+    assert took < 2.0, f"level 0 took {took:.2f} s"
+    report = json.loads(proc.stdout)
+    assert report["schema"] == "rocmkit.report/1"
+    assert report["level"] == 0
+    assert report["machine"]["schema"] == "rocmkit.machine/1"
+    assert report["exit_code"] == proc.returncode
+    names = [r["name"] for r in report["results"]]
+    assert "env.hsa_override" in names and "triton.packages" in names
+    assert all(r["level"] == 0 for r in report["results"])
+    assert "[1/" in proc.stderr  # progress goes to stderr, never into the JSON
+    root = ET.parse(junit).getroot()
+    assert int(root.get("tests", "0")) == len(names)
+    families = {f.name for f in text_string_to_metric_families(prom.read_text())}
+    assert {"rocmkit_check_status", "rocmkit_check_duration_seconds", "rocmkit_doctor_verdict"} <= families
+
+
+def test_crashing_hanging_raising_checks_through_the_cli(tmp_path: Path) -> None:
+    proc = _doctor(
+        "--only",
+        "fake.segfault",
+        "--only",
+        "fake.hang",
+        "--only",
+        "fake.raises",
+        "--only",
+        "fake.ok",
+        "--junit",
+        str(tmp_path / "j.xml"),
+        extra_env={"ROCMKIT_DOCTOR_MODULES": FAKE},
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = {
+        line.split()[1]: line for line in proc.stdout.splitlines() if line[:5].strip() in ("PASS", "ERROR")
+    }
+    assert lines["fake.segfault"].startswith("ERROR") and "SIGSEGV" in lines["fake.segfault"]
+    assert lines["fake.hang"].startswith("ERROR") and "within 3 s" in lines["fake.hang"]
+    assert lines["fake.raises"].startswith("ERROR") and "boom in the child" in lines["fake.raises"]
+    assert lines["fake.ok"].startswith("PASS")
+    assert "ERROR: at least one check could not run" in proc.stdout
+    root = ET.parse(tmp_path / "j.xml").getroot()
+    assert root.get("errors") == "3"
+
+
+@pytest.mark.parametrize(("only", "code"), [("fake.ok", 0), ("fake.many", 2), ("fake.fail", 1)])
+def test_exit_codes(only: str, code: int) -> None:
+    proc = _doctor("--only", only, extra_env={"ROCMKIT_DOCTOR_MODULES": FAKE})
+    assert proc.returncode == code, proc.stdout + proc.stderr
+
+
+def test_bad_arguments_give_one_line() -> None:
+    proc = _doctor("--only", "no.such.check")
+    assert proc.returncode == 4
+    assert proc.stderr.strip().count("\n") == 0
+    assert proc.stderr.startswith("error: no doctor check matches 'no.such.check'")
+    assert "--list" in proc.stderr
+    proc = _doctor("--prom", "/nonexistent-dir/x.prom")
+    assert proc.returncode == 4 and "does not exist" in proc.stderr
+    proc = _doctor("--capture", "/nonexistent-capture")
+    assert proc.returncode == 4 and proc.stderr.startswith("error:")
+    assert "Traceback" not in proc.stderr
+
+
+def test_list_and_capture(captures_dir: Path) -> None:
+    proc = _doctor("--list")
+    assert proc.returncode == 0
+    assert "env.device_groups" in proc.stdout and "torch.arch_list" in proc.stdout
+    capture = captures_dir / "ryzen2400g-gtx1050ti-centos7-rocm3.8-rock-not-loaded"
+    proc = _doctor("--capture", str(capture), "--json")
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    by_name = {r["name"]: r for r in report["results"]}
+    assert by_name["env.amdgpu_driver"]["status"] == "fail"
+    assert by_name["triton.packages"]["status"] == "skip"  # looks at this Python, not the capture
+    assert report["machine"]["source"].startswith("capture:")
+
+
+@pytest.mark.slow
+def test_real_torch_and_triton_checks_in_children(tmp_path: Path) -> None:
+    """torch and Triton imported for real, each in its own child, on this CPU."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    proc = _doctor(
+        "--only",
+        "torch.import",
+        "--only",
+        "torch.build",
+        "--only",
+        "triton.import",
+        "--json",
+        extra_env={"ROCMKIT_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=300,
+    )
+    report = json.loads(proc.stdout)
+    by_name = {r["name"]: r for r in report["results"]}
+    assert by_name["torch.import"]["status"] == "pass", by_name
+    assert by_name["torch.build"]["status"] == "pass", by_name
+    assert by_name["triton.import"]["status"] == "pass", by_name
+    import torch
+
+    # Versions only an import can tell reach the report through the check's details.
+    assert report["versions"]["torch"] == str(torch.__version__)
+    assert report["versions"]["hip"] == torch.version.hip
+    if report["machine"]["gpus"] == []:
+        assert by_name["triton.import"]["backend"] == "cpu-interpreter"
+        assert by_name["triton.import"]["details"]["interpreter"] is True
+    assert proc.returncode == 0
+
+
+def test_parent_never_imports_torch_or_triton(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from rocmkit.cli import main\n"
+        "try:\n"
+        "    main(['doctor', '--level', '0', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('HEAVY', sorted(m for m in ('torch', 'triton') if m in sys.modules), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ROCMKIT_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]

@@ -1,0 +1,143 @@
+"""The CPU path on this machine, for real: live detection -> resolve -> CPU wheels -> index check.
+
+There is no GPU here, so `rocmkit install --venv X` resolves PyTorch's CPU
+wheels. The index is pointed at a closed 127.0.0.1 port (ROCMKIT_INDEX_BASE):
+rocmkit must say which index failed and what to do, in seconds, and leave no
+half-made venv behind; or, where the user's own pip configuration holds the
+planned wheels (find-links), install from there and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocmkit.cli import main
+from rocmkit.detect import load_machine
+from rocmkit.resolve import Constraints, resolve
+from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
+
+pytestmark = pytest.mark.integration
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port with nothing listening (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def dead_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    for var in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE", "VIRTUAL_ENV"):
+        monkeypatch.delenv(var, raising=False)
+    port = closed_port()
+    # The user's own default index is dead too: nothing here may reach PyPI.
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{port}/simple")
+    monkeypatch.setenv("UV_NO_CONFIG", "1")
+    base = f"http://127.0.0.1:{port}/whl"
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", base)
+    return base
+
+
+def rk(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    try:
+        main(["install", *args])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cpu_plan_with_unreachable_index_says_which_and_what_to_do(
+    tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "venv"
+    code, _, err = rk(capsys, "--venv", str(venv))
+    assert code == 9, err
+    assert "rocmkit: plan cpu: torch==" in err
+    assert f"error: package index {dead_base}/cpu did not answer (connection refused)" in err
+    assert "--index-base" in err and "--wheelhouse" in err
+    assert len(err.strip().splitlines()[-1]) < 800  # one line, not a traceback
+    assert not venv.exists()  # made by this run, removed again
+
+
+def test_cpu_plan_falls_back_to_the_users_find_links(
+    tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = resolve(load_machine(None), Constraints(python=PY, index_base=dead_base))
+    assert plan.backend == "cpu"
+    assert plan.torch_version is not None
+    # The user's wheelhouse (pip's find-links) holds exactly the planned CPU builds.
+    house = tmp_path / "site-wheels"
+    make_torch_set(house, plan.torch_version)
+    for req in plan.requirements:
+        name, _, version = req.partition("==")
+        if name != "torch":
+            make_wheel(house, name, version)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(house))
+
+    venv = tmp_path / "venv"
+    code, out, err = rk(capsys, "--venv", str(venv), "--json", "--installer", "uv")
+    assert code == 0, err
+    assert (
+        f"index {dead_base}/cpu did not answer (connection refused); using {house} (from $PIP_FIND_LINKS)"
+        in err
+    )
+    assert f"verified: torch {plan.torch_version}" in err
+    outcome = json.loads(out)
+    assert outcome["backend"] == "cpu"
+    assert outcome["find_links"] == [str(house)]
+    assert outcome["messages"] and "did not answer" in outcome["messages"][0]
+
+
+def test_resolved_rocm_plan_for_a_capture_installs_and_dry_runs(
+    tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Resolve for a captured MI250X node (not this machine), against a local copy of the index."""
+    capture = Path(__file__).resolve().parents[1] / "data/captures/mi250x-gfx90a-rocm6.2.1"
+    root = tmp_path / "index"
+    with IndexServer(root) as srv:
+        base = srv.url + "/whl"
+        plan = resolve(
+            load_machine(capture), Constraints(torch="2.5", rocm="6.2", python=PY, index_base=base)
+        )
+        assert plan.backend == "rocm6.2" and plan.torch_version and plan.triton
+        index = root / "whl" / plan.backend
+        make_torch_set(index, plan.torch_version, triton=plan.triton, hip="6.2.41133")
+        for req in plan.requirements:
+            name, _, version = req.partition("==")
+            if name not in ("torch", plan.triton.partition("==")[0]):
+                make_wheel(index, name, version)
+        make_wheel(index, "accelerate", "1.0.0", requires=["torch>=2.0"])
+        args = ["--capture", str(capture), "--torch", "2.5", "--rocm", "6.2", "--index-base", base]
+
+        venv = tmp_path / "venv"
+        code, out, err = rk(capsys, "--venv", str(venv), *args, "--dry-run", "--json")
+        assert code == 0, err
+        assert f"would create the virtual environment {venv}" in err
+        assert json.loads(out)["requirements"] == list(plan.requirements)
+        assert not venv.exists()
+
+        code, _, err = rk(capsys, "--venv", str(venv), *args)
+        assert code == 0, err
+        assert "verified: torch 2.5.1+rocm6.2, hip 6.2.41133, triton 3.1.0" in err
+        installed = sorted(p.name for p in (venv / "lib").glob("python*/site-packages/*.dist-info"))
+
+        code, _, err = rk(capsys, "--venv", str(venv), *args, "--with", "accelerate", "--dry-run")
+        assert code == 0, err
+        assert "+ accelerate==1.0.0" in err
+        assert sorted(p.name for p in (venv / "lib").glob("python*/site-packages/*.dist-info")) == installed

@@ -1,0 +1,331 @@
+"""The Triton kernel and attention checks for real, on this CPU, under Triton's interpreter.
+
+Each test starts a fresh Python (TRITON_INTERPRET must be set before triton is imported,
+as the doctor's child process does) and reads the check results back as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rocmkit.doctor.result import CheckResult, Status
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+PRELUDE = """
+import json, sys
+from pathlib import Path
+from rocmkit.doctor.registry import CheckContext
+from rocmkit.machine import Machine
+
+def ctx(options=None, backend="cpu"):
+    return CheckContext(machine=Machine(), backend=backend, cache_dir=Path(sys.argv[1]), options=options or {})
+
+def emit(results):
+    print("RESULTS " + json.dumps([r.to_dict() for r in results]))
+"""
+
+
+def run_child(body: str, cache: Path, *, interpret: bool = True, timeout: float = 180) -> list[CheckResult]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TRITON_CACHE_DIR")}
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    env["PYTHONPATH"] = str(REPO)
+    script = PRELUDE + textwrap.dedent(body)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(cache)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS "))
+    return [CheckResult.from_dict(d) for d in json.loads(line.removeprefix("RESULTS "))]
+
+
+@pytest.fixture(scope="module")
+def all_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckResult]:
+    cache = tmp_path_factory.mktemp("kernels-cache")
+    results = run_child(
+        """
+        from rocmkit.doctor.checks import attention, kernels
+        c = ctx()
+        out = [kernels.vector_add(c), kernels.softmax(c), kernels.matmul(c), kernels.layernorm(c),
+               kernels.atomics(c)]
+        out += attention.sdpa(c)
+        emit(out)
+        """,
+        cache,
+    )
+    return {r.name: r for r in results}
+
+
+KERNELS = ("triton.vector_add", "triton.softmax", "triton.matmul", "triton.layernorm", "triton.atomics")
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_kernel_passes_under_the_interpreter(all_results: dict[str, CheckResult], name: str) -> None:
+    r = all_results[name]
+    assert r.status is Status.PASS, r.message
+    assert r.backend == "cpu-interpreter"
+    assert "no performance threshold applies" in r.message
+    short = name.split(".", 1)[1]
+    figures = {f.name: f for f in r.figures}
+    assert figures[f"{short}.first_call"].value > 0 and figures[f"{short}.time"].value > 0
+    assert figures[f"{short}.max_abs_error"].value <= r.details["runs"][0]["comparison"]["atol"] + 1e-3
+    # No reference is measured on the CPU, so nothing can be called slow.
+    assert all(f.reference is None for f in r.figures)
+    assert r.details["interpreter"] is True
+    assert r.details["runs"][0]["timing"]["method"] == "wall-clock"
+    assert r.details["triton_cache_dir"].endswith("triton")
+
+
+def test_kernel_specifics(all_results: dict[str, CheckResult]) -> None:
+    mm = all_results["triton.matmul"]
+    assert mm.details["runs"][0]["label"] == "float32"  # no bf16 in the interpreter
+    assert mm.details["shape"] == [192, 160, 208]
+    assert all(t["ok"] for t in mm.details["runs"][0]["configs_tried"].values())
+    assert all_results["triton.vector_add"].details["n"] % 2 == 1
+    assert all_results["triton.atomics"].details["runs"][0]["comparison"]["max_abs_error"] == 0.0
+    assert all_results["triton.layernorm"].details["block"] == 512
+
+
+def test_attention_backends_agree_or_skip_with_a_reason(all_results: dict[str, CheckResult]) -> None:
+    math_r = all_results["attention.sdpa.math"]
+    assert math_r.status is Status.PASS, math_r.message
+    flash = all_results["attention.sdpa.flash"]
+    # torch's CPU build has a flash kernel; it must agree with the fp32 math reference.
+    assert flash.status is Status.PASS, flash.message
+    assert flash.details["comparisons"]["causal"]["ok"] and flash.details["comparisons"]["full"]["ok"]
+    tput = next(f for f in flash.figures if f.name == "sdpa.flash.throughput")
+    assert tput.unit == "TFLOP/s" and tput.reference is not None and tput.reference > 0
+    eff = all_results["attention.sdpa.efficient"]
+    # No memory-efficient kernel on the CPU: skip with torch's reason, never fail.
+    assert eff.status is Status.SKIP
+    assert "not available on cpu" in eff.message and eff.details["reason"]
+    assert "attention.sdpa.cudnn" not in all_results  # cuDNN is offered on CUDA only
+
+
+def test_a_masking_bug_is_caught(tmp_path: Path) -> None:
+    """Launch the real vector-add kernel one element short: the unmasked tail stays NaN."""
+    (r,) = run_child(
+        """
+        import torch
+        from rocmkit.doctor.checks import kernels as k
+        from rocmkit.kernels.tolerance import tolerance
+        c = ctx()
+        device = k.open_device(c)
+        mod = k.import_kernel_module("vector_add", device)
+        n = 4099
+        x, y = torch.randn(n), torch.randn(n)
+        def broken():
+            out = torch.full_like(x, float("nan"))
+            mod._add_kernel[(mod.triton.cdiv(n, mod.BLOCK_SIZE),)](x, y, out, n - 1, BLOCK_SIZE=mod.BLOCK_SIZE)
+            return out
+        m = k.run_and_measure(kernel=broken, expected=x + y, tolerance=tolerance("vector_add", "float32"),
+            device=device, repeats=1, label="float32", work=12 * n, unit="GB/s", reference=None,
+            reference_name="a device copy", warn_fraction=0.5)
+        emit([k.build_result(name="triton.vector_add", level=1, what="vector add", device=device, runs=[m],
+            started=0.0, details={})])
+        """,
+        tmp_path,
+    )
+    assert r.status is Status.FAIL
+    assert "1 of 4099 elements outside exact" in r.message
+    assert r.remedy
+
+
+def test_a_wrong_matmul_is_caught(tmp_path: Path) -> None:
+    """Multiply by B's transpose (a classic stride bug): the check must fail, not pass."""
+    (r,) = run_child(
+        """
+        import torch
+        from rocmkit.doctor.checks import kernels as k
+        from rocmkit.kernels.tolerance import tolerance
+        c = ctx()
+        device = k.open_device(c)
+        mod = k.import_kernel_module("matmul", device)
+        a, b = torch.randn(96, 96), torch.randn(96, 96)
+        m = k.run_and_measure(kernel=lambda: mod.matmul(a, b.t()), expected=a @ b,
+            tolerance=tolerance("matmul", "float32"), device=device, repeats=1, label="float32",
+            work=mod.flops(96, 96, 96), unit="TFLOP/s", reference=None, reference_name="torch.matmul",
+            warn_fraction=0.5)
+        emit([k.build_result(name="triton.matmul", level=2, what="tl.dot matmul", device=device, runs=[m],
+            started=0.0, details={})])
+        """,
+        tmp_path,
+    )
+    assert r.status is Status.FAIL
+    assert r.details["runs"][0]["comparison"]["mismatched"] > 0
+
+
+def test_option_sizes_reach_the_kernels(tmp_path: Path) -> None:
+    (r,) = run_child(
+        """
+        from rocmkit.doctor.checks import kernels
+        emit([kernels.softmax(ctx({"softmax_shape": "17x1823"}))])
+        """,
+        tmp_path,
+    )
+    assert r.status is Status.PASS, r.message
+    assert r.details["shape"] == [17, 1823]
+
+
+def test_a_compiled_kernel_on_the_cpu_backend_is_an_error_with_a_remedy(tmp_path: Path) -> None:
+    """triton imported (and the kernel decorated) without TRITON_INTERPRET: refuse, do not crash."""
+    (r,) = run_child(
+        """
+        import rocmkit.kernels.softmax  # decorated for a GPU: no TRITON_INTERPRET yet
+        from rocmkit.doctor.checks import kernels
+        emit([kernels.softmax(ctx())])
+        """,
+        tmp_path,
+        interpret=False,
+    )
+    assert r.status is Status.ERROR
+    assert "TRITON_INTERPRET=1" in r.message and r.remedy and "rocmkit doctor" in r.remedy
+
+
+def test_no_gpu_on_a_gpu_backend_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    results = run_child(
+        """
+        from rocmkit.doctor.checks import attention, kernels
+        emit([kernels.matmul(ctx(backend="rocm"))] + attention.sdpa(ctx(backend="cuda")))
+        """,
+        tmp_path,
+    )
+    assert [r.status for r in results] == [Status.ERROR, Status.ERROR]
+    assert all("sees no GPU" in r.message and r.remedy for r in results)
+
+
+def test_importing_the_check_modules_imports_neither_torch_nor_triton(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    code = (
+        "import sys, rocmkit.doctor.checks.kernels, rocmkit.doctor.checks.attention, rocmkit.kernels.sizes;"
+        "heavy = sorted(m for m in ('torch', 'triton') if m in sys.modules); print(heavy); sys.exit(bool(heavy))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_through_the_doctors_child_process(tmp_path: Path) -> None:
+    """The doctor's isolation: a fresh child sets the interpreter and the cache folder itself."""
+    from rocmkit.doctor import isolate
+    from rocmkit.doctor.registry import CheckContext, load_checks
+    from rocmkit.machine import Machine
+
+    checks = load_checks(("rocmkit.doctor.checks.kernels", "rocmkit.doctor.checks.attention"))
+    assert {c for c in checks if c.startswith(("triton.", "attention."))} == {
+        *KERNELS,
+        "triton.codegen",
+        "attention.sdpa",
+    }
+    # codegen starts its own compiler processes through the runner, one per target.
+    assert not checks["triton.codegen"].isolated and checks["triton.codegen"].level == 1
+    assert all(checks[c].isolated for c in (*KERNELS, "attention.sdpa"))
+    assert checks["triton.vector_add"].level == 1 and checks["triton.softmax"].level == 1
+    assert {
+        checks[c].level for c in ("triton.matmul", "triton.layernorm", "triton.atomics", "attention.sdpa")
+    } == {2}
+    ctx = CheckContext(machine=Machine(), backend="cpu", cache_dir=tmp_path / "cache")
+    (r,) = isolate.run_isolated(checks["triton.atomics"], ctx)
+    assert r.status is Status.PASS, r.message + json.dumps(r.details)[-2000:]
+    assert r.backend == "cpu-interpreter"
+    assert r.details["triton_cache_dir"] == str(tmp_path / "cache" / "triton")
+
+
+# --- ahead-of-time compilation for GPUs this machine does not have --------------------------
+
+# AMD LDS per workgroup on CDNA2/CDNA3 and RDNA3; Hopper's is larger.
+LDS_BYTES = 65536
+
+
+@pytest.mark.slow
+def test_codegen_compiles_every_kernel_for_amd_and_nvidia_targets(tmp_path: Path) -> None:
+    from rocmkit.doctor.checks import kernels
+    from rocmkit.doctor.registry import CheckContext
+    from rocmkit.machine import Machine
+
+    ctx = CheckContext(
+        machine=Machine(), backend="cpu", cache_dir=tmp_path, options={"codegen_targets": "gfx942,sm_90"}
+    )
+    r = kernels.codegen(ctx)
+    assert r.status is Status.PASS, r.message
+    amd, nvidia = r.details["per_target"]["gfx942"], r.details["per_target"]["sm_90"]
+    kinds = {b["kernel"] for b in amd["builds"]}
+    assert kinds == {"vector_add", "softmax", "layernorm", "atomics", "matmul"}
+    assert {b["binary"] for b in amd["builds"]} == {"hsaco"}
+    assert {b["binary"] for b in nvidia["builds"]} == {"cubin"}
+    # Every tile the ROCm matmul check may launch fits in the LDS.
+    assert max(b["shared_bytes"] for b in amd["builds"]) <= LDS_BYTES
+    # fp16 and bf16, four tiles each.
+    assert sum(1 for b in nvidia["builds"] if b["kernel"] == "matmul") == 8
+    assert {f.name for f in r.figures} >= {"codegen.gfx942.compile", "codegen.sm_90.max_shared"}
+    assert (tmp_path / "triton").is_dir()  # the compile cache lives under rocmkit's cache folder
+
+
+def test_codegen_for_an_isa_that_does_not_exist_fails_with_the_compilers_reason(tmp_path: Path) -> None:
+    from rocmkit.doctor.checks import kernels
+    from rocmkit.doctor.registry import CheckContext
+    from rocmkit.machine import Machine
+
+    ctx = CheckContext(
+        machine=Machine(), backend="cpu", cache_dir=tmp_path, options={"codegen_targets": "gfx9999"}
+    )
+    r = kernels.codegen(ctx)
+    assert r.status is Status.FAIL
+    assert "cannot generate code for gfx9999" in r.message
+    assert r.remedy and "rocmkit plan" in r.remedy
+
+
+# --- end to end through the CLI ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_rocmkit_doctor_level_2_runs_the_kernels_under_the_interpreter(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TRITON_CACHE_DIR")}
+    env["ROCMKIT_CACHE_DIR"] = str(tmp_path / "cache")
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rocmkit",
+            "doctor",
+            "--level",
+            "2",
+            "--backend",
+            "cpu",
+            "--json",
+            "--only",
+            "triton.vector_add",
+            "--only",
+            "triton.matmul",
+            "--only",
+            "attention",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    by_name = {r["name"]: r for r in report["results"]}
+    assert by_name["triton.vector_add"]["status"] == "pass"
+    assert by_name["triton.matmul"]["status"] == "pass"
+    assert by_name["triton.matmul"]["backend"] == "cpu-interpreter"
+    assert by_name["attention.sdpa.flash"]["status"] == "pass"
+    assert by_name["triton.vector_add"]["details"]["triton_cache_dir"] == str(tmp_path / "cache" / "triton")

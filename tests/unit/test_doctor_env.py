@@ -1,0 +1,220 @@
+"""Environment checks on crafted machines, one per failure mode."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rocmkit.doctor.checks import archs, env
+from rocmkit.doctor.registry import CheckContext
+from rocmkit.doctor.result import CheckResult, Status
+from rocmkit.machine import DeviceNode, Gpu, Host, Machine, Problem, RocmInfo
+
+KFD_OK = DeviceNode(
+    path="/dev/kfd", exists=True, readable=True, writable=True, mode="crw-rw----", group="render", gid=110
+)
+RENDER_OK = DeviceNode(
+    path="/dev/dri/renderD128",
+    exists=True,
+    readable=True,
+    writable=True,
+    mode="crw-rw----",
+    group="render",
+    gid=110,
+)
+MI210 = Gpu(vendor="amd", index=0, arch="gfx90a", name="AMD Instinct MI210", integrated=False)
+
+
+def _ctx(m: Machine, **options: object) -> CheckContext:
+    return CheckContext(
+        machine=m, backend=m.backend_kind, cache_dir=Path("/nonexistent"), options=dict(options)
+    )
+
+
+def _amd(*gpus: Gpu, host: Host | None = None, envs: dict[str, str] | None = None, **rocm: object) -> Machine:
+    return Machine(
+        gpus=gpus or (MI210,),
+        rocm=RocmInfo(**{"driver_loaded": True, "version": "6.2.4", **rocm}),  # type: ignore[arg-type]
+        host=host or Host(uid=1000, gids=(1000, 110), groups=("me", "render"), devices=(KFD_OK, RENDER_OK)),
+        env=envs or {},
+    )
+
+
+def test_no_amd_machine_skips_the_amd_checks() -> None:
+    ctx = _ctx(Machine())
+    for fn in (env.amdgpu_driver, env.device_nodes, env.device_groups, env.driver_window, env.igpu):
+        r = fn(ctx)
+        assert isinstance(r, CheckResult) and r.status is Status.SKIP, r
+
+
+def test_amdgpu_not_loaded_fails_with_secure_boot_hint() -> None:
+    r = env.amdgpu_driver(_ctx(_amd(driver_loaded=False)))
+    assert r.status is Status.FAIL
+    assert r.remedy and "modprobe amdgpu" in r.remedy and "mokutil --sb-state" in r.remedy
+    in_container = _amd(driver_loaded=False, host=Host(container="docker"))
+    assert "on the host" in (env.amdgpu_driver(_ctx(in_container)).remedy or "")
+    assert env.amdgpu_driver(_ctx(_amd(driver_version="6.8.5"))).status is Status.PASS
+
+
+def test_device_nodes_ok_missing_and_denied() -> None:
+    assert env.device_nodes(_ctx(_amd())).status is Status.PASS
+
+    no_kfd = _amd(
+        host=Host(uid=1000, container="docker", devices=(DeviceNode(path="/dev/kfd", exists=False),))
+    )
+    r = env.device_nodes(_ctx(no_kfd))
+    assert r.status is Status.FAIL and "--device=/dev/kfd --device=/dev/dri" in (r.remedy or "")
+
+    denied = replace(KFD_OK, readable=False, writable=False)
+    r = env.device_nodes(_ctx(_amd(host=Host(uid=1000, gids=(1000,), devices=(denied, RENDER_OK)))))
+    assert r.status is Status.FAIL
+    assert "/dev/kfd" in r.message
+    assert r.remedy and "usermod -aG render" in r.remedy and "log out" in r.remedy
+
+    no_render = _amd(host=Host(uid=1000, devices=(KFD_OK,)))
+    assert env.device_nodes(_ctx(no_render)).status is Status.FAIL
+
+    assert env.device_nodes(_ctx(_amd(host=Host()))).status is Status.SKIP
+
+
+def test_group_id_trap_in_a_container_gives_numeric_group_add() -> None:
+    kfd = replace(KFD_OK, group=None, gid=993, readable=False, writable=False)
+    render = replace(RENDER_OK, group=None, gid=993, readable=False, writable=False)
+    host = Host(uid=1000, gids=(1000, 44), groups=("me", "video"), container="docker", devices=(kfd, render))
+    r = env.device_groups(_ctx(_amd(host=host)))
+    assert r.status is Status.FAIL
+    assert "no name inside the container" in r.message
+    assert r.remedy and "--group-add 993" in r.remedy
+    assert r.details["missing_gids"] == [993]
+
+
+def test_device_groups_pass_root_and_world_writable() -> None:
+    assert env.device_groups(_ctx(_amd())).status is Status.PASS
+    root = _amd(host=Host(uid=0, gids=(0,), devices=(KFD_OK, RENDER_OK)))
+    assert env.device_groups(_ctx(root)).status is Status.PASS
+    world = replace(KFD_OK, mode="crw-rw-rw-")
+    r = env.device_groups(
+        _ctx(_amd(host=Host(uid=1000, gids=(1000,), devices=(world, replace(RENDER_OK, mode="crw-rw-rw-")))))
+    )
+    assert r.status is Status.PASS
+
+
+def test_driver_window_skips_without_versions() -> None:
+    r = env.driver_window(_ctx(_amd(version=None)))
+    assert r.status is Status.SKIP and "ROCm user space" in r.message
+
+
+def test_override_parsing() -> None:
+    assert archs.override_arch("10.3.0") == "gfx1030"
+    assert archs.override_arch("9.0.10") == "gfx90a"
+    assert archs.override_arch("11.0.0") == "gfx1100"
+    assert archs.override_arch("ten") is None
+    assert archs.base_arch("gfx90a:sramecc+:xnack-") == "gfx90a"
+
+
+RX6800M = Gpu(vendor="amd", index=0, arch="gfx1031", name="AMD Radeon RX 6800M", integrated=False)
+RX7900 = Gpu(vendor="amd", index=0, arch="gfx1100", name="Radeon RX 7900 XTX", integrated=False)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "value", "status"),
+    [
+        (RX6800M, "10.3.0", Status.PASS),  # the usual RDNA2 override
+        (RX6800M, "11.0.0", Status.FAIL),  # another family
+        (RX7900, "11.0.0", Status.PASS),  # a no-op
+        (RX7900, "10.3.0", Status.FAIL),
+        (MI210, "9.0.6", Status.FAIL),  # same gfx90 prefix, different generation
+        (RX6800M, "10.3.2", Status.WARN),  # same family, not the usual value
+        (RX6800M, "banana", Status.FAIL),
+    ],
+)
+def test_hsa_override(gpu: Gpu, value: str, status: Status) -> None:
+    r = env.hsa_override(_ctx(_amd(gpu, envs={"HSA_OVERRIDE_GFX_VERSION": value})))
+    assert r.status is status, r.message
+
+
+def test_hsa_override_unset_suggests_the_matrix_value_and_cross_family_remedy() -> None:
+    r = env.hsa_override(_ctx(_amd(RX6800M)))
+    assert r.status is Status.PASS
+    if archs.matrix() is not None:
+        assert "10.3.0" in r.message
+    mixed = _amd(RX6800M, replace(RX7900, index=1), envs={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"})
+    r = env.hsa_override(_ctx(mixed))
+    assert r.status is Status.FAIL
+    assert "GPU 1 gfx1100" in r.message
+    assert r.remedy and "HIP_VISIBLE_DEVICES" in r.remedy
+
+
+@pytest.mark.parametrize(
+    ("envs", "status", "text"),
+    [
+        ({}, Status.PASS, "no visibility variable"),
+        ({"HIP_VISIBLE_DEVICES": "0,1"}, Status.PASS, "consistent"),
+        ({"HIP_VISIBLE_DEVICES": "3"}, Status.FAIL, "only 2"),
+        ({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, Status.WARN, "compose"),
+        ({"HIP_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES": "1"}, Status.WARN, "disagree"),
+        ({"HIP_VISIBLE_DEVICES": ""}, Status.WARN, "hides every GPU"),
+    ],
+)
+def test_visible_devices(envs: dict[str, str], status: Status, text: str) -> None:
+    m = _amd(MI210, replace(MI210, index=1), envs=envs)
+    r = env.visible_devices(_ctx(m))
+    assert r.status is status
+    assert text in r.message
+
+
+IGPU = Gpu(vendor="amd", index=0, arch="gfx1036", name="AMD Radeon Graphics", integrated=True)
+MI100 = Gpu(vendor="amd", index=1, arch="gfx908", name="AMD Instinct MI100", integrated=False)
+
+
+def test_igpu_as_device_zero_warns_and_names_the_mask() -> None:
+    r = env.igpu(_ctx(_amd(IGPU, MI100)))
+    assert r.status is Status.WARN
+    assert "device 0" in r.message
+    assert r.remedy and "ROCR_VISIBLE_DEVICES=1" in r.remedy
+    hidden = _amd(replace(IGPU, visible=False), MI100)
+    assert env.igpu(_ctx(hidden)).status is Status.PASS
+    assert env.igpu(_ctx(_amd(MI100))).status is Status.PASS
+
+
+def test_igpu_uses_the_matrix_when_detection_did_not_say() -> None:
+    if archs.matrix() is None:
+        pytest.skip("rocmkit.matrix is not available")
+    r = env.igpu(_ctx(_amd(replace(IGPU, integrated=None), replace(MI100, integrated=None))))
+    assert r.status is Status.WARN
+
+
+def test_shm_small_in_container_and_threshold_option() -> None:
+    small = _amd(host=Host(shm_bytes=64 * 2**20, container="docker"))
+    r = env.shm(_ctx(small))
+    assert r.status is Status.WARN and "--shm-size" in (r.remedy or "") and "64 MiB" in r.message
+    assert r.figures[0].unit == "GiB"
+    assert env.shm(_ctx(small, shm_min_bytes=32 * 2**20)).status is Status.PASS
+    assert env.shm(_ctx(_amd(host=Host(shm_bytes=16 * 2**30)))).status is Status.PASS
+    assert env.shm(_ctx(_amd(host=Host()))).status is Status.SKIP
+
+
+def test_iommu_and_numa_on_multi_gpu_nodes() -> None:
+    two = (MI210, replace(MI210, index=1))
+    no_pt = _amd(*two, host=Host(kernel_cmdline="BOOT_IMAGE=/vmlinuz ro quiet", numa_balancing=True))
+    assert env.iommu(_ctx(no_pt)).status is Status.WARN
+    assert env.numa_balancing(_ctx(no_pt)).status is Status.WARN
+    ok = _amd(*two, host=Host(kernel_cmdline="ro quiet iommu=pt amd_iommu=on", numa_balancing=False))
+    assert env.iommu(_ctx(ok)).status is Status.PASS
+    assert env.numa_balancing(_ctx(ok)).status is Status.PASS
+    single = _amd(MI210, host=Host(kernel_cmdline="ro", numa_balancing=True))
+    assert env.iommu(_ctx(single)).status is Status.SKIP
+    assert env.numa_balancing(_ctx(single)).status is Status.SKIP
+    # An iGPU does not make a node multi-GPU.
+    assert env.iommu(_ctx(_amd(IGPU, MI100, host=Host(kernel_cmdline="ro")))).status is Status.SKIP
+
+
+def test_detection_problems_surface() -> None:
+    m = replace(
+        _amd(),
+        problems=(Problem(source="rocminfo", message="timed out", hint="check dmesg", severity="error"),),
+    )
+    r = env.detection(_ctx(m))
+    assert r.status is Status.WARN and r.remedy == "check dmesg"

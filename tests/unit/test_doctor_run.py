@@ -1,0 +1,156 @@
+"""Selection, needs and in-process running, without any child process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rocmkit.doctor.registry import Check, CheckContext
+from rocmkit.doctor.result import CheckResult, Status
+from rocmkit.doctor.run import Discovery, RunOptions, discover, doctor, host_id, missing_need, select
+from rocmkit.errors import UsageError
+from rocmkit.machine import Gpu, Machine
+
+
+def _fn(status: Status):  # type: ignore[no-untyped-def]
+    def run(ctx: CheckContext) -> CheckResult:
+        return CheckResult(name="", level=0, status=status, message=status.value)
+
+    return run
+
+
+def _boom(ctx: CheckContext) -> CheckResult:
+    raise KeyError("missing fact")
+
+
+def _chk(name: str, level: int = 0, status: Status = Status.PASS, **kw: object) -> Check:
+    return Check(name=name, level=level, description=name, func=_fn(status), module=__name__, **kw)  # type: ignore[arg-type]
+
+
+CHECKS = {
+    c.name: c
+    for c in (
+        _chk("env.a"),
+        _chk("env.b", 1),
+        _chk("triton.vector_add", 2),
+        _chk("triton.matmul", 2),
+        _chk("models.resnet", 3),
+        _chk("torch.import", 1, needs=frozenset({"torch"}), isolated=True),
+    )
+}
+
+
+def test_level_selects_at_or_below_in_level_order() -> None:
+    assert [c.name for c in select(CHECKS, level=0)] == ["env.a"]
+    assert [c.name for c in select(CHECKS, level=1)] == ["env.a", "env.b", "torch.import"]
+    assert len(select(CHECKS, level=3)) == len(CHECKS)
+
+
+def test_only_by_name_group_and_glob_ignores_level_and_skip_removes() -> None:
+    assert [c.name for c in select(CHECKS, level=0, only=("triton.matmul",))] == ["triton.matmul"]
+    assert [c.name for c in select(CHECKS, level=0, only=("triton",))] == [
+        "triton.vector_add",
+        "triton.matmul",
+    ]
+    assert [c.name for c in select(CHECKS, level=0, only=("t*.v*",))] == ["triton.vector_add"]
+    assert [c.name for c in select(CHECKS, level=3, skip=("triton", "models.resnet"))] == [
+        "env.a",
+        "env.b",
+        "torch.import",
+    ]
+
+
+def test_unknown_names_and_levels_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="no doctor check matches 'nope'"):
+        select(CHECKS, only=("nope",))
+    with pytest.raises(UsageError, match="no doctor check matches"):
+        select(CHECKS, skip=("env.z",))
+    with pytest.raises(UsageError, match="--level must be 0 to 3"):
+        select(CHECKS, level=7)
+
+
+def test_needs_become_skips_with_reasons(tmp_path: Path) -> None:
+    cpu = CheckContext(machine=Machine(), backend="cpu", cache_dir=tmp_path)
+    gpu_check = _chk("kern.x", needs=frozenset({"gpu"}))
+    why = missing_need(gpu_check, cpu)
+    assert why is not None and "needs a GPU" in why[0]
+    rocm = CheckContext(
+        machine=Machine(gpus=(Gpu(vendor="amd", index=0),)), backend="rocm", cache_dir=tmp_path
+    )
+    assert missing_need(gpu_check, rocm) is None
+    absent = _chk("x.y", needs=frozenset({"transformers"}))
+    why = missing_need(absent, cpu)
+    # transformers is not installed in the test environment
+    assert why is not None and "transformers" in why[0] and "pip install transformers" in why[1]
+    capture = CheckContext(machine=Machine(source="capture:/x"), cache_dir=tmp_path)
+    why = missing_need(CHECKS["torch.import"], capture)
+    assert why is not None and "live machine" in why[0]
+    assert missing_need(_chk("live.thing", needs=frozenset({"live"})), capture) is not None
+    assert missing_need(CHECKS["env.a"], capture) is None
+
+
+def test_in_process_exception_is_an_error_result_and_others_run(tmp_path: Path) -> None:
+    checks = {
+        "a.ok": _chk("a.ok"),
+        "a.boom": Check(name="a.boom", level=0, description="", func=_boom, module=__name__),
+        "a.warn": _chk("a.warn", status=Status.WARN),
+    }
+    seen: list[str] = []
+    report = doctor(
+        Machine(),
+        RunOptions(level=0),
+        cache_dir=tmp_path,
+        checks=Discovery(checks=checks),
+        on_start=lambda c: seen.append(c.name),
+    )
+    assert seen == ["a.ok", "a.boom", "a.warn"]
+    by = {r.name: r for r in report.results}
+    assert by["a.boom"].status is Status.ERROR
+    assert by["a.boom"].message == "raised KeyError: 'missing fact'"
+    assert by["a.ok"].name == "a.ok" and by["a.ok"].backend == "cpu"  # filled in from the check
+    assert report.exit_code == 3
+    assert report.versions["rocmkit"]
+
+
+def test_broken_check_module_is_reported_not_fatal(tmp_path: Path) -> None:
+    bad = tmp_path / "rk_broken_checks.py"
+    bad.write_text("raise RuntimeError('half-written module')\n")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        found = discover(("rk_broken_checks", "rk_module_that_does_not_exist"))
+    finally:
+        sys.path.remove(str(tmp_path))
+    (err,) = found.broken
+    assert err.status is Status.ERROR and "half-written module" in err.message
+    assert found.checks == {}
+
+
+def test_host_id_is_stable_and_hides_the_machine_id() -> None:
+    files = {"/etc/machine-id": "0123456789abcdef\n"}
+    a = host_id("node7", files.get)
+    assert a == host_id("node7", files.get)
+    assert a.startswith("node7-") and "0123456789abcdef" not in a
+    assert a != host_id("node7", {}.get)
+
+
+def _interrupt(ctx: CheckContext) -> CheckResult:
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_keeps_a_partial_honest_report(tmp_path: Path) -> None:
+    checks = {
+        "a.ok": _chk("a.ok"),
+        "a.stop": Check(name="a.stop", level=0, description="", func=_interrupt, module=__name__),
+        "a.later": _chk("a.later"),
+    }
+    report = doctor(Machine(), RunOptions(level=0), cache_dir=tmp_path, checks=Discovery(checks=checks))
+    got = [(r.name, r.status, r.message) for r in report.results]
+    assert got == [
+        ("a.ok", Status.PASS, "pass"),
+        ("a.stop", Status.ERROR, "interrupted (Ctrl-C) while running"),
+        ("a.later", Status.SKIP, "not run: the doctor was interrupted"),
+    ]
+    assert report.exit_code == 3

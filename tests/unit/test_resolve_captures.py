@@ -1,0 +1,155 @@
+"""The resolver on the real captures (detect -> resolve), and the CLI on them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rocmkit.cli import main
+from rocmkit.detect import load_machine
+from rocmkit.resolve import Constraints, resolve
+from tests.conftest import CAPTURES
+
+# capture -> (constraints, backend, env, target archs, unsupported GPU archs)
+TABLE = {
+    "rx6800m-gfx1031-gfx90c-fedora-rocm6.3": (
+        {"torch": "2.5"},
+        "rocm6.2",
+        {"HSA_OVERRIDE_GFX_VERSION": "10.3.0", "HIP_VISIBLE_DEVICES": "0"},
+        ("gfx1030",),
+        ("gfx90c",),
+    ),
+    "rx9070xt-igpu-popos-rocm7.2.1-kfd-permission-denied": (
+        {"torch": "2.7"},
+        "rocm6.3",
+        {"HIP_VISIBLE_DEVICES": "0"},
+        ("gfx1201",),
+        ("gfx1036",),
+    ),
+    "780m-gfx1103-rocm5.7": (
+        {"torch": "2.7"},
+        "rocm6.3",
+        {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"},
+        ("gfx1100",),
+        (),
+    ),
+    "mi100-gfx908-igpu-gfx1036-rocm5.7": (
+        {},
+        "rocm7.2",
+        {"HIP_VISIBLE_DEVICES": "0"},
+        ("gfx908",),
+        ("gfx1036",),
+    ),
+    "mi210x2-gfx90a-rocm6.3.3": ({"rocm": "6.3"}, "rocm6.3", {}, ("gfx90a",), ()),
+    "mi250x-gfx90a-rocm6.2.1": ({"rocm": "6.2"}, "rocm6.2", {}, ("gfx90a",), ()),
+    "mi300x8-rocm-smi-stas00": ({}, "rocm7.2", {}, ("gfx942",), ()),
+    "mi50x4-gfx906-rocky8-rocm5.7-grep": ({"torch": "2.4"}, "rocm6.1", {}, ("gfx906",), ()),
+    "rx6800-gfx1030-rocm5.3": ({"torch": "2.3"}, "rocm6.0", {}, ("gfx1030",), ()),
+    "ryzen2400g-gtx1050ti-centos7-rocm3.8-rock-not-loaded": ({}, "cpu", {}, (), ()),
+    "synthetic-h100x2-nvidia-550": ({}, "cu124", {}, (), ()),
+    "synthetic-rx7900xtx-kfd-amdsmi-rocm6.2.4": ({"rocm": "6.2.4"}, "rocm6.2.4", {}, ("gfx1100",), ()),
+    "synthetic-container-mi250x-no-kfd-access": ({"torch": "2.6"}, "rocm6.2.4", {}, ("gfx90a",), ()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_capture_plans(name: str) -> None:
+    kw, backend, env, targets, unsupported = TABLE[name]
+    machine = load_machine(CAPTURES / name)
+    plan = resolve(machine, Constraints(python="3.11", **kw))
+    assert plan.backend == backend
+    assert plan.env == env
+    assert plan.target_archs == targets
+    assert len(plan.unsupported_gpus) == len(unsupported)
+    for arch, line in zip(unsupported, plan.unsupported_gpus, strict=True):
+        assert arch in line
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in CAPTURES.iterdir() if p.is_dir()))
+def test_every_capture_resolves_to_a_plan_the_matrix_backs(folder: str) -> None:
+    from rocmkit.matrix import load_matrix
+
+    plan = resolve(load_machine(CAPTURES / folder), Constraints(python="3.11"))
+    if plan.torch_version:
+        version, _, index = plan.torch_version.partition("+")
+        release = load_matrix().torch_release(version)
+        assert release is not None
+        variant = release.variant(index)
+        assert variant is not None and set(plan.target_archs) <= set(variant.archs)
+
+
+def test_driver_window_warning_on_a_capture() -> None:
+    machine = load_machine(CAPTURES / "synthetic-rx7900xtx-kfd-amdsmi-rocm6.2.4")
+    plan = resolve(machine, Constraints(python="3.11"))
+    assert any("kernel driver 6.8.5 (ROCm 6.2)" in w for w in plan.warnings)
+    plan = resolve(machine, Constraints(python="3.11", rocm="6.2.4"))
+    assert not any("kernel driver" in w for w in plan.warnings)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main([*argv])
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out, err
+
+
+def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
+    cap = str(CAPTURES / "rx6800m-gfx1031-gfx90c-fedora-rocm6.3")
+    code, out, err = run(capsys, "resolve", "--capture", cap, "--torch", "2.5", "--python", "3.11", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["schema"] == "rocmkit.plan/1" and data["backend"] == "rocm6.2"
+    assert data["requirements"][0] == "torch==2.5.1+rocm6.2"
+    assert data["env"]["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
+    assert data["index_urls"] == ["https://download.pytorch.org/whl/rocm6.2"]
+    assert data["reasons"] and "pip_command" in data and "uv_command" in data
+
+
+def test_cli_requirements_and_index_base(capsys: pytest.CaptureFixture[str]) -> None:
+    cap = str(CAPTURES / "mi300x8-rocm-smi-stas00")
+    code, out, _ = run(
+        capsys, "resolve", "--capture", cap, "--rocm", "6.2", "--python", "3.11", "--format", "requirements",
+        "--index-base", "http://127.0.0.1:8123/whl",
+    )  # fmt: skip
+    assert code == 0
+    lines = out.splitlines()
+    assert "--index-url http://127.0.0.1:8123/whl/rocm6.2" in lines
+    assert "torch==2.5.1+rocm6.2" in lines and "pytorch-triton-rocm==3.1.0" in lines
+
+
+def test_cli_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "resolve", "--capture", str(CAPTURES / "780m-gfx1103-rocm5.7"), "--python", "3.11"
+    )
+    assert code == 0
+    assert out.startswith("Plan: torch ")
+    assert "export HSA_OVERRIDE_GFX_VERSION=11.0.0" in out and "uv pip install torch==" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "text"),
+    [
+        (("--torch", "2.8", "--python", "3.11"), 6, "has no ROCm wheels with device code for gfx1151"),
+        (("--torch", "banana"), 4, "is not a version"),
+        (("--python", "3.7"), 6, "Python 3.7"),
+    ],
+)
+def test_cli_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: tuple[str, ...],
+    code: int,
+    text: str,
+) -> None:
+    monkeypatch.setenv("ROCMKIT_GFX", "gfx1151")
+    got, out, err = run(capsys, "resolve", "--capture", str(CAPTURES / "780m-gfx1103-rocm5.7"), *argv)
+    assert got == code
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and text in err and "fix:" in err
+
+
+def test_cli_missing_capture(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
+    code, _, err = run(capsys, "resolve", "--capture", "/nonexistent/capture")
+    assert code == 4 and err.startswith("error:")

@@ -1,0 +1,348 @@
+"""The resolver on a table of machines (built directly) -> expected plans, checked against the matrix."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocmkit.errors import NoPlanError, UsageError
+from rocmkit.machine import Gpu, Machine, NvidiaInfo, RocmInfo
+from rocmkit.matrix import load_matrix
+from rocmkit.plan import Plan
+from rocmkit.resolve import Constraints, resolve
+from rocmkit.resolve.render import requirements_text, summary_text
+
+
+def amd(
+    *archs: str, integrated: tuple[bool, ...] = (), pci: tuple[str | None, ...] = (), **rocm: str
+) -> Machine:
+    gpus = tuple(
+        Gpu(
+            vendor="amd",
+            index=i,
+            arch=arch or None,
+            pci_device_id=pci[i] if i < len(pci) else None,
+            integrated=integrated[i] if i < len(integrated) else None,
+            name=f"GPU-{arch}",
+        )
+        for i, arch in enumerate(archs)
+    )
+    return Machine(gpus=gpus, rocm=RocmInfo(**rocm))  # type: ignore[arg-type]
+
+
+def nvidia(name: str, driver: str | None, cuda: str | None = None) -> Machine:
+    return Machine(
+        gpus=(Gpu(vendor="nvidia", index=0, name=name),),
+        nvidia=NvidiaInfo(driver_version=driver, cuda_version=cuda),
+    )
+
+
+def go(machine: Machine, **kw: object) -> Plan:
+    kw.setdefault("python", "3.11")
+    return resolve(machine, Constraints(**kw))  # type: ignore[arg-type]
+
+
+def check_against_matrix(plan: Plan) -> None:
+    """Every pinned plan agrees with torch.toml: the variant exists and carries the target archs."""
+    m = load_matrix()
+    if not plan.torch_version:
+        return
+    version, _, index = plan.torch_version.partition("+")
+    release = m.torch_release(version)
+    assert release is not None and release.supports_python(plan.python or "")
+    variant = release.variant(index)
+    assert variant is not None and plan.backend == index
+    assert set(plan.target_archs) <= set(variant.archs)
+    assert plan.requirements[0] == f"torch=={plan.torch_version}"
+    assert plan.index_urls[0].endswith("/" + index)
+
+
+def test_gfx1031_uses_gfx1030_wheels_with_the_override() -> None:
+    plan = go(amd("gfx1031"), torch="2.7")
+    check_against_matrix(plan)
+    assert plan.torch_version == "2.7.1+rocm6.3"
+    assert plan.env == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}
+    assert plan.target_archs == ("gfx1030",)
+    assert (
+        "gfx1031 is not in torch 2.7.1+rocm6.3's arch list; gfx1030 is, and gfx1031 runs gfx1030 code "
+        "with HSA_OVERRIDE_GFX_VERSION=10.3.0" in plan.reasons
+    )
+    assert "pytorch-triton-rocm==3.3.1" in plan.requirements and plan.triton == "pytorch-triton-rocm==3.3.1"
+
+
+def test_mixed_gpus_hide_the_one_that_cannot_work() -> None:
+    plan = go(amd("gfx1031", "gfx90c", integrated=(False, True)), torch="2.5")
+    check_against_matrix(plan)
+    assert plan.torch_version == "2.5.1+rocm6.2"
+    assert plan.env == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0", "HIP_VISIBLE_DEVICES": "0"}
+    assert len(plan.unsupported_gpus) == 1 and "gfx90c" in plan.unsupported_gpus[0]
+    assert any("GPU 1 (gfx90c" in w and "HIP_VISIBLE_DEVICES=0" in w for w in plan.warnings)
+
+
+def test_one_override_serves_a_native_sibling_too() -> None:
+    # RX 7900 XTX (gfx1100) + 780M iGPU (gfx1103): 11.0.0 makes the iGPU run gfx1100 code; the dGPU is gfx1100.
+    plan = go(amd("gfx1100", "gfx1103", integrated=(False, True)), torch="2.7")
+    assert plan.env == {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}
+    assert plan.unsupported_gpus == ()
+
+
+def test_override_never_breaks_a_discrete_gpu_of_another_arch() -> None:
+    # MI100 (gfx908) + Raphael iGPU (gfx1036): overriding to 10.3.0 would misdescribe the MI100.
+    plan = go(amd("gfx908", "gfx1036", integrated=(False, True)))
+    check_against_matrix(plan)
+    assert "HSA_OVERRIDE_GFX_VERSION" not in plan.env
+    assert plan.env["HIP_VISIBLE_DEVICES"] == "0"
+    assert plan.target_archs == ("gfx908",)
+
+
+def test_native_wheel_preferred_over_override_in_the_same_release() -> None:
+    # gfx1101 is native on rocm6.2.4/6.3 for 2.7; no override needed.
+    plan = go(amd("gfx1101"), torch="2.7")
+    assert plan.env == {} and plan.target_archs == ("gfx1101",)
+    # torch 2.5's rocm6.2 wheels lack gfx1101: override to gfx1100.
+    plan = go(amd("gfx1101"), torch="2.5")
+    assert plan.env == {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"} and plan.target_archs == ("gfx1100",)
+
+
+def test_strix_halo_gets_the_first_release_that_lists_gfx1151() -> None:
+    plan = go(amd("gfx1151", integrated=(True,)))
+    check_against_matrix(plan)
+    assert plan.backend == "rocm7.2" and plan.target_archs == ("gfx1151",)
+    with pytest.raises(NoPlanError) as info:
+        go(amd("gfx1151"), torch="2.8")
+    assert "torch 2.8 has no ROCm wheels with device code for gfx1151" in info.value.message
+    assert "--torch 2.11" in (info.value.fix or "") and "--channel therock" in (info.value.fix or "")
+
+
+def test_therock_channel_uses_device_extras() -> None:
+    plan = go(amd("gfx1151", "gfx1100"), channel="therock")
+    assert plan.channel == "therock" and plan.backend == "therock-gfx1100-gfx1151"
+    assert plan.requirements[0] == "torch[device-gfx1100,device-gfx1151]"
+    assert plan.index_urls == ("https://rocm.nightlies.amd.com/whl-multi-arch/",)
+    with pytest.raises(NoPlanError, match=r"Python 3\.10 to 3\.13"):
+        go(amd("gfx1151"), channel="therock", python="3.14")
+
+
+def test_arch_from_pci_id_when_detection_lacks_it() -> None:
+    plan = go(amd("", pci=("0x7550",)))
+    assert plan.target_archs == ("gfx1201",)
+    assert any("PCI id 0x7550" in r for r in plan.reasons)
+
+
+def test_unknown_arch_is_no_plan_with_fix() -> None:
+    with pytest.raises(NoPlanError) as info:
+        go(amd("gfx1152", integrated=(True,)))
+    assert "--channel therock" in (info.value.fix or "")
+
+
+def test_no_gpu_gives_cpu_wheels() -> None:
+    plan = go(Machine())
+    check_against_matrix(plan)
+    assert plan.backend == "cpu" and plan.index_urls == ("https://download.pytorch.org/whl/cpu",)
+    assert plan.requirements[0].endswith("+cpu")
+
+
+def test_hidden_gpus_give_cpu_wheels() -> None:
+    machine = Machine(gpus=(Gpu(vendor="amd", index=0, arch="gfx1100", visible=False),))
+    assert go(machine).backend == "cpu"
+
+
+def test_index_base_from_constraint_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = go(amd("gfx1030"), torch="2.5", index_base="http://127.0.0.1:8123/whl/")
+    assert plan.index_urls == ("http://127.0.0.1:8123/whl/rocm6.2",)
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", "http://mirror.example/pt")
+    assert go(Machine()).index_urls == ("http://mirror.example/pt/cpu",)
+
+
+def test_rocm_constraint() -> None:
+    assert go(amd("gfx90a"), rocm="6.2").torch_version == "2.5.1+rocm6.2"
+    assert go(amd("gfx90a"), rocm="6.2.4").torch_version == "2.7.1+rocm6.2.4"
+    # --rocm on a machine without AMD GPUs: a plan for another machine (an image build).
+    plan = go(Machine(), rocm="6.4")
+    assert plan.backend == "rocm6.4" and plan.torch_version == "2.9.1+rocm6.4"
+    with pytest.raises(NoPlanError, match=r"has no ROCm 9\.9 wheels"):
+        go(amd("gfx90a"), rocm="9.9")
+
+
+def test_unconfirmed_variant_only_when_asked() -> None:
+    # 2.5.1+rocm6.1 is listed by uv but unconfirmed: not chosen by default, chosen with a warning when asked.
+    assert go(amd("gfx1101"), torch="2.5").backend == "rocm6.2"
+    plan = go(amd("gfx1101"), torch="2.5", rocm="6.1")
+    assert plan.backend == "rocm6.1"
+    assert any("unconfirmed" in w and "2.5.1+rocm6.1" in w for w in plan.warnings)
+
+
+def test_unconfirmed_triton_pin_is_left_to_torch_and_warned() -> None:
+    plan = go(amd("gfx942"), torch="2.13")
+    assert plan.triton is None
+    assert not any("triton" in r for r in plan.requirements)
+    assert any("Triton pin of torch 2.13.0+rocm7.2 is unconfirmed" in w for w in plan.warnings)
+    # A confirmed pin is pinned in the plan too.
+    assert go(amd("gfx942"), torch="2.9.0").triton == "pytorch-triton-rocm==3.5.0"
+
+
+def test_python_picks_an_older_release_or_fails_with_the_fix() -> None:
+    plan = go(amd("gfx90a"), python="3.8")
+    check_against_matrix(plan)
+    assert plan.torch_version == "2.4.1+rocm6.1"
+    assert any("not 3.8" in r for r in plan.reasons)
+    with pytest.raises(NoPlanError) as info:
+        go(amd("gfx90a"), python="3.7")
+    assert "Python 3.7" in info.value.message and "3.8" in (info.value.fix or "")
+    with pytest.raises(NoPlanError, match=r"torch 2\.0 has no wheels for Python 3\.12"):
+        go(amd("gfx90a"), python="3.12", torch="2.0")
+
+
+def test_kernel_driver_window() -> None:
+    plan = go(amd("gfx90a", driver_version="6.3.6"))  # ROCm 6.0's amdgpu-dkms vs a rocm7.2 wheel
+    assert any("kernel driver 6.3.6 (ROCm 6.0)" in w and "7.2" in w for w in plan.warnings)
+    plan = go(amd("gfx90a", driver_version="6.10.5"), rocm="6.3")
+    assert any("kernel driver 6.10.5 (ROCm 6.3) works with ROCm 6.1 to 6.4" in r for r in plan.reasons)
+    plan = go(amd("gfx90a", driver_version="6.8.0-45-generic"))
+    assert any("not an amdgpu-dkms release" in r for r in plan.reasons)
+
+
+def test_old_userspace_is_fine() -> None:
+    plan = go(amd("gfx1030", version="5.7.1"), torch="2.5")
+    assert any("installed ROCm 5.7.1 is older than the wheel's 6.2; that is fine" in r for r in plan.reasons)
+
+
+def test_nightly_channel() -> None:
+    plan = go(amd("gfx1100"), channel="nightly")
+    assert plan.channel == "nightly" and plan.index_urls == (
+        "https://download.pytorch.org/whl/nightly/rocm7.2",
+    )
+    assert plan.requirements[0].startswith("torch>=") and plan.torch_version is None
+    assert go(Machine(), channel="nightly").index_urls[0].endswith("/nightly/cpu")
+
+
+@pytest.mark.parametrize(
+    ("driver", "cuda", "expected"),
+    [
+        ("580.65.06", None, "2.13.0+cu130"),
+        ("570.86.10", None, "2.11.0+cu128"),  # 2.12/2.13 cu128 are unconfirmed, so not chosen
+        ("550.54.15", None, "2.6.0+cu124"),
+        ("535.104.05", None, "2.5.1+cu121"),
+        (None, "12.4", "2.6.0+cu124"),  # only nvidia-smi's "CUDA Version"
+    ],
+)
+def test_nvidia_newest_cuda_the_driver_supports(driver: str | None, cuda: str | None, expected: str) -> None:
+    plan = go(nvidia("NVIDIA H100 80GB HBM3", driver, cuda))
+    check_against_matrix(plan)
+    assert plan.torch_version == expected
+
+
+def test_nvidia_old_gpu_skips_cuda13() -> None:
+    plan = go(nvidia("NVIDIA GeForce GTX 1050 Ti", "580.65.06"))
+    assert plan.backend != "cu130"
+    assert any("cu130 needs compute capability >= 7.5" in r for r in plan.reasons)
+
+
+def test_nvidia_driver_too_old() -> None:
+    with pytest.raises(NoPlanError) as info:
+        go(nvidia("Tesla T4", "450.80.02"))
+    assert "update the NVIDIA driver" in (info.value.fix or "")
+
+
+def test_cpu_flag_and_cuda_flag() -> None:
+    assert go(amd("gfx1100"), cpu=True).backend == "cpu"
+    assert go(Machine(), cuda="12.6").backend == "cu126"
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"channel": "beta"},
+        {"torch": "two"},
+        {"rocm": "6.2", "cuda": "12.4"},
+        {"python": "3"},
+        {"index_base": "mirror.example"},
+    ],
+)
+def test_bad_constraints_are_usage_errors(kw: dict[str, object]) -> None:
+    with pytest.raises(UsageError):
+        go(Machine(), **kw)
+
+
+def test_unknown_torch_lists_what_exists() -> None:
+    with pytest.raises(NoPlanError) as info:
+        go(Machine(), torch="1.13")
+    assert "2.5" in (info.value.fix or "")
+
+
+def test_every_arch_with_wheels_resolves_consistently() -> None:
+    """Property over gfx.toml: every arch that some wheel can run gets a plan that the matrix backs."""
+    m = load_matrix()
+    for arch in m.archs.values():
+        runnable = any(
+            arch.name in v.archs or (arch.override_arch and arch.override_arch in v.archs)
+            for r in m.torch_releases
+            for v in r.of_kind("rocm")
+            if v.is_confirmed()
+        )
+        if not runnable:
+            with pytest.raises(NoPlanError):
+                go(amd(arch.name))
+            continue
+        plan = go(amd(arch.name))
+        check_against_matrix(plan)
+        if arch.name in plan.target_archs:
+            assert "HSA_OVERRIDE_GFX_VERSION" not in plan.env
+        else:
+            assert plan.env["HSA_OVERRIDE_GFX_VERSION"] == arch.hsa_override
+
+
+def test_outputs() -> None:
+    plan = go(amd("gfx1031"), torch="2.5")
+    data = plan.to_dict()
+    assert data["schema"] == "rocmkit.plan/1" and data["backend"] == "rocm6.2"
+    assert data["env"] == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}
+    assert data["uv_command"].startswith("uv pip install torch==2.5.1+rocm6.2 ")
+    assert Plan.from_dict(data) == plan
+    req = requirements_text(plan).splitlines()
+    assert "--index-url https://download.pytorch.org/whl/rocm6.2" in req
+    assert (
+        "torch==2.5.1+rocm6.2" in req
+        and "# set before running: export HSA_OVERRIDE_GFX_VERSION=10.3.0" in req
+    )
+    text = summary_text(plan)
+    assert "Install with pip:" in text and plan.pip_command() in text
+
+
+def test_constraint_mismatch_messages_name_what_exists() -> None:
+    with pytest.raises(NoPlanError) as info:
+        go(nvidia("NVIDIA H100 80GB HBM3", "580.65.06"), cuda="12.4", torch="2.8")
+    assert info.value.message == "torch 2.8 has no cu124 wheels for Python 3.11"
+    assert info.value.fix == "choose --cuda from: cu126, cu128, cu129"
+    with pytest.raises(NoPlanError) as info:
+        go(amd("gfx1100"), torch="2.5", rocm="6.4")
+    assert info.value.fix == "choose --rocm from: 6.1, 6.2"
+    plan = go(amd("gfx1100"), channel="nightly", torch="2.5")
+    assert any("--torch 2.5 is not applied to nightly" in w for w in plan.warnings)
+
+
+def test_strix_halo_by_pci_id_only() -> None:
+    plan = go(amd("", pci=("0x1586",)))
+    assert plan.target_archs == ("gfx1151",) and plan.backend == "rocm7.2"
+
+
+def test_index_whose_bundled_library_lacks_the_arch_is_passed_over() -> None:
+    # rocm7.2 wheels list gfx906 but their rocBLAS reportedly does not carry it (torch.toml incomplete_archs).
+    plan = go(amd("gfx906"))
+    check_against_matrix(plan)
+    assert plan.backend != "rocm7.2"
+    assert any("2.13.0+rocm7.2 was passed over" in r and "gfx906" in r for r in plan.reasons)
+    forced = go(amd("gfx906"), rocm="7.2")
+    assert forced.backend == "rocm7.2"
+    assert any(
+        "gfx906 code is in torch, but a library the wheel bundles reportedly lacks it" in w
+        for w in forced.warnings
+    )
+    # Other archs on the same index are unaffected.
+    assert go(amd("gfx942")).backend == "rocm7.2"
+
+
+def test_unknown_companion_is_left_out_and_said() -> None:
+    plan = go(amd("gfx942"), torch="2.13")
+    assert not any(r.startswith("torchaudio") for r in plan.requirements)
+    assert any("no source pairs a torchaudio version with torch 2.13.0" in w for w in plan.warnings)
+    assert "torchaudio==2.11.0+rocm7.2" in go(amd("gfx942"), torch="2.12", rocm="7.2").requirements
