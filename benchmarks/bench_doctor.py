@@ -34,9 +34,11 @@ def _time(argv: list[str], env: dict[str, str]) -> tuple[float, int, dict[str, o
     return took, proc.returncode, report
 
 
-def _doctor(level: int, cache: Path) -> tuple[float, int, dict[str, object] | None]:
-    env = {**os.environ, "ROCMKIT_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
-    return _time([sys.executable, "-m", "rocmkit", "doctor", "--level", str(level), "--json"], env)
+def _doctor(
+    level: int, cache: Path, *extra: str, env_extra: dict[str, str] | None = None
+) -> tuple[float, int, dict[str, object] | None]:
+    env = {**os.environ, "ROCMKIT_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO), **(env_extra or {})}
+    return _time([sys.executable, "-m", "rocmkit", "doctor", "--level", str(level), "--json", *extra], env)
 
 
 def main() -> int:
@@ -60,6 +62,19 @@ def main() -> int:
                 n = len(report["results"])  # type: ignore[arg-type]
         c, w = statistics.median(colds), statistics.median(warms)
         print(f"{level:>5}  {c:8.2f}  {w:8.2f}  {w / c:9.2f}  {n:>6}  {verdict}")
+    # On the CPU the kernels run interpreted (nothing to cache); ahead-of-time codegen for
+    # a GPU arch compiles for real, so it shows what the compile cache under
+    # ROCMKIT_CACHE_DIR buys on a GPU node's second run.
+    codegen = {"ROCMKIT_KERNEL_CODEGEN_TARGETS": "gfx942,gfx90a"}
+    with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp:
+        cold, rc, _ = _doctor(1, Path(tmp), "--only", "triton.codegen", env_extra=codegen)
+        warm, _, report = _doctor(1, Path(tmp), "--only", "triton.codegen", env_extra=codegen)
+    if rc in (0, 2) and report:
+        print(
+            f"triton.codegen gfx942+gfx90a: cold {cold:.2f} s, warm {warm:.2f} s, warm/cold {warm / cold:.2f}"
+        )
+    else:
+        print(f"triton.codegen not available here (exit {rc})")
     try:
         import torch  # noqa: F401
     except ImportError:

@@ -301,13 +301,19 @@ class CaptureSource:
         rc = 0
         if rc_file.exists():
             raw = self._read_text(rc_file).strip()
-            if raw == "timeout":
+            if raw.split()[:1] == ["timeout"]:
+                # "timeout" or "timeout <seconds>" (the limit the tool ran under).
+                limit = raw.split()[1] if len(raw.split()) > 1 else ""
+                try:
+                    timeout_s = float(limit) if limit else TIMEOUTS.get(name, 10.0)
+                except ValueError:
+                    timeout_s = TIMEOUTS.get(name, 10.0)
                 return CommandResult(
                     argv=argv,
                     status="timeout",
                     stdout=stdout,
                     stderr=stderr,
-                    timeout_s=TIMEOUTS.get(name, 10.0),
+                    timeout_s=timeout_s,
                 )
             try:
                 rc = int(raw)
@@ -382,7 +388,8 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         if res.stderr:
             (dest / "cmd" / f"{name}.err").write_text(res.stderr, encoding="utf-8")
         if res.status == "timeout":
-            (dest / "cmd" / f"{name}.rc").write_text("timeout\n", encoding="utf-8")
+            limit = f" {res.timeout_s:g}" if res.timeout_s is not None else ""
+            (dest / "cmd" / f"{name}.rc").write_text(f"timeout{limit}\n", encoding="utf-8")
         elif res.returncode not in (0, None):
             (dest / "cmd" / f"{name}.rc").write_text(f"{res.returncode}\n", encoding="utf-8")
     for path in (*FILES, *extra_files):

@@ -16,7 +16,7 @@ ROW_H = 30
 LABEL_W = 150
 BAR_W = 460
 VALUE_W = 190
-TOP = 46
+TOP = 56
 BOTTOM = 40
 
 COLOR_FASTER = "#2e7d32"
@@ -26,7 +26,9 @@ COLOR_GEOMEAN = "#1565c0"
 
 
 def _scale_max(models: tuple[ModelResult, ...], geomean: float | None) -> float:
-    top = max([m.speedup_q3 or m.speedup or 0.0 for m in models] + [geomean or 0.0, 1.0])
+    # Scaled to the speedups, not their whiskers: a noisy model's whisker is clipped at the edge
+    # rather than squeezing every bar.
+    top = max([m.speedup or 0.0 for m in models] + [geomean or 0.0, 1.0])
     # Round up to a half so the ticks land on readable values.
     return max(2.0, math.ceil(top * 1.1 * 2) / 2)
 
@@ -71,7 +73,8 @@ def render_svg(suite: SuiteResult) -> str:
                 out.append(
                     f'<line x1="{x1:.1f}" y1="{mid:.1f}" x2="{x3:.1f}" y2="{mid:.1f}" stroke="#212121"/>'
                 )
-                for xe in (x1, x3):
+                # No end cap where the whisker runs off the scale.
+                for xe in [xv for xv, v in ((x1, m.speedup_q1), (x3, m.speedup_q3)) if v <= xmax]:
                     out.append(
                         f'<line x1="{xe:.1f}" y1="{mid - 5:.1f}" x2="{xe:.1f}" y2="{mid + 5:.1f}" stroke="#212121"/>'
                     )

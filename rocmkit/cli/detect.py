@@ -104,8 +104,8 @@ def render(machine: Machine, console: Console | None = None) -> None:
     installs = (
         "; ".join(f"{i.path} ({i.version or '?'}, from {i.source})" for i in r.installs) or "none found"
     )
-    rows.append(("ROCm", f"{r.version or 'unknown'} in use; installs: {installs}"))
-    driver = r.driver_version or ("in-tree/unknown version" if r.driver_loaded else "-")
+    rows.append(("ROCm", f"release in use: {r.version or 'unknown'}; installs: {installs}"))
+    driver = r.driver_version or ("version unknown" if r.driver_loaded else "-")
     rows.append(("amdgpu driver", f"{driver}, loaded: {_yn(r.driver_loaded)}"))
     if r.hip_version:
         rows.append(("HIP", r.hip_version))

@@ -23,7 +23,13 @@ from rocmkit.resolve.constraints import CHANNELS
 )
 @click.option("--cpu", is_flag=True, help="CPU wheels, whatever the GPUs.")
 @click.option("--python", metavar="X.Y", help="Target Python (default: the running one).")
-@click.option("--channel", type=click.Choice(CHANNELS), default="stable", show_default=True)
+@click.option(
+    "--channel",
+    type=click.Choice(CHANNELS),
+    default="stable",
+    show_default=True,
+    help="PyTorch releases, PyTorch nightlies, or AMD's TheRock multi-arch index.",
+)
 @click.option(
     "--index-base",
     metavar="URL",

@@ -72,7 +72,12 @@ def device_problems(host: Host, has_amd: bool, container: str | None) -> list[Pr
                 severity="error",
             )
         )
-    bad = [d for d in host.devices if d.path.startswith("/dev/dri/") and d.exists and d.writable is False]
+    # Render nodes matter to ROCm only when an AMD GPU is here (an Intel iGPU has them too).
+    bad = [
+        d
+        for d in host.devices
+        if has_amd and d.path.startswith("/dev/dri/") and d.exists and d.writable is False
+    ]
     if bad:
         problems.append(
             Problem(

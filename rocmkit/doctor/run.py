@@ -134,6 +134,9 @@ def missing_need(chk: Check, ctx: CheckContext) -> tuple[str, str] | None:
     return None
 
 
+# A check whose failure means every check that needs this thing would fail the same way.
+GATE_CHECKS = {"torch.import": "torch", "triton.import": "triton"}
+
 Progress = Callable[[Check], None]
 ResultHook = Callable[[Check, list[CheckResult]], None]
 
@@ -159,11 +162,12 @@ def run_checks(
 ) -> list[CheckResult]:
     results: list[CheckResult] = []
     pending = list(selected)
+    broken: dict[str, str] = {}  # need -> the check that showed it is broken here
     for i, chk in enumerate(pending):
         if on_start is not None:
             on_start(chk)
         try:
-            out = _run_one(chk, ctx, timeout_scale)
+            out = _run_one(chk, ctx, timeout_scale, broken)
         except KeyboardInterrupt:
             # Ctrl-C: the running child is already killed (the runner does it); keep
             # what ran and say plainly what did not, so the partial report is honest.
@@ -178,6 +182,10 @@ def run_checks(
         if on_result is not None:
             on_result(chk, out)
         results.extend(out)
+        for r in out:
+            need = GATE_CHECKS.get(r.name)
+            if need is not None and r.status in (Status.FAIL, Status.ERROR):
+                broken[need] = r.name
     return results
 
 
@@ -185,8 +193,14 @@ def _not_run(chk: Check, ctx: CheckContext, status: Status, message: str) -> Che
     return CheckResult(name=chk.name, level=chk.level, status=status, message=message, backend=ctx.backend)
 
 
-def _run_one(chk: Check, ctx: CheckContext, timeout_scale: float) -> list[CheckResult]:
+def _run_one(
+    chk: Check, ctx: CheckContext, timeout_scale: float, broken: Mapping[str, str]
+) -> list[CheckResult]:
     why = missing_need(chk, ctx)
+    gate = next((broken[n] for n in sorted(chk.needs) if n in broken), None)
+    if why is None and gate is not None:
+        # Every later torch check would fail with the same ImportError: say it once.
+        why = (f"not run: {gate} failed on this node", f"fix {gate} first")
     if why is not None:
         return [
             CheckResult(
@@ -293,7 +307,10 @@ def doctor(
     )
     ran = run_checks(selected, ctx, timeout_scale=opts.timeout_scale, on_start=on_start, on_result=on_result)
     results = [*found.broken, *ran]
-    hostname = machine.host.hostname or socket.gethostname()
+    live = machine.source == "live"
+    # A capture is another machine: never label it with this host's name.
+    fallback = socket.gethostname() if live else Path(machine.source.split(":", 1)[-1]).name or "capture"
+    hostname = machine.host.hostname or fallback
     return Report(
         machine=machine.to_dict(),
         plan=plan.to_dict() if plan else None,
@@ -301,7 +318,7 @@ def doctor(
         versions=versions(results),
         started_at=started,
         finished_at=now_iso(),
-        host_id=host_id(hostname) if machine.source == "live" else f"{hostname}-capture",
+        host_id=host_id(hostname) if live else f"{hostname}-capture",
         hostname=hostname,
         level=opts.level,
     )

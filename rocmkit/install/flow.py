@@ -25,6 +25,7 @@ from rocmkit.install import guard, lock, wheelhouse
 from rocmkit.install.base import Installer, InstallSpec, Limits, LineSink, Sources
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
 from rocmkit.install.pip import PipInstaller, pip_available
+from rocmkit.install.state import diff
 from rocmkit.install.transaction import Transaction
 from rocmkit.install.uv import UvInstaller
 from rocmkit.install.venv import Target, find_uv
@@ -244,10 +245,16 @@ def install(
         if opts.verify:
             checked = verify(target, plan)
             if not checked.ok:
-                raise ToolError(checked.summary(), "see the plan's reasons; `rocmkit doctor` tells more")
+                where = ", ".join(spec.sources.index_urls or spec.sources.find_links) or "the sources"
+                raise ToolError(
+                    checked.summary(),
+                    f"{where} served another build than the plan names; check the index "
+                    "(--index-base) or re-run `rocmkit resolve`",
+                )
             echo(f"rocmkit: {checked.summary()}")
             verification = {"ok": True, **checked.facts}
-    except (RocmkitError, KeyboardInterrupt) as exc:
+    except BaseException as exc:
+        # Whatever stopped the install (an error, Ctrl-C, a bug), the environment goes back.
         echo(
             f"rocmkit: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'install failed'}; restoring"
         )
@@ -259,17 +266,16 @@ def install(
             tx.discard_backups()
         else:
             echo(f"rocmkit: backups and the recorded state are kept in {workdir}")
-        if isinstance(exc, KeyboardInterrupt):
+        if not isinstance(exc, RocmkitError):
             raise
         message = exc.message + (
             "; environment restored exactly" if report.exact else "; " + report.describe()
         )
         raise type(exc)(message, exc.fix) from exc
-    changed = tx.after()
+    after = tx.after_state()
+    changed = diff(tx.before, after)
     tx.discard_backups()
-    (workdir / "state-after.json").write_text(
-        json.dumps(tx.before.to_dict() | {"changes": changed.describe()})
-    )
+    (workdir / "state-after.json").write_text(json.dumps(after.to_dict(), indent=2) + "\n")
     if guarded:
         echo(
             f"rocmkit: guarded {', '.join(guard.pins_for(plan))} against later pip/uv installs ({files.constraints})"

@@ -38,7 +38,12 @@ _WHEEL = re.compile(
 class Probe:
     url: str
     ok: bool
-    detail: str  # "HTTP 200", "connection refused", "timed out after 5 s", ...
+    detail: str  # "answers", "connection refused", "no answer within 5 s", "HTTP 404 for ..."
+
+    def describe(self) -> str:
+        if self.detail.startswith("HTTP"):
+            return f"{self.url} answered {self.detail}"
+        return f"{self.url} did not answer ({self.detail})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +94,10 @@ def probe_index(index_url: str, project: str, timeout: float = DEFAULT_PROBE_TIM
     if parsed.scheme not in ("http", "https"):
         return Probe(url=index_url, ok=False, detail=f"unsupported URL scheme {parsed.scheme!r}")
     try:
-        _fetch(page, timeout)
+        # Status and first bytes only: PyPI-style pages for torch run to megabytes.
+        req = urllib.request.Request(page, headers={"Accept": "text/html", "User-Agent": "rocmkit"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            resp.read(1)
     except urllib.error.HTTPError as exc:
         # 404: the index answers but has no such project; pip would find nothing there either.
         return Probe(url=index_url, ok=False, detail=f"HTTP {exc.code} for {page}")
@@ -251,7 +259,7 @@ def decide_sources(
         )
         used = sorted(set(holders.values()))
         messages = tuple(
-            f"index {p.url} did not answer ({p.detail}); using "
+            f"index {p.describe()}; using "
             + ", ".join(f"{s} (from {user.origins.get(s, 'your pip configuration')})" for s in used)
             + f", which holds {', '.join(holders)}"
             for p in failed
@@ -261,7 +269,7 @@ def decide_sources(
     lacking = [f"{n}=={v}" for n, v in pins if f"{n}=={v}" not in holders]
     searched = ", ".join(s for s, _ in candidates) or "none configured"
     raise NetworkError(
-        f"package index {first.url} did not answer ({first.detail}), and your pip configuration's "
+        f"package index {first.describe()}, and your pip configuration's "
         f"sources ({searched}) do not hold {', '.join(lacking) or 'the planned wheels'}",
         "check the network or proxy; or point rocmkit at a mirror with --index-base URL "
         "(ROCMKIT_INDEX_BASE); or, on a connected node, run `rocmkit install --download-only "

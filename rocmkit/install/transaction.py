@@ -59,8 +59,11 @@ class Transaction:
         self._backup = dataclasses.replace(backup, file_bytes=self._backup.file_bytes)
         return self._backup
 
+    def after_state(self) -> EnvState:
+        return snapshot(self.target, self.managed_files)
+
     def after(self) -> StateDiff:
-        return diff(self.before, snapshot(self.target, self.managed_files))
+        return diff(self.before, self.after_state())
 
     def restore(self) -> RestoreReport:
         steps: list[str] = []

@@ -26,6 +26,12 @@ class Build:
     constexprs: dict[str, Any]
     num_warps: int = 4
     num_stages: int = 2
+    # What Triton's launcher specialises on at the GPU sizes: arguments divisible by 16
+    # (torch's allocations are; so are 4096-sized dims and strides) and integers equal to 1
+    # (unit strides), which become constants. Without them the compiler neither vectorises
+    # nor pipelines, and the shared memory reported would not be what a launch needs.
+    divisible_by_16: tuple[str, ...] = ()
+    ones: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +57,7 @@ def builds(backend: str) -> Iterator[Build]:
         fn=vector_add._add_kernel,
         signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32"},
         constexprs={"BLOCK_SIZE": vector_add.BLOCK_SIZE},
+        divisible_by_16=("x_ptr", "y_ptr", "out_ptr"),
     )
     block = 4096  # the GPU softmax shape has 3001 columns
     yield Build(
@@ -66,6 +73,7 @@ def builds(backend: str) -> Iterator[Build]:
         },
         constexprs={"BLOCK_SIZE": block},
         num_warps=softmax._num_warps(block),
+        divisible_by_16=("out_ptr", "in_ptr"),
     )
     ln_block = 8192  # 5003 fp16 columns, one block per row
     yield Build(
@@ -85,6 +93,7 @@ def builds(backend: str) -> Iterator[Build]:
         },
         constexprs={"BLOCK_SIZE": ln_block},
         num_warps=min(max(ln_block // 256, 1), 8),
+        divisible_by_16=("x_ptr", "y_ptr", "w_ptr", "b_ptr", "mean_ptr", "rstd_ptr"),
     )
     yield Build(
         kernel="atomics",
@@ -92,6 +101,7 @@ def builds(backend: str) -> Iterator[Build]:
         fn=atomics._histogram_kernel,
         signature={"values_ptr": "*i32", "hist_ptr": "*i32", "n_values": "i32"},
         constexprs={"NUM_BINS": 256, "BLOCK_SIZE": atomics.BLOCK_SIZE},
+        divisible_by_16=("values_ptr", "hist_ptr"),
     )
     for dtype in ("float16", "bfloat16"):
         t = "*" + _TRITON_DTYPES[dtype]
@@ -128,6 +138,19 @@ def builds(backend: str) -> Iterator[Build]:
                 },
                 num_warps=cfg.num_warps,
                 num_stages=cfg.num_stages,
+                # 4096^3, row-major: every size and leading stride divisible by 16.
+                divisible_by_16=(
+                    "a_ptr",
+                    "b_ptr",
+                    "c_ptr",
+                    "M",
+                    "N",
+                    "K",
+                    "stride_am",
+                    "stride_bk",
+                    "stride_cm",
+                ),
+                ones=("stride_ak", "stride_bn", "stride_cn"),
             )
 
 
@@ -154,9 +177,13 @@ def compile_all(backend: str, arch: str | int, warp_size: int) -> list[Built]:
     target = GPUTarget("hip" if backend == "rocm" else "cuda", arch, warp_size)
     out: list[Built] = []
     for b in builds(backend):
-        # Constexprs are part of the signature too, as Triton's own launcher passes them.
-        signature = {**b.signature, **{k: "constexpr" for k in b.constexprs}}
-        src = ASTSource(fn=b.fn, signature=signature, constexprs=b.constexprs)
+        # Constexprs (and the unit strides the launcher turns into constants) are part of the
+        # signature too, as Triton's own launcher passes them.
+        constexprs = {**b.constexprs, **dict.fromkeys(b.ones, 1)}
+        signature = {**b.signature, **{k: "constexpr" for k in constexprs}}
+        names = list(b.fn.arg_names)
+        attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in b.divisible_by_16}
+        src = ASTSource(fn=b.fn, signature=signature, constexprs=constexprs, attrs=attrs)
         start = time.perf_counter()
         kernel = triton.compile(
             src, target=target, options={"num_warps": b.num_warps, "num_stages": b.num_stages}

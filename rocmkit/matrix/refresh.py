@@ -84,7 +84,7 @@ def _get(url: str, *, timeout: float, accept: str = "*/*") -> tuple[bytes, str]:
         with urlopen(request, timeout=timeout) as response:
             return response.read(), response.headers.get("Content-Type", "")
     except HTTPError:
-        raise
+        raise  # an answer (404 ...), not silence: callers decide what it means
     except (URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise NetworkError(
@@ -106,17 +106,14 @@ def project_files(index_url: str, project: str, *, timeout: float) -> list[Index
     return _files_from_html(page, body)
 
 
-def _meta_flag(value: Any) -> bool:
-    return bool(value) and value is not False
-
-
 def _files_from_json(page: str, body: bytes) -> list[IndexFile]:
     try:
         data = json.loads(body)
         out = []
         for f in data["files"]:
             url = urljoin(page, f["url"])
-            has_meta = _meta_flag(f.get("core-metadata")) or _meta_flag(f.get("dist-info-metadata"))
+            # PEP 714 "core-metadata" (or PEP 658's older key): true or a dict of hashes.
+            has_meta = bool(f.get("core-metadata") or f.get("dist-info-metadata"))
             out.append(
                 IndexFile(
                     filename=f["filename"],

@@ -80,9 +80,10 @@ def torch_lines(m: Matrix, spec: str) -> list[str]:
         )
     out: list[str] = []
     for rel in releases:
+        vision = f"{rel.torchvision}{_mark(rel, 'torchvision')}" if rel.torchvision else "unknown"
+        audio = f"{rel.torchaudio}{_mark(rel, 'torchaudio')}" if rel.torchaudio else "unknown"
         out.append(
-            f"torch {rel.version}: torchvision {rel.torchvision}{_mark(rel, 'torchvision')}, "
-            f"torchaudio {rel.torchaudio}{_mark(rel, 'torchaudio')}, Python {rel.python_min}-{rel.python_max}"
+            f"torch {rel.version}: torchvision {vision}, torchaudio {audio}, Python {rel.python_min}-{rel.python_max}"
         )
         for v in rel.variants:
             line = f"  {v.index:<10}{_mark(v)}"

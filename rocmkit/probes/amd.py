@@ -159,6 +159,7 @@ def probe(source: Source, results: Results, env: Mapping[str, str]) -> AmdFindin
         ("amd-smi-static.json", "amd-smi static", amd_smi.parse_static_json),
         ("amd-smi-list.txt", "amd-smi list", amd_smi.parse_list),
     )
+    amd_smi_status: set[str] = set()
     for name, key, fn in parsers:
         res = output(results, name)
         if res is None:
@@ -171,7 +172,8 @@ def probe(source: Source, results: Results, env: Mapping[str, str]) -> AmdFindin
         if res.ok:
             problems.extend(a.problems)
         p = tool_problem(res, "amd-smi")
-        if p:
+        if p and res.status not in amd_smi_status:
+            amd_smi_status.add(res.status)
             problems.append(p)
 
     smi_parsers = (
@@ -183,6 +185,7 @@ def probe(source: Source, results: Results, env: Mapping[str, str]) -> AmdFindin
         ("rocm-smi-driverversion.csv", "rocm-smi driver", rocm_smi.parse_csv),
     )
     seen_msgs: set[str] = set()
+    seen_status: set[str] = set()  # one hung or broken rocm-smi is one problem, not six
     for name, key, sfn in smi_parsers:
         res = output(results, name)
         if res is None:
@@ -192,13 +195,13 @@ def probe(source: Source, results: Results, env: Mapping[str, str]) -> AmdFindin
             listings[key] = s.gpus
         if s.driver_version:
             drivers.append((key, s.driver_version))
-        for prob in s.problems:
+        for prob in s.problems if res.ok else ():
             if prob.message not in seen_msgs:
                 seen_msgs.add(prob.message)
                 problems.append(prob)
         p = tool_problem(res, "rocm-smi")
-        if p and p.message not in seen_msgs:
-            seen_msgs.add(p.message)
+        if p and res.status not in seen_status:
+            seen_status.add(res.status)
             problems.append(p)
 
     res = output(results, "rocm_agent_enumerator.txt")

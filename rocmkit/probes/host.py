@@ -78,6 +78,8 @@ def probe(source: Source, results: Results, env: Mapping[str, str]) -> HostFindi
             problems.append(p)
     for name, tool in (("uname.txt", "uname"), ("id.txt", "id"), ("ldd-version.txt", "ldd")):
         res = output(results, name)
+        if tool == "ldd" and res is not None and "musl" in res.stderr:
+            continue  # musl's ldd prints its banner to stderr and exits 1: no glibc, not a failure
         if res is not None:
             p = tool_problem(res, tool)
             if p:

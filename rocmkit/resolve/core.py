@@ -35,6 +35,12 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
     elif base:
         notes.why(f"index base {base} replaces {m.pytorch_base}")
 
+    if machine.host.arch and machine.host.arch not in ("x86_64", "amd64"):
+        # Every wheel the matrix records is linux_x86_64; other platforms are not checked.
+        notes.warn(
+            f"this host is {machine.host.arch}; matrices/torch.toml records x86_64 wheels only, so check that "
+            "the chosen index has wheels for it (`rocmkit matrix refresh`)"
+        )
     for problem in machine.problems:
         if problem.severity == "error":
             notes.warn(f"detection: {problem.source}: {problem.message}")
@@ -50,6 +56,11 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
         return cuda.plan(machine, m, cons, notes, python, base)
     kind = machine.backend_kind
     if kind == "rocm":
+        if any(g.visible for g in machine.nvidia_gpus):
+            notes.warn(
+                "this machine also has NVIDIA GPUs; one torch build serves one backend, so they are not "
+                "used by this ROCm plan (use --cuda X.Y for a CUDA plan instead)"
+            )
         return rocm.plan(machine, m, cons, notes, python, base)
     if kind == "cuda":
         return cuda.plan(machine, m, cons, notes, python, base)

@@ -62,11 +62,21 @@ class Assessment:
 
 
 def amd_gpus(machine: Machine, matrix: Matrix) -> tuple[AmdGpu, ...]:
-    """The visible AMD GPUs, with their arch filled in from the PCI id where detection lacked it."""
+    """The visible AMD GPUs, with their arch filled in from the PCI id where detection lacked it.
+
+    ``ordinal`` is the number HIP_VISIBLE_DEVICES uses. HIP numbers the GPUs that
+    ROCR_VISIBLE_DEVICES leaves (Slurm sets it for each job), so under
+    ROCR_VISIBLE_DEVICES alone the ordinals count visible GPUs only. A plan's
+    HIP_VISIBLE_DEVICES replaces any existing one, so that one does not renumber.
+    """
+    renumbered = "ROCR_VISIBLE_DEVICES" in machine.env and "HIP_VISIBLE_DEVICES" not in machine.env
     out: list[AmdGpu] = []
-    for ordinal, gpu in enumerate(machine.amd_gpus):
+    visible_seen = 0
+    for position, gpu in enumerate(machine.amd_gpus):
         if not gpu.visible:
             continue
+        ordinal = visible_seen if renumbered else position
+        visible_seen += 1
         arch, arch_from = gpu.arch, "detected"
         if arch is None and gpu.pci_device_id:
             dev = matrix.pci_device(gpu.pci_device_id)

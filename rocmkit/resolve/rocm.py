@@ -85,7 +85,7 @@ def _stable(
             {v.index for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
         )
         raise NoPlanError(
-            f"{what} has no ROCm {wanted or ''} wheels for Python {python}".replace("  ", " "),
+            f"{what} has no ROCm{' ' + wanted if wanted else ''} wheels for Python {python}",
             f"choose --rocm from: {join([h.removeprefix('rocm') for h in have])}",
         )
     best = max(candidates, key=_Candidate.key)

@@ -153,3 +153,27 @@ def test_corrupt_matrix_is_one_line_exit_5(tmp_path: Path) -> None:
     proc = _run(["detect", "--capture", str(repo / "tests/data/captures/mi300x8-rocm-smi-stas00")], env=env)
     assert proc.returncode == 5, proc.stderr
     assert proc.stderr.startswith("error:") and proc.stderr.count("\n") == 1 and "gfx.toml" in proc.stderr
+
+
+def test_fake_gpu_tools_live_and_snapshot_agree(tmp_path: Path) -> None:
+    # Tools on PATH that print a real MI210 node's outputs, run through the real runner.
+    cap = Path(__file__).resolve().parents[1] / "data" / "captures" / "mi210x2-gfx90a-rocm6.3.3" / "cmd"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _tool(bin_dir, "rocminfo", f"cat '{cap / 'rocminfo.txt'}'")
+    _tool(bin_dir, "rocm-smi", f"cat '{cap / 'rocm-smi.txt'}'")
+    _tool(bin_dir, "amd-smi", f"[ \"$1\" = list ] && cat '{cap / 'amd-smi-list.txt'}'; exit 0")
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    live = json.loads(_run(["detect", "--json"], env=env).stdout)
+    assert [(g["arch"], g["kfd_node"], g["pci_bus_id"]) for g in live["gpus"]] == [
+        ("gfx90a", 2, "0000:03:00.0"),
+        ("gfx90a", 3, "0000:83:00.0"),
+    ]
+    assert all(set(g["sources"]) >= {"rocminfo", "amd-smi", "rocm-smi"} for g in live["gpus"])
+    dest = tmp_path / "snap"
+    assert _run(["snapshot", str(dest)], env=env).returncode == 0
+    assert (dest / "cmd" / "rocminfo.txt").read_text() == (cap / "rocminfo.txt").read_text()
+    replay = json.loads(_run(["detect", "--json", "--capture", str(dest)], env=env).stdout)
+    live.pop("source")
+    replay.pop("source")
+    assert replay == live

@@ -114,6 +114,7 @@ def test_list_and_capture(captures_dir: Path) -> None:
     assert by_name["env.amdgpu_driver"]["status"] == "fail"
     assert by_name["triton.packages"]["status"] == "skip"  # looks at this Python, not the capture
     assert report["machine"]["source"].startswith("capture:")
+    assert report["hostname"] == capture.name  # never this host's name
 
 
 @pytest.mark.slow
@@ -163,3 +164,14 @@ def test_parent_never_imports_torch_or_triton(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
     )
     assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_device_smoke_helper_runs_for_real_on_the_cpu() -> None:
+    """torch.device_smoke's measuring code, on the CPU device (the check itself needs a GPU)."""
+    torch = pytest.importorskip("torch")
+    from rocmkit.doctor.checks.torch_env import smoke_device
+
+    seen = smoke_device(torch, "cpu", nbytes=2**20, n=96)
+    assert seen["memory_ok"] is True
+    assert seen["bytes"] == 2**20
+    assert 0 <= seen["matmul_rel_error"] < 1e-5

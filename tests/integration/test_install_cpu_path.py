@@ -141,3 +141,46 @@ def test_resolved_rocm_plan_for_a_capture_installs_and_dry_runs(
         assert code == 0, err
         assert "+ accelerate==1.0.0" in err
         assert sorted(p.name for p in (venv / "lib").glob("python*/site-packages/*.dist-info")) == installed
+
+
+def test_pep668_system_python_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    system = Path("/usr/bin/python3")
+    markers = list(Path("/usr/lib").glob("python3*/EXTERNALLY-MANAGED"))
+    if not system.exists() or not markers:
+        pytest.skip("no externally managed system Python on this machine")
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps({"schema": "rocmkit.plan/1", "backend": "cpu", "requirements": ["torch==2.5.1"]})
+    )
+    code, _, err = rk(capsys, "--interpreter", str(system), "--plan", str(plan))
+    assert code == 8
+    assert "externally managed system Python (PEP 668 marker" in err
+    assert "--break-system-packages" in err
+
+
+def test_a_hung_index_fails_in_seconds_not_minutes(
+    tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    with socket.socket() as hung:  # accepts connections (kernel backlog), never answers
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)
+        url = f"http://127.0.0.1:{hung.getsockname()[1]}/whl/cpu"
+        plan = tmp_path / "plan.json"
+        plan.write_text(
+            json.dumps(
+                {
+                    "schema": "rocmkit.plan/1",
+                    "backend": "cpu",
+                    "requirements": ["torch==2.5.1+cpu"],
+                    "index_urls": [url],
+                }
+            )
+        )
+        start = time.monotonic()
+        code, _, err = rk(capsys, "--venv", str(tmp_path / "v"), "--plan", str(plan), "--probe-timeout", "1")
+        elapsed = time.monotonic() - start
+    assert code == 9, err
+    assert f"package index {url} did not answer (no answer within 1 s)" in err
+    assert elapsed < 15

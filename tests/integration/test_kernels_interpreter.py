@@ -122,7 +122,7 @@ def test_a_masking_bug_is_caught(tmp_path: Path) -> None:
     (r,) = run_child(
         """
         import torch
-        from rocmkit.doctor.checks import kernels as k
+        from rocmkit.kernels import harness as k
         from rocmkit.kernels.tolerance import tolerance
         c = ctx()
         device = k.open_device(c)
@@ -151,7 +151,7 @@ def test_a_wrong_matmul_is_caught(tmp_path: Path) -> None:
     (r,) = run_child(
         """
         import torch
-        from rocmkit.doctor.checks import kernels as k
+        from rocmkit.kernels import harness as k
         from rocmkit.kernels.tolerance import tolerance
         c = ctx()
         device = k.open_device(c)
@@ -247,8 +247,10 @@ def test_through_the_doctors_child_process(tmp_path: Path) -> None:
 
 # --- ahead-of-time compilation for GPUs this machine does not have --------------------------
 
-# AMD LDS per workgroup on CDNA2/CDNA3 and RDNA3; Hopper's is larger.
+# AMD LDS per workgroup on CDNA2/CDNA3 and RDNA3; the most shared memory one block may
+# opt into on Hopper (227 KiB).
 LDS_BYTES = 65536
+HOPPER_SHARED_BYTES = 227 * 1024
 
 
 @pytest.mark.slow
@@ -269,6 +271,9 @@ def test_codegen_compiles_every_kernel_for_amd_and_nvidia_targets(tmp_path: Path
     assert {b["binary"] for b in nvidia["builds"]} == {"cubin"}
     # Every tile the ROCm matmul check may launch fits in the LDS.
     assert max(b["shared_bytes"] for b in amd["builds"]) <= LDS_BYTES
+    # Compiled as launched (16-byte alignment, unit strides), so the Hopper tiles pipeline:
+    # their shared memory is the multi-stage figure, and it still fits.
+    assert 65536 < max(b["shared_bytes"] for b in nvidia["builds"]) <= HOPPER_SHARED_BYTES
     # fp16 and bf16, four tiles each.
     assert sum(1 for b in nvidia["builds"] if b["kernel"] == "matmul") == 8
     assert {f.name for f in r.figures} >= {"codegen.gfx942.compile", "codegen.sm_90.max_shared"}
@@ -329,3 +334,52 @@ def test_rocmkit_doctor_level_2_runs_the_kernels_under_the_interpreter(tmp_path:
     assert by_name["triton.matmul"]["backend"] == "cpu-interpreter"
     assert by_name["attention.sdpa.flash"]["status"] == "pass"
     assert by_name["triton.vector_add"]["details"]["triton_cache_dir"] == str(tmp_path / "cache" / "triton")
+
+
+# --- the GPU code paths, driven on the CPU ---------------------------------------------------
+
+
+def test_gpu_paths_measure_a_reference_and_flag_a_slow_node(tmp_path: Path) -> None:
+    """Pretend the CPU is a ROCm device: the checks then time a torch reference in the same run
+    and apply the warning threshold. The interpreted kernels are far slower than torch's CPU
+    copy, which is exactly what a slow node looks like."""
+    results = run_child(
+        """
+        from rocmkit.kernels import harness
+        from rocmkit.doctor.checks import attention, kernels
+
+        def fake_device(ctx):
+            harness.open_device.__wrapped__(ctx)  # sets up the cache and interpreter as usual
+            return harness.Device(backend="rocm", torch_device="cpu", arch="gfx90a:sramecc+:xnack-",
+                                  name="CPU pretending", cache_dir=Path(sys.argv[1]) / "triton")
+
+        fake_device.__wrapped__ = harness.open_device
+        harness.open_device = fake_device
+        attention.open_device = fake_device
+        small = {"vector_add_n": 4099, "softmax_shape": "33x781", "layernorm_shape": "9x1531",
+                 "layernorm_block": 512, "histogram_n": 5000, "histogram_bins": 64,
+                 "attention_shape": "1x2x64x32", "repeats": 2}
+        c = ctx(small)
+        emit([kernels.vector_add(c), kernels.softmax(c), kernels.layernorm(c), kernels.atomics(c)]
+             + attention.sdpa(c))
+        """,
+        tmp_path,
+    )
+    by = {r.name: r for r in results}
+    for name in ("triton.vector_add", "triton.softmax", "triton.layernorm"):
+        r = by[name]
+        assert r.status is Status.WARN, r.message
+        assert "below the 0.5 warning threshold" in r.message and "of a device copy" in r.message
+        assert r.remedy and "amd-smi" in r.remedy
+        bw = next(f for f in r.figures if f.name.endswith(".bandwidth"))
+        assert bw.reference is not None and bw.reference > 0 and bw.fraction is not None and bw.fraction < 0.5
+        assert r.backend == "rocm" and r.details["arch"] == "gfx90a:sramecc+:xnack-"
+    # fp16 on a "GPU": the tutorial's layer-norm tolerance.
+    assert by["triton.layernorm"].details["runs"][0]["comparison"]["atol"] == 1e-2
+    atomics = by["triton.atomics"]
+    assert atomics.status is Status.PASS, atomics.message  # informative reference, no threshold
+    assert "of torch.bincount" in atomics.message
+    math_r = by["attention.sdpa.math"]
+    assert math_r.status is Status.PASS and math_r.details["dtype"] == "float16"
+    for name in ("attention.sdpa.flash", "attention.sdpa.efficient"):
+        assert by[name].status in (Status.PASS, Status.WARN, Status.SKIP), by[name].message

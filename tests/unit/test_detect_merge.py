@@ -306,3 +306,69 @@ def test_mixed_captures_detect_without_duplicates(files: list[Path]) -> None:
         buses = [g.pci_bus_id[-7:] for g in gpus if g.pci_bus_id]
         assert len(nodes) == len(set(nodes)) and len(buses) == len(set(buses))
         assert [g.index for g in gpus] == list(range(len(gpus))) or vendor == "nvidia"
+
+
+def _opt(root: Path, *names: str) -> None:
+    for name in names:
+        info = root / "opt" / name / ".info"
+        info.mkdir(parents=True)
+        if name != "rocm-5.7.1":  # one install without its version file: the folder name tells
+            (info / "version").write_text(name.removeprefix("rocm-") + "-99\n")
+
+
+def test_several_rocm_installs(tmp_path: Path) -> None:
+    _opt(tmp_path, "rocm-6.1.3", "rocm-6.2.4", "rocm-5.7.1")
+    m = detect_machine(LiveSource(runner=FakeRunner(), env={}, root=str(tmp_path)), environ={})
+    assert [(i.path, i.version, i.source) for i in m.rocm.installs] == [
+        ("/opt/rocm-5.7.1", "5.7.1", "folder name"),
+        ("/opt/rocm-6.1.3", "6.1.3", ".info/version"),
+        ("/opt/rocm-6.2.4", "6.2.4", ".info/version"),
+    ]
+    assert m.rocm.version is None
+    assert any("several ROCm installs" in p.message for p in m.problems)
+    env = {"ROCM_PATH": "/opt/rocm-6.1.3/"}
+    m = detect_machine(LiveSource(runner=FakeRunner(), env=env, root=str(tmp_path)), environ={})
+    assert m.rocm.version == "6.1.3" and m.rocm.installs[0].source == "ROCM_PATH"
+
+
+def test_rocm_release_from_hipconfig_is_major_minor_only(tmp_path: Path) -> None:
+    runner = FakeRunner(results=dict([_ok("hipconfig-version.txt", "6.3.42131-fa1d09cbd\n")]))
+    m = detect_machine(LiveSource(runner=runner, env={}, root=str(tmp_path)), environ={})
+    assert (m.rocm.version, m.rocm.hip_version) == ("6.3", "6.3.42131-fa1d09cbd")
+
+
+def test_snapshot_of_a_fake_gpu_machine_replays_identically(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from rocmkit.sources import snapshot
+
+    def runner(argv: tuple[str, ...], timeout: float = 10.0) -> CommandResult:
+        # What the real runner returns for a machine whose tools misbehave in every way.
+        argv = tuple(argv)
+        if argv == ("rocminfo",):
+            return CommandResult(argv=argv, status="ok", returncode=0, stdout=ROCMINFO_OVERRIDDEN)
+        if argv[0] == "amd-smi":
+            return CommandResult(argv=argv, status="timeout", timeout_s=timeout)
+        if argv[0] == "rocm-smi":
+            return CommandResult(argv=argv, status="signal", returncode=-11, stderr="Segmentation fault\n")
+        if argv[0] == "lspci":
+            return CommandResult(argv=argv, status="failed", returncode=1, stderr="pcilib: nope\n")
+        return CommandResult(argv=argv, status="absent")
+
+    live_src = LiveSource(
+        runner=runner, env={"HIP_VISIBLE_DEVICES": "1"}, root=str(_fake_root(tmp_path)), timeout_s=1.5
+    )
+    live = detect_machine(live_src, environ={})
+    snapshot(live_src, tmp_path / "snap")
+    replayed = detect_machine(CaptureSource(tmp_path / "snap"), environ={})
+    assert replayed.source == f"capture:{tmp_path / 'snap'}"
+    assert replace(replayed, source="live") == live
+    assert [g.visible for g in live.gpus] == [False, True]
+    messages = [p.message for p in live.problems]
+    assert "`amd-smi static --json` did not finish within 1.5 s and was killed" in messages
+    # Six rocm-smi variants crash: one problem says so.
+    assert [m for m in messages if m.startswith("`rocm-smi")] == [
+        "`rocm-smi --showproductname --showmeminfo vram --json` was killed by signal 11"
+    ]
+    assert "`lspci -nn` exited with code 1: pcilib: nope" in messages
+    assert not any("printed no JSON" in m for m in messages)  # a crash is one problem, not two

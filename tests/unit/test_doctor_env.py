@@ -218,3 +218,16 @@ def test_detection_problems_surface() -> None:
     )
     r = env.detection(_ctx(m))
     assert r.status is Status.WARN and r.remedy == "check dmesg"
+
+
+def test_driver_window_from_the_matrix() -> None:
+    if archs.driver_window("6.8.5") is None:
+        pytest.skip("matrix has no amdgpu-dkms data")
+    inside = env.driver_window(_ctx(_amd(version="6.2.4", driver_version="6.8.5")))
+    assert inside.status is Status.PASS, inside.message
+    outside = env.driver_window(_ctx(_amd(version="5.4.3", driver_version="6.8.5")))
+    assert outside.status is Status.FAIL
+    assert "Incompatible kernel and userspace" in outside.message
+    assert outside.remedy and "amdgpu-dkms" in outside.remedy
+    in_tree = env.driver_window(_ctx(_amd(version="6.2.4", driver_version="6.8.0-45-generic")))
+    assert in_tree.status is Status.SKIP and "in-tree" in in_tree.message

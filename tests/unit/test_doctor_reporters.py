@@ -137,3 +137,21 @@ def test_prom_write_is_atomic_and_readable(tmp_path: Path) -> None:
     assert target.read_text() == "new\n"
     assert [p.name for p in tmp_path.iterdir()] == ["rocmkit.prom"]
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_progress_lines_go_to_the_given_stream() -> None:
+    import io
+
+    from rocmkit.doctor.registry import Check
+
+    def fn(ctx: object) -> CheckResult:
+        raise AssertionError
+
+    stream = io.StringIO()
+    progress = text.Progress(2, stream=stream)
+    chk = Check(name="env.x", level=0, description="", func=fn, module=__name__)  # type: ignore[arg-type]
+    progress.start(chk)
+    progress.result(
+        chk, [CheckResult(name="env.x", level=0, status=Status.WARN, message="careful", duration_s=0.5)]
+    )
+    assert stream.getvalue() == "[1/2] WARN  env.x (0.50 s) careful\n"

@@ -154,3 +154,23 @@ def test_ctrl_c_keeps_a_partial_honest_report(tmp_path: Path) -> None:
         ("a.later", Status.SKIP, "not run: the doctor was interrupted"),
     ]
     assert report.exit_code == 3
+
+
+def test_a_broken_torch_import_skips_later_torch_checks_once(tmp_path: Path) -> None:
+    torch_needs = frozenset({"torch"})
+    checks = {
+        "torch.import": _chk("torch.import", status=Status.FAIL),
+        "torch.build": _chk("torch.build", needs=torch_needs),
+        "env.x": _chk("env.x"),
+    }
+    ctx = CheckContext(machine=Machine(), cache_dir=tmp_path)
+    import importlib.util
+
+    from rocmkit.doctor.run import run_checks
+
+    if importlib.util.find_spec("torch") is None:  # the need itself must be met for the gate to matter
+        pytest.skip("torch is not installed")
+    out = {r.name: r for r in run_checks(checks.values(), ctx)}
+    assert out["torch.build"].status is Status.SKIP
+    assert out["torch.build"].message == "not run: torch.import failed on this node"
+    assert out["env.x"].status is Status.PASS

@@ -83,5 +83,7 @@ def test_guard_keeps_the_users_pip_conf_and_one_activate_block(tmp_path: Path) -
     text = activate.read_text()
     assert text.count(guard.BEGIN) == 1 and text.count(guard.END) == 1
     assert f'export UV_CONSTRAINT="{files.constraints}"' in text
+    assert "export HSA_OVERRIDE_GFX_VERSION=10.3.0\n" in text
+    assert "        unset HSA_OVERRIDE_GFX_VERSION\n" in text
     assert text.startswith("deactivate () {\n    unset VIRTUAL_ENV\n}")
     assert files.constraints.read_text().splitlines()[-3:] == guard.pins_for(PLAN)

@@ -13,7 +13,7 @@ from rocmkit.doctor.checks import kernels as kchecks
 from rocmkit.doctor.checks.attention import attention_flops
 from rocmkit.doctor.result import Status
 from rocmkit.errors import UsageError
-from rocmkit.kernels import bench, runtime
+from rocmkit.kernels import bench, harness, runtime, targets
 from rocmkit.kernels.compare import Comparison
 from rocmkit.kernels.metrics import copy_bytes, gb_per_s, median, perf_verdict, tflop_per_s
 from rocmkit.kernels.sizes import GPU, INTERPRETER, kernel_sizes
@@ -241,7 +241,7 @@ def test_gpu_timing_falls_back_to_fixed_iterations(monkeypatch: pytest.MonkeyPat
 
 def _measurement(*, ok: bool, throughput: float, reference: float | None, threshold: float | None):  # type: ignore[no-untyped-def]
     tol = Tolerance(atol=1e-2, rtol=0.0, source="t")
-    return kchecks.Measurement(
+    return harness.Measurement(
         label="float16",
         comparison=Comparison(
             ok=ok, max_abs_error=0.001 if ok else 0.5, mismatched=0 if ok else 7, total=100, tolerance=tol
@@ -255,8 +255,8 @@ def _measurement(*, ok: bool, throughput: float, reference: float | None, thresh
     )
 
 
-def _device(backend: str) -> kchecks.Device:
-    return kchecks.Device(
+def _device(backend: str) -> harness.Device:
+    return harness.Device(
         backend=backend,
         torch_device="cpu" if backend == "cpu" else "cuda",
         arch=None if backend == "cpu" else "gfx942:sramecc+:xnack-",
@@ -265,8 +265,8 @@ def _device(backend: str) -> kchecks.Device:
     )
 
 
-def _result(backend: str, *runs: kchecks.Measurement):  # type: ignore[no-untyped-def]
-    return kchecks.build_result(
+def _result(backend: str, *runs: harness.Measurement):  # type: ignore[no-untyped-def]
+    return harness.build_result(
         name="triton.matmul",
         level=2,
         what="tl.dot matmul",
@@ -369,7 +369,7 @@ def test_parse_target_refuses_what_is_not_an_arch(text: str) -> None:
     ],
 )
 def test_override_arch(value: str | None, want: str | None) -> None:
-    assert kchecks.override_arch(value) == want
+    assert targets.override_arch(value) == want
 
 
 def _ctx(**kw: object):  # type: ignore[no-untyped-def]
@@ -382,24 +382,24 @@ def _ctx(**kw: object):  # type: ignore[no-untyped-def]
 
 
 def test_codegen_targets_come_from_options_then_gpus_then_pytorch_rocm_arch() -> None:
-    assert kchecks.codegen_targets(_ctx(options={"codegen_targets": "gfx942, sm_90,gfx942"})) == [
+    assert targets.codegen_targets(_ctx(options={"codegen_targets": "gfx942, sm_90,gfx942"})) == [
         "gfx942",
         "sm_90",
     ]
-    assert kchecks.codegen_targets(_ctx(options={"codegen_targets": ["gfx90a"]})) == ["gfx90a"]
-    assert kchecks.codegen_targets(_ctx(env={"ROCMKIT_KERNEL_CODEGEN_TARGETS": "gfx1100"})) == ["gfx1100"]
+    assert targets.codegen_targets(_ctx(options={"codegen_targets": ["gfx90a"]})) == ["gfx90a"]
+    assert targets.codegen_targets(_ctx(env={"ROCMKIT_KERNEL_CODEGEN_TARGETS": "gfx1100"})) == ["gfx1100"]
     gpus = [
         {"vendor": "amd", "index": 0, "arch": "gfx90a:sramecc+:xnack-"},
         {"vendor": "amd", "index": 1, "arch": "gfx90a:sramecc+:xnack-"},
         {"vendor": "nvidia", "index": 2, "compute_capability": "9.0"},
         {"vendor": "amd", "index": 3, "arch": "gfx1036", "visible": False},
     ]
-    assert kchecks.codegen_targets(_ctx(gpus=gpus)) == ["gfx90a", "9.0"]
+    assert targets.codegen_targets(_ctx(gpus=gpus)) == ["gfx90a", "9.0"]
     # The runtime compiles for the override's ISA, so that is the one to prove.
     apu = [{"vendor": "amd", "index": 0, "arch": "gfx1103"}]
-    assert kchecks.codegen_targets(_ctx(gpus=apu, env={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})) == ["gfx1100"]
-    assert kchecks.codegen_targets(_ctx(env={"PYTORCH_ROCM_ARCH": "gfx90a;gfx942"})) == ["gfx90a", "gfx942"]
-    assert kchecks.codegen_targets(_ctx()) == []
+    assert targets.codegen_targets(_ctx(gpus=apu, env={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})) == ["gfx1100"]
+    assert targets.codegen_targets(_ctx(env={"PYTORCH_ROCM_ARCH": "gfx90a;gfx942"})) == ["gfx90a", "gfx942"]
+    assert targets.codegen_targets(_ctx()) == []
 
 
 def test_codegen_without_targets_skips_with_how_to_name_them() -> None:
@@ -418,3 +418,73 @@ def test_a_bad_size_option_is_the_checks_error_with_the_fix() -> None:
     r = kchecks.vector_add(_ctx(options={"vector_add_n": -3}))
     assert r.status is Status.ERROR and r.name == "triton.vector_add"
     assert "vector_add_n=-3" in r.message and r.remedy and "positive integer" in r.remedy
+
+
+def test_crash_line_picks_llvms_error_out_of_the_dag_dump() -> None:
+    stderr = "  t1: f32 = foo\nLLVM ERROR: Cannot select: t4546: f32 = AMDGPUISD::FDOT2\n  t2: i1 = bar\n"
+    assert targets.crash_line(stderr) == "LLVM ERROR: Cannot select: t4546: f32 = AMDGPUISD::FDOT2"
+    assert targets.crash_line("only this\n") == "only this"
+    assert targets.crash_line("") == "no output"
+
+
+def _fake_compiler(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) -> list[list[str]]:
+    """Replace the command runner: each target's compiler process answers from ``answers``."""
+    import json as _json
+
+    import rocmkit.runner
+    from rocmkit.runner import CommandResult
+
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **kw: object) -> CommandResult:
+        calls.append(list(argv))
+        assert "TRITON_INTERPRET" not in kw["env"]  # type: ignore[operator]
+        target = argv[-1]
+        answer = answers[target]
+        if isinstance(answer, CommandResult):
+            return answer
+        out = {"triton": "3.8.0", "targets": {target: answer}}
+        return CommandResult(argv=tuple(argv), status="ok", returncode=0, stdout=_json.dumps(out) + "\n")
+
+    monkeypatch.setattr(rocmkit.runner, "run", run)
+    return calls
+
+
+def test_codegen_reports_each_target_and_a_crash_as_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocmkit.runner import CommandResult
+
+    builds = [{"kernel": "matmul", "variant": "float16", "shared_bytes": 16384, "binary": "hsaco"}]
+    crash = CommandResult(
+        argv=("python",),
+        status="signal",
+        returncode=-6,
+        stderr="t1: x\nLLVM ERROR: Cannot select: AMDGPUISD::FDOT2\nt2: y\n",
+    )
+    calls = _fake_compiler(monkeypatch, {"gfx942": {"seconds": 3.5, "builds": builds}, "gfx1010": crash})
+    r = kchecks.codegen(_ctx(options={"codegen_targets": "gfx942,gfx1010"}))
+    assert len(calls) == 2  # one compiler process per target
+    assert r.status is Status.FAIL
+    assert "cannot generate code for gfx1010" in r.message and "LLVM ERROR: Cannot select" in r.message
+    assert r.details["per_target"]["gfx942"]["builds"] == builds
+    assert {f.name: f.value for f in r.figures}["codegen.gfx942.max_shared"] == 16384.0
+
+
+def test_codegen_passes_when_every_target_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    builds = [{"kernel": "vector_add", "variant": "float32", "shared_bytes": 0, "binary": "cubin"}]
+    _fake_compiler(monkeypatch, {"sm_90": {"seconds": 1.25, "builds": builds}})
+    r = kchecks.codegen(_ctx(options={"codegen_targets": "sm_90"}))
+    assert r.status is Status.PASS
+    assert r.message == "triton 3.8.0 compiles every smoke kernel for sm_90 (1 kernels, 1.2 s)"
+
+
+def test_a_compiler_that_hangs_is_an_error_not_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocmkit.runner import CommandResult
+
+    hung = CommandResult(
+        argv=("python", "-m", "rocmkit.kernels.aot", "gfx942"), status="timeout", timeout_s=240
+    )
+    _fake_compiler(monkeypatch, {"gfx942": hung})
+    r = kchecks.codegen(_ctx(options={"codegen_targets": "gfx942"}))
+    assert r.status is Status.ERROR
+    assert "did not finish within 240 s" in r.message
+    assert r.remedy and "python -m rocmkit.kernels.aot gfx942" in r.remedy

@@ -174,6 +174,19 @@ BAD = [
     ("channels.toml", 'name = "nightly"', 'name = "stable"', "duplicate channel 'stable'"),
     ("channels.toml", 'url = "{base}/{index}"', 'url = "{base}"', "must contain {index}"),
     ("torch.toml", 'unconfirmed = ["triton"]', 'unconfirmed = ["tritn"]', "unconfirmed names 'tritn'"),
+    (
+        "torch.toml",
+        '{ index = "cu121", sources = ["moi90"] }',
+        '{ index = "cu118" }',
+        "duplicate variant in release",
+    ),
+    (
+        "torch.toml",
+        'incomplete_archs = ["gfx906"]',
+        'incomplete_archs = ["gfx9066"]',
+        "gfx.toml does not define",
+    ),
+    ("channels.toml", 'archs = ["gfx1151"]', 'archs = ["gfx1151x"]', "family_index 'gfx1151'"),
     ("gfx.toml", "schema = 1", "schema = 2", "schema = 2"),
     ("gfx.toml", "[[arch]]", "[[arch]", "not valid TOML"),
 ]

@@ -255,3 +255,30 @@ def test_record_helpers() -> None:
     assert norm_gfx("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-") == "gfx90a"
     assert norm_gfx("gfx000") is None and norm_gfx("AMD EPYC") is None
     assert norm_bus_id("00000000:2A:00.0") == "0000:2a:00.0" and norm_bus_id("03:00.0") == "03:00.0"
+
+
+NVIDIA_SMI_470 = """\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 470.57.02    Driver Version: 470.57.02    CUDA Version: 11.4     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|                               |                      |               MIG M. |
+|===============================+======================+======================|
+|   0  NVIDIA GeForce ...  Off  | 00000000:01:00.0  On |                  N/A |
+| 30%   34C    P8    11W / 170W |    377MiB / 12045MiB |      2%      Default |
+|                               |                      |                  N/A |
++-------------------------------+----------------------+----------------------+
+"""
+
+
+def test_nvidia_table_pre_530_layout_with_a_cut_name() -> None:
+    r = nvidia_smi.parse_table(NVIDIA_SMI_470)
+    (g,) = r.gpus
+    assert (g.name, g.name_truncated, g.memory_bytes, g.pci_bus_id) == (
+        "NVIDIA GeForce ...",
+        True,
+        12045 * 1024 * 1024,
+        "0000:01:00.0",
+    )
+    assert (r.driver_version, r.cuda_version) == ("470.57.02", "11.4")

@@ -172,10 +172,11 @@ def test_unconfirmed_variant_only_when_asked() -> None:
 
 
 def test_unconfirmed_triton_pin_is_left_to_torch_and_warned() -> None:
-    plan = go(amd("gfx942"), torch="2.13")
+    plan = go(amd("gfx942"), torch="2.12.0", rocm="7.2")
     assert plan.triton is None
     assert not any("triton" in r for r in plan.requirements)
-    assert any("Triton pin of torch 2.13.0+rocm7.2 is unconfirmed" in w for w in plan.warnings)
+    assert any("Triton pin of torch 2.12.0+rocm7.2 is unconfirmed" in w for w in plan.warnings)
+    assert go(amd("gfx942"), torch="2.13").triton == "triton-rocm==3.7.1"
     # A confirmed pin is pinned in the plan too.
     assert go(amd("gfx942"), torch="2.9.0").triton == "pytorch-triton-rocm==3.5.0"
 
@@ -345,4 +346,39 @@ def test_unknown_companion_is_left_out_and_said() -> None:
     plan = go(amd("gfx942"), torch="2.13")
     assert not any(r.startswith("torchaudio") for r in plan.requirements)
     assert any("no source pairs a torchaudio version with torch 2.13.0" in w for w in plan.warnings)
-    assert "torchaudio==2.11.0+rocm7.2" in go(amd("gfx942"), torch="2.12", rocm="7.2").requirements
+    assert "torchaudio==2.11.0+rocm7.2" in go(amd("gfx942"), torch="2.12.0", rocm="7.2").requirements
+    # A patch release whose companions are unknown: torch and Triton only.
+    assert go(amd("gfx942"), torch="2.12").requirements == ("torch==2.12.1+rocm7.2", "triton-rocm==3.7.1")
+
+
+def test_amd_and_nvidia_together_says_which_backend() -> None:
+    machine = Machine(
+        gpus=(Gpu(vendor="amd", index=0, arch="gfx1100"), Gpu(vendor="nvidia", index=1, name="NVIDIA L4")),
+        nvidia=NvidiaInfo(driver_version="570.86.10"),
+    )
+    plan = go(machine)
+    assert plan.backend.startswith("rocm")
+    assert any("also has NVIDIA GPUs" in w for w in plan.warnings)
+    assert go(machine, cuda="12.8").backend == "cu128"
+
+
+def test_non_x86_host_is_warned() -> None:
+    from rocmkit.machine import Host
+
+    plan = go(Machine(host=Host(arch="aarch64")))
+    assert any("this host is aarch64" in w for w in plan.warnings)
+    assert not any("this host is" in w for w in go(Machine(host=Host(arch="x86_64"))).warnings)
+
+
+def test_hip_visible_devices_counts_what_rocr_visible_devices_left() -> None:
+    # Slurm gave this job GPUs 1 and 2 (ROCR_VISIBLE_DEVICES=1,2): HIP numbers them 0 and 1.
+    gpus = (
+        Gpu(vendor="amd", index=0, arch="gfx90a", visible=False),
+        Gpu(vendor="amd", index=1, arch="gfx90a"),
+        Gpu(vendor="amd", index=2, arch="gfx90c", integrated=True),
+    )
+    plan = go(Machine(gpus=gpus, env={"ROCR_VISIBLE_DEVICES": "1,2"}))
+    assert plan.env["HIP_VISIBLE_DEVICES"] == "0"
+    # Without ROCR_VISIBLE_DEVICES the numbers are the machine's own.
+    plan = go(Machine(gpus=(*gpus[1:], Gpu(vendor="amd", index=3, arch="gfx90a"))))
+    assert plan.env["HIP_VISIBLE_DEVICES"] == "0,2"

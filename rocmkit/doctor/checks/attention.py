@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rocmkit.doctor.checks.kernels import CheckError, Device, open_device
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.errors import UsageError
+from rocmkit.kernels.harness import CheckError, Device, open_device
 from rocmkit.kernels.metrics import perf_verdict, tflop_per_s
 
 NAME = "attention.sdpa"

@@ -601,3 +601,82 @@ def triton_import(ctx: CheckContext) -> CheckResult:
         backend=backend,
         details=details,
     )
+
+
+# Bytes each GPU must allocate, fill and read back (capped at a tenth of free memory).
+SMOKE_BYTES = 256 * 2**20
+SMOKE_N = 1024
+
+
+def smoke_device(torch: Any, device: str, nbytes: int = SMOKE_BYTES, n: int = SMOKE_N) -> dict[str, Any]:
+    """Allocate, fill and read back memory on ``device``, then check a matmul against
+    the CPU. Raises nothing for a wrong answer: returns what it saw."""
+    start = time.perf_counter()
+    buf = torch.full((nbytes,), 7, dtype=torch.uint8, device=device)
+    total = int(buf.sum(dtype=torch.int64).item())
+    del buf
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen, dtype=torch.float32)
+    b = torch.randn(n, n, generator=gen, dtype=torch.float32)
+    ref = a.double() @ b.double()
+    got = (a.to(device) @ b.to(device)).cpu().double()
+    # Relative to the largest entry: fp32 accumulation over n terms, no TF32 by default.
+    rel = float((got - ref).abs().max() / ref.abs().max())
+    return {
+        "device": device,
+        "memory_ok": total == 7 * nbytes,
+        "bytes": nbytes,
+        "matmul_rel_error": rel,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+@check(
+    "torch.device_smoke",
+    level=1,
+    description="Every GPU torch sees allocates, fills and reads back memory, and multiplies correctly.",
+    needs=("torch", "gpu"),
+    isolated=True,
+    timeout_s=120.0,
+)
+def torch_device_smoke(ctx: CheckContext) -> CheckResult:
+    import torch
+
+    name = "torch.device_smoke"
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        return _result(name, 1, Status.SKIP, "torch sees no GPU (see torch.devices)")
+    tolerance = float(ctx.options.get("smoke_rel_tolerance", 1e-3))
+    bad: list[str] = []
+    runs: list[dict[str, Any]] = []
+    for i in range(count):
+        free, _total = torch.cuda.mem_get_info(i)
+        seen = smoke_device(torch, f"cuda:{i}", nbytes=min(SMOKE_BYTES, max(free // 10, 2**20)))
+        torch.cuda.synchronize(i)
+        runs.append(seen)
+        if not seen["memory_ok"]:
+            bad.append(f"cuda:{i} read back wrong memory contents")
+        if not seen["matmul_rel_error"] <= tolerance:
+            bad.append(f"cuda:{i} matmul relative error {seen['matmul_rel_error']:.2e} > {tolerance:g}")
+    figures = tuple(
+        Figure(name=f"cuda{r['device'][5:]}.matmul_rel_error", value=r["matmul_rel_error"], unit="ratio")
+        for r in runs
+    )
+    if bad:
+        return CheckResult(
+            name=name,
+            level=1,
+            status=Status.FAIL,
+            message="; ".join(bad),
+            remedy="rerun with AMD_SERIALIZE_KERNEL=3 (ROCm) or CUDA_LAUNCH_BLOCKING=1; check `dmesg` for GPU errors and the device's ECC counters",
+            figures=figures,
+            details={"runs": runs},
+        )
+    return CheckResult(
+        name=name,
+        level=1,
+        status=Status.PASS,
+        message=f"{count} GPU(s) allocate, read back and multiply correctly",
+        figures=figures,
+        details={"runs": runs},
+    )
