@@ -75,9 +75,16 @@ class Plan:
         return ["pip", "install", *self.requirements, *self._index_args()]
 
     def uv_argv(self) -> list[str]:
-        # uv stops at the first index that has a package unless told otherwise;
-        # the PyTorch index holds every package we name, so the default is right.
-        return ["uv", "pip", "install", *self.requirements, *self._index_args()]
+        # uv ranks --extra-index-url above --index-url (the reverse of pip), so the
+        # order pip means is spelled with --index (in priority order) and the last
+        # URL as --default-index, which also keeps PyPI out as pip's form does.
+        if len(self.index_urls) <= 1:
+            return ["uv", "pip", "install", *self.requirements, *self._index_args()]
+        args: list[str] = []
+        for url in self.index_urls[:-1]:
+            args += ["--index", url]
+        args += ["--default-index", self.index_urls[-1]]
+        return ["uv", "pip", "install", *self.requirements, *args]
 
     def pip_command(self) -> str:
         import shlex

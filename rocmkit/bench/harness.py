@@ -64,6 +64,9 @@ class HarnessOptions:
     impl: Impl = "auto"
     cosine: bool = False
     threads: int | None = None  # CPU threads for torch (None: torch's default)
+    # torch.compile's mode: "default", "reduce-overhead" (CUDA/HIP graphs, as PyTorch's GPU
+    # dashboard runs inductor), "max-autotune", "max-autotune-no-cudagraphs".
+    compile_mode: str = "default"
     min_sample_ms: float = 2.0
     max_calls_per_sample: int = 200
     # Test and diagnosis hook: added to the compiled outputs before the accuracy check.
@@ -406,7 +409,8 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
     del fp64_module
 
     try:
-        compiled = _Runner(torch.compile(compiled_module), inputs, opts)
+        mode = None if opts.compile_mode == "default" else opts.compile_mode
+        compiled = _Runner(torch.compile(compiled_module, mode=mode), inputs, opts)
         mem = {}
         with _peak_memory(opts.device, mem):
             sync()

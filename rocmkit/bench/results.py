@@ -148,6 +148,8 @@ class SuiteResult:
     started_at: str = ""
     finished_at: str = ""
     command: str = ""
+    compile_mode: str = "default"
+    threads: int | None = None  # CPU threads asked for; None: torch's default
 
     @property
     def summary(self) -> Summary:
@@ -163,6 +165,8 @@ class SuiteResult:
             "dtype": self.dtype,
             "size": self.size,
             "repeat": self.repeat,
+            "compile_mode": self.compile_mode,
+            "threads": self.threads,
             "versions": self.versions,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
@@ -194,6 +198,8 @@ class SuiteResult:
                 started_at=str(d.get("started_at", "")),
                 finished_at=str(d.get("finished_at", "")),
                 command=str(d.get("command", "")),
+                compile_mode=str(d.get("compile_mode", "default")),
+                threads=int(d["threads"]) if d.get("threads") is not None else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(f"malformed {SCHEMA} result: {exc}") from exc
@@ -263,7 +269,7 @@ def to_text(suite: SuiteResult) -> str:
     s = suite.summary
     head = (
         f"torch.compile vs eager: {suite.mode}, {suite.dtype}, size {suite.size}, "
-        f"{suite.repeat} repeats, on {suite.device} ({suite.backend})"
+        f"{suite.repeat} repeats, compile mode {suite.compile_mode}, on {suite.device} ({suite.backend})"
     )
     rows = [
         ("model", "status", "speedup", "IQR of ratios", "eager ms", "compiled ms", "compile s", "peak MB e/c")

@@ -46,6 +46,7 @@ class SuiteOptions:
     impl: Impl = "auto"
     cosine: bool = False
     timeout_s: float | None = None  # per model; None: by size
+    compile_mode: str = "default"
     threads: int | None = None  # CPU threads (torch and inductor's OpenMP kernels); None: torch's default
     perturb: float = 0.0
     python: str = sys.executable
@@ -167,6 +168,7 @@ def run_suite(
             cosine=opts.cosine,
             perturb=opts.perturb,
             threads=opts.threads,
+            compile_mode=opts.compile_mode,
         )
         rows: list[ModelResult] = []
         for spec in specs:
@@ -198,4 +200,6 @@ def run_suite(
         started_at=started,
         finished_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         command=command,
+        compile_mode=opts.compile_mode,
+        threads=opts.threads,
     )

@@ -96,6 +96,13 @@ def _write(path: Path, text: str) -> None:
     help="Seconds per model before its child is killed. [default: by size, 600-1800]",
 )
 @click.option(
+    "--compile-mode",
+    type=click.Choice(["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]),
+    default="default",
+    show_default=True,
+    help="torch.compile mode; reduce-overhead adds CUDA/HIP graphs, as PyTorch's GPU dashboard.",
+)
+@click.option(
     "--threads",
     type=click.IntRange(min=1),
     default=None,
@@ -143,6 +150,7 @@ def models_cmd(
     impl: str,
     cosine: bool,
     timeout_s: float | None,
+    compile_mode: str,
     threads: int | None,
     as_json: bool,
     csv_path: Path | None,
@@ -167,6 +175,12 @@ def models_cmd(
         for spec in select(names):
             click.echo(f"{spec.name:12} {spec.suite:12} {spec.description}")
         return
+    for path in (csv_path, html_path, svg_path):
+        # Checked before the run, not after minutes of compiling.
+        if path is not None and not path.parent.is_dir():
+            raise UsageError(
+                f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
+            )
     opts = SuiteOptions(
         models=names,
         mode=mode,  # type: ignore[arg-type]  # click.Choice guarantees the literal
@@ -179,6 +193,7 @@ def models_cmd(
         cosine=cosine,
         timeout_s=timeout_s,
         threads=threads,
+        compile_mode=compile_mode,
         perturb=perturb,  # type: ignore[arg-type]
     )
 

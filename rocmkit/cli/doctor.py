@@ -46,6 +46,13 @@ if TYPE_CHECKING:
     help="Check a capture folder (rocmkit snapshot) instead of this machine; level-0 static checks only.",
 )
 @click.option(
+    "--venv",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Check this virtual environment's torch and Triton (as made by `rocmkit install --venv`). "
+    "Default: the active venv, else rocmkit's own Python.",
+)
+@click.option("--python", "python_path", metavar="PATH", help="Check this interpreter's torch and Triton.")
+@click.option(
     "--backend",
     type=click.Choice(["rocm", "cuda", "cpu"]),
     help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).",
@@ -74,6 +81,8 @@ def cli(
     junit: Path | None,
     prom: Path | None,
     capture: Path | None,
+    venv: Path | None,
+    python_path: str | None,
     backend: str | None,
     timeout_scale: float,
     settings: tuple[str, ...],
@@ -105,7 +114,11 @@ def cli(
             )
 
     from rocmkit.detect import load_machine
+    from rocmkit.doctor.python_env import select_python
 
+    python = select_python(venv=venv, python=python_path)
+    if not python.own:
+        click.echo(f"checking the Python at {python.executable} ({python.version})", err=True)
     machine = load_machine(capture)
     plan = make_plan(machine)
     opts = RunOptions(
@@ -126,6 +139,7 @@ def cli(
         on_start=progress.start,
         on_result=progress.result,
         checks=found,
+        python=python,
     )
     if junit is not None:
         from rocmkit.doctor.reporters import junit as junit_reporter

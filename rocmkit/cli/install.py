@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -72,6 +72,12 @@ def _resolve(
     "venv",
     type=click.Path(path_type=Path),
     help="Virtual environment to install into (made if missing).",
+)
+@click.option(
+    "--python",
+    "venv_base",
+    metavar="VERSION|PATH",
+    help="Python to make a missing --venv from (uv finds it by version); default: rocmkit's own.",
 )
 @click.option(
     "--interpreter", type=click.Path(path_type=Path), help="Install into this Python instead of a venv."
@@ -159,6 +165,7 @@ def _resolve(
 )
 def cli(
     venv: Path | None,
+    venv_base: str | None,
     interpreter: Path | None,
     plan_file: Path | None,
     capture: Path | None,
@@ -222,7 +229,7 @@ def cli(
         raise UsageError("a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--capture do not apply")
 
     opts = flow.Options(
-        installer=installer,  # type: ignore[arg-type]
+        installer=cast("flow.InstallerChoice", installer),
         dry_run=dry_run,
         with_packages=with_packages,
         guard=not no_guard,
@@ -249,6 +256,7 @@ def cli(
             environ=os.environ,
             break_system_packages=break_system_packages or read_only,
             create=not (dry_run or read_only),
+            base_python=venv_base,
         )
         if created:
             _echo(f"rocmkit: created the virtual environment {target.prefix} (Python {target.version})")

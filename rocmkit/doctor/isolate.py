@@ -22,9 +22,11 @@ import tempfile
 import time
 import traceback
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rocmkit.doctor.python_env import PythonEnv, shim_path
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status
 from rocmkit.runner import CommandResult, run
@@ -37,7 +39,9 @@ STDERR_TAIL_LINES = 20
 STARTUP_GRACE_S = 2.0
 
 
-def child_env(ctx: CheckContext, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def child_env(
+    ctx: CheckContext, base: Mapping[str, str] | None = None, shim: Path | None = None
+) -> dict[str, str]:
     """The child's environment: the parent's, plus compile caches under rocmkit's
     cache folder (so a second run is fast) and Triton's interpreter on the CPU."""
     env = dict(os.environ if base is None else base)
@@ -53,8 +57,13 @@ def child_env(ctx: CheckContext, base: Mapping[str, str] | None = None) -> dict[
     # The child must import this very rocmkit, also from a source checkout run with
     # `python -m rocmkit` (it starts in a temporary folder, not the checkout).
     root = Path(__file__).resolve().parents[2]
-    if root.name not in ("site-packages", "dist-packages"):
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    first = (
+        str(shim)
+        if shim is not None
+        else (str(root) if root.name not in ("site-packages", "dist-packages") else "")
+    )
+    if first:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (first, env.get("PYTHONPATH", "")) if p)
     return env
 
 
@@ -63,9 +72,12 @@ def run_isolated(
     ctx: CheckContext,
     *,
     timeout_s: float | None = None,
-    python: str | None = None,
+    python: PythonEnv | None = None,
 ) -> list[CheckResult]:
-    """Run ``chk`` in a child process and return its results (never raises for the check's sake)."""
+    """Run ``chk`` in a child process and return its results (never raises for the check's sake).
+
+    ``python``: another environment's interpreter (``rocmkit doctor --venv``); it gets
+    rocmkit through a folder that holds only rocmkit, so the venv's packages stay its own."""
     budget = chk.timeout_s if timeout_s is None else timeout_s
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rocmkit-doctor-") as tmp:
@@ -77,19 +89,27 @@ def run_isolated(
             "context": ctx.to_dict(),
             "result_path": str(result_path),
         }
+        foreign = python is not None and not python.own
+        shim = shim_path(Path(tmp) / "path", python) if foreign and python is not None else None
+        executable = python.executable if python is not None else sys.executable
         proc = run(
-            [python or sys.executable, "-X", "faulthandler", "-m", "rocmkit.doctor.isolate"],
+            [executable, "-X", "faulthandler", "-m", "rocmkit.doctor.isolate"],
             timeout=budget + STARTUP_GRACE_S,
-            env=child_env(ctx),
+            env=child_env(ctx, shim=shim),
             input_text=json.dumps(request),
             # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
             cwd=tmp,
         )
         elapsed = time.monotonic() - start
-        results = _read_results(result_path) if proc.status == "ok" else None
-    if results is not None:
-        return results
-    return [_failure_result(chk, ctx, proc, budget, elapsed)]
+        # The result file is renamed into place whole, so one that exists is complete,
+        # even when the process died or hung afterwards (in driver teardown, say).
+        results = _read_results(result_path)
+    if results is None:
+        return [_failure_result(chk, ctx, proc, budget, elapsed)]
+    if proc.status != "ok":
+        note = {"child_exit": proc.describe(), "stderr_tail": stderr_tail(proc.stderr)}
+        results = [replace(r, details={**r.details, **note}) for r in results]
+    return results
 
 
 def _read_results(path: Path) -> list[CheckResult] | None:
@@ -263,7 +283,8 @@ def child_main(request_text: str) -> int:
     results = call_check(chk, ctx)
     path = Path(request["result_path"])
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"results": [r.to_dict() for r in results]}), encoding="utf-8")
+    # default=str: a Path or a numpy number in a check's details must not lose its result.
+    tmp.write_text(json.dumps({"results": [r.to_dict() for r in results]}, default=str), encoding="utf-8")
     tmp.replace(path)
     return 0
 
@@ -273,4 +294,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: GPU runtimes have crashed and hung in their exit
+    # handlers, which would turn a finished check into an error for nothing.
+    os._exit(code)

@@ -13,10 +13,8 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import importlib
-import importlib.metadata
 import importlib.util
 import os
-import platform
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +24,7 @@ from typing import Any
 
 from rocmkit import __version__
 from rocmkit.doctor import isolate
+from rocmkit.doctor.python_env import PythonEnv, this_python
 from rocmkit.doctor.registry import Backend, Check, CheckContext, load_checks
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.errors import UsageError
@@ -113,7 +112,7 @@ def _installed(dist_or_module: str) -> bool:
         return False
 
 
-def missing_need(chk: Check, ctx: CheckContext) -> tuple[str, str] | None:
+def missing_need(chk: Check, ctx: CheckContext, python: PythonEnv | None = None) -> tuple[str, str] | None:
     """Why this check cannot run here (message, remedy), or None."""
     live_only = {"torch", "triton", "gpu", "live"}
     if ctx.machine.source.startswith("capture:") and (chk.isolated or chk.needs & live_only):
@@ -124,13 +123,15 @@ def missing_need(chk: Check, ctx: CheckContext) -> tuple[str, str] | None:
     for need in sorted(chk.needs):
         if need == "gpu" and ctx.backend == "cpu":
             return ("needs a GPU, and this run uses the CPU backend", "run it on a GPU node")
-        if need in ("torch", "triton", "transformers") and not _installed(need):
+        present = python.has(need) if python is not None else _installed(need)
+        if need in ("torch", "triton", "transformers") and not present:
             remedy = {
                 "torch": "install torch with `rocmkit install`",
                 "triton": "install the Triton build torch pins (`rocmkit install` does)",
                 "transformers": "pip install transformers",
             }[need]
-            return (f"needs {need}, which is not installed in this Python", remedy)
+            where = "this Python" if python is None or python.own else python.executable
+            return (f"needs {need}, which is not installed in {where}", remedy)
     return None
 
 
@@ -159,15 +160,16 @@ def run_checks(
     timeout_scale: float = 1.0,
     on_start: Progress | None = None,
     on_result: ResultHook | None = None,
+    python: PythonEnv | None = None,
 ) -> list[CheckResult]:
     results: list[CheckResult] = []
     pending = list(selected)
-    broken: dict[str, str] = {}  # need -> the check that showed it is broken here
+    broken: dict[str, tuple[str, str]] = {}  # need -> why later checks needing it are not run, and the fix
     for i, chk in enumerate(pending):
         if on_start is not None:
             on_start(chk)
         try:
-            out = _run_one(chk, ctx, timeout_scale, broken)
+            out = _run_one(chk, ctx, timeout_scale, broken, python)
         except KeyboardInterrupt:
             # Ctrl-C: the running child is already killed (the runner does it); keep
             # what ran and say plainly what did not, so the partial report is honest.
@@ -185,7 +187,19 @@ def run_checks(
         for r in out:
             need = GATE_CHECKS.get(r.name)
             if need is not None and r.status in (Status.FAIL, Status.ERROR):
-                broken[need] = r.name
+                # Every later check needing it would fail with the same ImportError: say it once.
+                broken[need] = (f"not run: {r.name} failed on this node", f"fix {r.name} first")
+            if (
+                "gpu" in chk.needs
+                and r.status is Status.ERROR
+                and r.details.get("child", {}).get("status") == "timeout"
+            ):
+                # A GPU that hung one kernel hangs the next: do not spend every
+                # later check's timeout finding that out again.
+                broken["gpu"] = (
+                    f"not run: {r.name} hung, so the GPU may be wedged",
+                    "check `dmesg` for GPU resets, reset the GPU or reboot, then rerun",
+                )
     return results
 
 
@@ -194,13 +208,15 @@ def _not_run(chk: Check, ctx: CheckContext, status: Status, message: str) -> Che
 
 
 def _run_one(
-    chk: Check, ctx: CheckContext, timeout_scale: float, broken: Mapping[str, str]
+    chk: Check,
+    ctx: CheckContext,
+    timeout_scale: float,
+    broken: Mapping[str, tuple[str, str]],
+    python: PythonEnv | None = None,
 ) -> list[CheckResult]:
-    why = missing_need(chk, ctx)
-    gate = next((broken[n] for n in sorted(chk.needs) if n in broken), None)
-    if why is None and gate is not None:
-        # Every later torch check would fail with the same ImportError: say it once.
-        why = (f"not run: {gate} failed on this node", f"fix {gate} first")
+    why = missing_need(chk, ctx, python)
+    if why is None:
+        why = next((broken[n] for n in sorted(chk.needs) if n in broken), None)
     if why is not None:
         return [
             CheckResult(
@@ -212,8 +228,10 @@ def _run_one(
                 backend=ctx.backend,
             )
         ]
-    if chk.isolated:
-        return isolate.run_isolated(chk, ctx, timeout_s=chk.timeout_s * timeout_scale)
+    # Another venv's Python: whatever imports torch or Triton must run there, in a child.
+    foreign = python is not None and not python.own and bool(chk.needs & {"torch", "triton", "transformers"})
+    if chk.isolated or foreign:
+        return isolate.run_isolated(chk, ctx, timeout_s=chk.timeout_s * timeout_scale, python=python)
     return isolate.call_check(chk, ctx)
 
 
@@ -233,21 +251,16 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def _dist_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def versions(results: Sequence[CheckResult]) -> dict[str, str | None]:
+def versions(results: Sequence[CheckResult], python: PythonEnv | None = None) -> dict[str, str | None]:
     """Versions for the report, read without importing torch; the torch checks add
     what only an import can tell (``torch.version.hip``) through their details."""
-    triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := _dist_version(d)) is not None), None)
+    py = python or this_python()
+    triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := py.dists.get(d)) is not None), None)
     out: dict[str, str | None] = {
         "rocmkit": __version__,
-        "python": platform.python_version(),
-        "torch": _dist_version("torch"),
+        "python": py.version,
+        "python_executable": py.executable,
+        "torch": py.dists.get("torch"),
         "triton": triton,
         "hip": None,
         "cuda": None,
@@ -287,6 +300,7 @@ def doctor(
     on_start: Progress | None = None,
     on_result: ResultHook | None = None,
     checks: Discovery | None = None,
+    python: PythonEnv | None = None,
 ) -> Report:
     """Run the selected checks on ``machine`` and return the report."""
     from rocmkit.doctor.registry import check_modules
@@ -305,7 +319,10 @@ def doctor(
         cache_dir=cache_dir,
         options=dict(opts.options),
     )
-    ran = run_checks(selected, ctx, timeout_scale=opts.timeout_scale, on_start=on_start, on_result=on_result)
+    py = python or this_python()
+    ran = run_checks(
+        selected, ctx, timeout_scale=opts.timeout_scale, on_start=on_start, on_result=on_result, python=py
+    )
     results = [*found.broken, *ran]
     live = machine.source == "live"
     # A capture is another machine: never label it with this host's name.
@@ -315,7 +332,7 @@ def doctor(
         machine=machine.to_dict(),
         plan=plan.to_dict() if plan else None,
         results=tuple(results),
-        versions=versions(results),
+        versions=versions(results, py),
         started_at=started,
         finished_at=now_iso(),
         host_id=host_id(hostname) if live else f"{hostname}-capture",

@@ -13,14 +13,17 @@ Mode by mode:
 from __future__ import annotations
 
 import json
+import os
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rocmkit.errors import RocmkitError, ToolError, UsageError
+from rocmkit.errors import InterruptedStateError, RocmkitError, ToolError, UsageError
 from rocmkit.install import guard, lock, wheelhouse
 from rocmkit.install.base import Installer, InstallSpec, Limits, LineSink, Sources
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
@@ -101,6 +104,55 @@ def _progress(echo: Echo, show: bool) -> LineSink:
     return on_line
 
 
+HEARTBEAT_S = 30.0
+
+
+@contextmanager
+def _heartbeat(echo: Echo, label: str, every: float = HEARTBEAT_S) -> Iterator[None]:
+    """A line every ``every`` seconds while a long step runs: pip and uv print nothing
+    between "Downloading torch (4.1 GiB)" and its end when output is not a terminal."""
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            echo(f"rocmkit: {label}: still running ({time.monotonic() - start:.0f} s)")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=1)
+
+
+@contextmanager
+def _exclusive(target: Target) -> Iterator[None]:
+    """One rocmkit install per environment at a time (two would record and restore
+    each other's half-finished states). The lock lives in rocmkit's cache, keyed by
+    the target's prefix, so a system prefix needs no write access for it."""
+    import fcntl
+    import hashlib
+
+    key = hashlib.sha256(str(target.prefix.resolve()).encode()).hexdigest()[:16]
+    path = _mkdir(cache_dir() / "install") / f"{key}.lock"
+    with path.open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise InterruptedStateError(
+                f"another rocmkit install is changing {target.prefix} right now",
+                "wait for it to finish, then run this again",
+            ) from exc
+        handle.write(f"{os.getpid()} {target.prefix}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _workdir() -> Path:
     folder = cache_dir() / "install" / time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     return Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=_mkdir(folder.parent)))
@@ -133,7 +185,17 @@ def checked_sources(
     return decision.sources
 
 
+def check_fits(plan: Plan, target: Target) -> None:
+    """A plan resolved for another Python would fail deep inside pip; say so first."""
+    if plan.python and plan.python != target.short_version:
+        raise UsageError(
+            f"the plan is for Python {plan.python}, but {target.python} is Python {target.short_version}",
+            f"re-resolve for this environment, or use a Python {plan.python} venv (--python {plan.python})",
+        )
+
+
 def write_lock(plan: Plan, target: Target, path: Path, opts: Options, echo: Echo) -> Outcome:
+    check_fits(plan, target)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
     sources = checked_sources(plan_sources(plan), plan.requirements, target, opts, echo, notes)
@@ -159,6 +221,7 @@ def download_wheelhouse(plan: Plan, target: Target, folder: Path, opts: Options,
         raise ToolError(
             "--download-only needs pip (uv has no download command)", "`pip install pip` next to rocmkit"
         )
+    check_fits(plan, target)
     pip = PipInstaller(target, limits=opts.limits)
     notes: list[str] = []
     sources = checked_sources(plan_sources(plan), plan.requirements, target, opts, echo, notes)
@@ -166,7 +229,8 @@ def download_wheelhouse(plan: Plan, target: Target, folder: Path, opts: Options,
     echo(
         f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version} into {folder}"
     )
-    lock_path = wheelhouse.download(pip, spec, plan, folder, on_line=_progress(echo, opts.show_output))
+    with _heartbeat(echo, "pip download"):
+        lock_path = wheelhouse.download(pip, spec, plan, folder, on_line=_progress(echo, opts.show_output))
     echo(
         f"rocmkit: wheelhouse ready: {folder} (install with: rocmkit install --wheelhouse {folder} --venv V)"
     )
@@ -203,6 +267,7 @@ def install(
     spec: InstallSpec | None = None,
 ) -> Outcome:
     """Install ``spec`` (default: the plan's requirements from its indexes) transactionally."""
+    check_fits(plan, target)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
     if spec is None:
@@ -213,6 +278,8 @@ def install(
         spec = _with_sources(spec, checked_sources(spec.sources, pins, target, opts, echo, notes))
     guarded = opts.guard and target.is_venv and bool(guard.pins_for(plan))
     files = guard.guard_files(target.prefix)
+    # --no-guard on a venv guarded before: the old pins go (restorable like any change).
+    unguard = not guarded and target.is_venv and files.constraints.exists()
     spec = _with_break(spec, opts.break_system_packages)
     if opts.dry_run:
         if guarded:
@@ -223,14 +290,32 @@ def install(
     if guarded:
         spec = _with_constraints(spec, files.constraints)
 
+    with _exclusive(target):
+        return _transaction(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes)
+
+
+def _transaction(
+    plan: Plan,
+    target: Target,
+    opts: Options,
+    echo: Echo,
+    installer: Installer,
+    spec: InstallSpec,
+    guarded: bool,
+    unguard: bool,
+    files: guard.GuardFiles,
+    notes: list[str],
+) -> Outcome:
     workdir = _workdir()
-    tx = Transaction(installer, workdir, files.all() if guarded else ())
+    tx = Transaction(installer, workdir, files.all() if guarded or unguard else ())
     echo(
         f"rocmkit: recorded the state of {target.prefix} ({len(tx.before.dists)} distributions) in {workdir}"
     )
     try:
         if guarded:
             guard.write_guard(target.prefix, plan)
+        elif unguard and guard.remove_guard(target.prefix):
+            echo(f"rocmkit: removed the earlier guard of {target.prefix} (--no-guard)")
         changes, result = installer.dry_run(spec)
         if not result.ok:
             raise _failed(f"{installer.name} (resolving)", result)
@@ -238,7 +323,8 @@ def install(
         if backup.wheels:
             echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
         echo(f"rocmkit: installing with {installer.name}: {' '.join(spec.requirements) or '(lock file)'}")
-        result = installer.install(spec, on_line=_progress(echo, opts.show_output))
+        with _heartbeat(echo, f"{installer.name} install"):
+            result = installer.install(spec, on_line=_progress(echo, opts.show_output))
         if not result.ok:
             raise _failed(installer.name, result)
         verification = None

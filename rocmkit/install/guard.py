@@ -141,3 +141,32 @@ def write_guard(prefix: Path, plan: Plan) -> GuardFiles:
         text = _strip_block(files.activate.read_text())
         files.activate.write_text(text.rstrip("\n") + "\n\n" + _activate_block(files.constraints, plan.env))
     return files
+
+
+def remove_guard(prefix: Path) -> bool:
+    """Lift a guard written earlier (``--no-guard`` on a guarded venv: stale pins would
+    block every later install that needs the new torch). Returns whether one was there."""
+    files = guard_files(prefix)
+    found = files.constraints.exists()
+    files.constraints.unlink(missing_ok=True)
+    if files.pip_conf.is_file():
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(files.pip_conf.read_text())
+        if parser.get("install", "constraint", fallback=None) == str(files.constraints):
+            found = True
+            parser.remove_option("install", "constraint")
+            if not parser.items("install"):
+                parser.remove_section("install")
+            if parser.sections():
+                out = io.StringIO()
+                parser.write(out)
+                files.pip_conf.write_text(out.getvalue())
+            else:
+                files.pip_conf.unlink()
+    if files.activate.is_file():
+        text = files.activate.read_text()
+        stripped = _strip_block(text)
+        if stripped != text:
+            found = True
+            files.activate.write_text(stripped.rstrip("\n") + "\n")
+    return found

@@ -1,8 +1,10 @@
 """pip as an Installer.
 
-pip runs from the target itself when it has pip, else from rocmkit's own
-interpreter with ``--python TARGET`` (pip >= 22.3), which re-runs pip inside
-the target so the target's own ``pip.conf`` (the guard) still applies.
+pip runs from rocmkit's own interpreter with ``--python TARGET`` when that pip
+is new enough (its version is known without starting a process), which re-runs
+pip inside the target, so the target's own ``pip.conf`` still applies; else
+from the target's own pip. Options rocmkit relies on: ``--python`` (22.3),
+``--dry-run --report`` (22.2), ``--break-system-packages`` (23.0.1).
 """
 
 from __future__ import annotations
@@ -33,8 +35,24 @@ from rocmkit.runner import CommandResult, run
 QUERY_TIMEOUT_S = 600.0
 
 
+MIN_OWN_PIP = (22, 3)
+
+
+def own_pip_usable() -> bool:
+    """rocmkit's interpreter has a pip that understands ``--python``."""
+    if importlib.util.find_spec("pip") is None:
+        return False
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        parts = version("pip").split(".")
+        return (int(parts[0]), int(parts[1]) if len(parts) > 1 else 0) >= MIN_OWN_PIP
+    except (PackageNotFoundError, ValueError):
+        return False
+
+
 def pip_available(target: Target) -> bool:
-    return target.has_pip or importlib.util.find_spec("pip") is not None
+    return target.has_pip or own_pip_usable()
 
 
 class PipInstaller:
@@ -49,6 +67,7 @@ class PipInstaller:
                 "use --installer uv, or install pip into the target",
             )
         self.target = target
+        self.own = own_pip_usable()
         self.limits = limits or Limits()
         self.env = base_env(environ)
         # PIP_CONSTRAINT outranks the venv's pip.conf: rocmkit's own runs use only the
@@ -58,10 +77,10 @@ class PipInstaller:
         )
 
     def _pip(self, *args: str) -> list[str]:
-        if self.target.has_pip:
-            head = [str(self.target.python), "-m", "pip"]
-        else:
+        if self.own:
             head = [sys.executable, "-m", "pip", "--python", str(self.target.python)]
+        else:
+            head = [str(self.target.python), "-m", "pip"]
         return [*head, *args, "--timeout", f"{self.limits.net_timeout_s:g}", "--retries", "0"]
 
     @staticmethod

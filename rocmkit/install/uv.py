@@ -20,6 +20,8 @@ from rocmkit.install.venv import Target, find_uv
 from rocmkit.runner import CommandResult, run
 
 QUERY_TIMEOUT_S = 600.0
+# `--index` / `--default-index` (uv 0.4.23).
+MIN_UV = (0, 4, 23)
 
 # " + torch==2.5.1+rocm6.2" / " - torch==2.4.0" in `uv pip install --dry-run` output.
 _CHANGE = re.compile(r"^\s*([-+~])\s+([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
@@ -38,6 +40,7 @@ class UvInstaller:
         if uv is None:
             raise ToolError("uv is not installed", "use --installer pip, or `pip install uv`")
         self.uv = uv
+        self._check_version()
         self.target = target
         self.limits = limits or Limits()
         self.env.update(
@@ -47,6 +50,18 @@ class UvInstaller:
                 "UV_NO_PROGRESS": "1",
             }
         )
+
+    def _check_version(self) -> None:
+        result = run([self.uv, "--version"], timeout=30, env=self.env)
+        match = re.search(r"(\d+)\.(\d+)\.(\d+)", result.stdout)
+        if not result.ok or match is None:
+            raise ToolError(f"cannot tell the version of {self.uv}: {result.describe()}", "reinstall uv")
+        found = tuple(int(g) for g in match.groups())
+        if found < MIN_UV:
+            raise ToolError(
+                f"uv {match.group(0)} is too old (rocmkit needs {'.'.join(map(str, MIN_UV))} for --index)",
+                "upgrade uv (`pip install -U uv`), or use --installer pip",
+            )
 
     @staticmethod
     def _source_args(sources: Sources) -> list[str]:

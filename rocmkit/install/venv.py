@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -105,6 +106,8 @@ def create_venv(venv: Path, *, base_python: str | None = None, env: Mapping[str,
     """
     python = base_python or sys.executable
     uv = find_uv(env)
+    if uv is None and re.fullmatch(r"\d+\.\d+", python):
+        python = f"python{python}"  # the stdlib venv needs an interpreter, not a version
     if uv is not None:
         result = run([uv, "venv", "--quiet", "--python", python, str(venv)], timeout=VENV_TIMEOUT_S, env=env)
     else:

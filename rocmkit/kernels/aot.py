@@ -215,6 +215,11 @@ def compile_targets(targets: list[str]) -> dict[str, Any]:
         start = time.perf_counter()
         try:
             built = compile_all(backend, arch, warp)
+        except (TypeError, AttributeError, KeyError, ImportError) as exc:
+            # Not the compiler refusing the arch: this Triton's ahead-of-time API differs from
+            # the one rocmkit drives (written against Triton 3.8).
+            out["targets"][text] = {"error": f"{type(exc).__name__}: {exc}".strip()[:2000], "api": True}
+            continue
         except Exception as exc:  # the compiler's own error is the finding
             out["targets"][text] = {"error": f"{type(exc).__name__}: {exc}".strip()[:2000]}
             continue

@@ -24,8 +24,13 @@ def _histogram_kernel(  # type: ignore[no-untyped-def]
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_values
     values = tl.load(values_ptr + offsets, mask=mask, other=0)
-    counts = tl.histogram(values, NUM_BINS, mask=mask)
-    tl.atomic_add(hist_ptr + tl.arange(0, NUM_BINS), counts.to(tl.int32))
+    # Lanes past the end load 0 and land in bin 0; take them out again. (tl.histogram's own
+    # `mask=` is newer than some Triton builds torch pins.)
+    counts = tl.histogram(values, NUM_BINS)
+    bins = tl.arange(0, NUM_BINS)
+    outside = BLOCK_SIZE - tl.sum(mask.to(tl.int32), axis=0)
+    counts = counts - tl.where(bins == 0, outside, 0)
+    tl.atomic_add(hist_ptr + bins, counts.to(tl.int32))
 
 
 def histogram(values: Any, num_bins: int) -> Any:

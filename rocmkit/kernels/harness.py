@@ -59,7 +59,7 @@ class Device:
 class Measurement:
     """One kernel run: correctness, timing and throughput against its reference."""
 
-    label: str  # "fp16", "float32 (193, 781)"
+    label: str  # "float16", "float32 129x781": names the run in messages and figures
     comparison: Comparison
     timing: Timing
     throughput: float
@@ -220,6 +220,8 @@ def build_result(
         prefix = name.split(".", 1)[-1] + (f".{m.label}" if len(runs) > 1 else "")
         figures += [
             Figure(name=f"{prefix}.first_call", value=round(m.timing.first_call_ms, 4), unit="ms"),
+            # First call minus a warm one: compilation, or the load from the compile cache.
+            Figure(name=f"{prefix}.compile", value=round(m.timing.compile_ms, 4), unit="ms"),
             Figure(name=f"{prefix}.time", value=round(m.timing.median_ms, 6), unit="ms"),
             Figure(
                 name=f"{prefix}.{'bandwidth' if m.unit == 'GB/s' else 'throughput'}",

@@ -102,11 +102,12 @@ def _matmul_kernel(  # type: ignore[no-untyped-def]
         k_left = K - k * BLOCK_K
         a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        # A constexpr `if`: Triton compiles only the branch taken.
-        if IEEE_FP32:  # noqa: SIM108
-            acc = tl.dot(a, b, acc, input_precision="ieee")
+        # A constexpr `if`: Triton compiles only the branch taken. `acc +=` rather than
+        # tl.dot's `acc=` keeps the kernel valid for older Triton builds too.
+        if IEEE_FP32:
+            acc += tl.dot(a, b, input_precision="ieee")
         else:
-            acc = tl.dot(a, b, acc)
+            acc += tl.dot(a, b)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     c = acc.to(c_ptr.dtype.element_ty)

@@ -48,7 +48,7 @@ class PerfVerdict:
     def describe(self, unit: str, value: float, reference: float | None, reference_name: str) -> str:
         text = f"{value:.4g} {unit}"
         if reference is not None and self.fraction is not None:
-            text += f" = {self.fraction:.2f} of {reference_name} ({reference:.4g} {unit})"
+            text += f" = {self.fraction:.3g} of {reference_name} ({reference:.4g} {unit})"
         if self.slow and self.threshold is not None:
             text += f", below the {self.threshold:g} warning threshold"
         return text

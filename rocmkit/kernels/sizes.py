@@ -18,6 +18,7 @@ from typing import Any
 
 from rocmkit.errors import UsageError
 
+MATMUL_DTYPES = ("float16", "bfloat16", "float32")
 # Warn when a kernel reaches less than this fraction of the torch reference measured in
 # the same run (a device copy for bandwidth, torch.matmul for TFLOP/s).
 DEFAULT_WARN_FRACTION = 0.5
@@ -30,6 +31,7 @@ class KernelSizes:
     layernorm_shape: tuple[int, int]
     layernorm_block: int | None  # None: the kernel's own choice (one block per row on GPUs)
     matmul_shape: tuple[int, int, int]  # M, N, K
+    matmul_dtypes: tuple[str, ...]  # torch dtype names
     histogram_n: int
     histogram_bins: int
     attention_shape: tuple[int, int, int, int]  # batch, heads, sequence, head dim
@@ -43,6 +45,7 @@ GPU = KernelSizes(
     layernorm_shape=(8192, 5003),
     layernorm_block=None,
     matmul_shape=(4096, 4096, 4096),
+    matmul_dtypes=("float16", "bfloat16"),
     histogram_n=2**24 + 3,
     histogram_bins=256,
     attention_shape=(4, 16, 2048, 64),
@@ -56,6 +59,8 @@ INTERPRETER = KernelSizes(
     layernorm_shape=(37, 1531),
     layernorm_block=512,  # three blocks per row, the last one partial
     matmul_shape=(192, 160, 208),  # partial tiles on N and K with 64x64x64 tiles
+    # The interpreter has no bfloat16 arithmetic (Triton's debugging guide).
+    matmul_dtypes=("float32",),
     histogram_n=65_537,
     histogram_bins=64,
     attention_shape=(2, 4, 128, 64),
@@ -69,6 +74,7 @@ OPTION_KEYS: dict[str, str] = {
     "layernorm_shape": "rows, columns of the layer norm input",
     "layernorm_block": "columns per block in the layer norm kernel",
     "matmul_shape": "M, N, K of the matmul",
+    "matmul_dtypes": "dtypes of the matmul: float16, bfloat16, float32 (comma-separated)",
     "histogram_n": "values binned by the atomics check",
     "histogram_bins": "bins of the histogram (a power of two)",
     "attention_shape": "batch, heads, sequence length, head dim of the attention check",
@@ -151,6 +157,20 @@ def kernel_sizes(backend: str, options: Mapping[str, Any] | None = None) -> Kern
     ):
         if key in opts:
             changes[key] = _shape(key, opts[key], rank)
+    if "matmul_dtypes" in opts:
+        raw = opts["matmul_dtypes"]
+        names = (
+            raw.split(",") if isinstance(raw, str) else list(raw) if isinstance(raw, (list, tuple)) else []
+        )
+        dtypes = tuple(dict.fromkeys(str(n).strip() for n in names if str(n).strip()))
+        if not dtypes or any(d not in MATMUL_DTYPES for d in dtypes):
+            raise _bad("matmul_dtypes", raw, "one or more of " + ", ".join(MATMUL_DTYPES))
+        if backend == "cpu" and "bfloat16" in dtypes:
+            raise UsageError(
+                "kernel option matmul_dtypes asks for bfloat16 under the Triton interpreter, which has no bfloat16",
+                "use matmul_dtypes=float32 or float16 on the CPU backend",
+            )
+        changes["matmul_dtypes"] = dtypes
     if "warn_fraction" in opts:
         try:
             fraction = float(opts["warn_fraction"])

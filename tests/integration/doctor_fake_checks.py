@@ -31,6 +31,7 @@ def ok(ctx: CheckContext) -> CheckResult:
             "triton_imported_before_check": "triton" in sys.modules,
             "backend": ctx.backend,
             "gpus": len(ctx.machine.gpus),
+            "prefix": sys.prefix,
         },
     )
 
@@ -47,6 +48,17 @@ def segfault(ctx: CheckContext) -> CheckResult:
 def hang(ctx: CheckContext) -> CheckResult:
     time.sleep(600)
     raise AssertionError("unreachable")
+
+
+@check("fake.gpu_hang", level=0, description="hangs on the GPU", needs=("gpu",), isolated=True, timeout_s=2)
+def gpu_hang(ctx: CheckContext) -> CheckResult:
+    time.sleep(600)
+    raise AssertionError("unreachable")
+
+
+@check("fake.gpu_after", level=0, description="a GPU check after a hang", needs=("gpu",), isolated=True)
+def gpu_after(ctx: CheckContext) -> CheckResult:
+    return CheckResult(name="fake.gpu_after", level=0, status=Status.PASS, message="ran")
 
 
 @check("fake.raises", level=0, description="raises in the child", isolated=True, timeout_s=30)
@@ -78,6 +90,24 @@ def many(ctx: CheckContext) -> list[CheckResult]:
         CheckResult(name="fake.many.a", level=0, status=Status.PASS, message="a"),
         CheckResult(name="fake.many.b", level=0, status=Status.WARN, message="b", remedy="do b"),
     ]
+
+
+@check("fake.odd_details", level=0, description="details JSON cannot encode", isolated=True, timeout_s=30)
+def odd_details(ctx: CheckContext) -> CheckResult:
+    from pathlib import Path
+
+    return CheckResult(
+        name="fake.odd_details", level=0, status=Status.PASS, message="ok", details={"where": Path("/tmp")}
+    )
+
+
+@check("fake.teardown_hang", level=0, description="hangs in an exit handler", isolated=True, timeout_s=3)
+def teardown_hang(ctx: CheckContext) -> CheckResult:
+    import atexit
+
+    # As GPU runtimes have done in their exit handlers.
+    atexit.register(time.sleep, 600)
+    return CheckResult(name="fake.teardown_hang", level=0, status=Status.PASS, message="finished")
 
 
 @check("fake.fail", level=0, description="finds a defect, in process")

@@ -152,7 +152,7 @@ def test_whole_set_with_a_wrong_and_a_broken_model(faulty_env: dict[str, str], t
     assert wrong["accuracy"]["method"].startswith("failed:") and wrong["speedup"] is None
     broken = by_name["fails_to_compile"]
     assert broken["status"] == "compile_error"
-    assert "cannot be traced" in broken["message"] and "Traceback" in broken["stderr_tail"]
+    assert "cannot be traced" in broken["message"] and 'File "' in broken["stderr_tail"]
     summary = json.loads(proc.stdout)["summary"]
     assert summary["pass_rate"] == "71%, 5/7"
     assert summary["geomean_speedup_clipped"] >= 1.0 and summary["geomean_speedup"] > 0
@@ -171,6 +171,7 @@ def test_training_step_is_compiled_and_checked() -> None:
         assert m["accuracy"]["tolerance"] == 1e-2  # the harness's training tolerance
 
 
+@pytest.mark.slow
 def test_perturbed_compiled_output_is_caught() -> None:
     proc = bench(dict(os.environ), "--models", "mlp", "--repeat", "2", "--json", "--perturb-compiled", "0.5")
     assert proc.returncode == 1
@@ -178,6 +179,7 @@ def test_perturbed_compiled_output_is_caught() -> None:
     assert m["status"] == "fail_accuracy" and m["accuracy"]["max_abs_diff"] == pytest.approx(0.5, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_a_hanging_model_is_killed_at_its_timeout(faulty_env: dict[str, str]) -> None:
     start = time.monotonic()
     proc = bench(faulty_env, "--models", "hangs", "--timeout", "20", timeout=120)
@@ -207,23 +209,19 @@ def test_listing_and_bad_names_do_not_import_torch() -> None:
 
 
 @pytest.mark.slow
-def test_doctor_level_3_on_the_cpu(faulty_env: dict[str, str], tmp_path: Path) -> None:
+def test_doctor_level_3_on_the_cpu() -> None:
     from rocmkit.doctor.checks.models import compile_speedup
 
-    def ctx(names: list[str]) -> CheckContext:
-        return CheckContext(
-            machine=Machine(),
-            backend="cpu",
-            cache_dir=tmp_path / "cache",
-            env={EXTRA_MODELS_ENV: faulty_env[EXTRA_MODELS_ENV]},
-            options={"models.names": names, "models.repeat": 3},
-        )
-
-    ok = compile_speedup(ctx(["mlp"]))
-    assert not isinstance(ok, list)
-    assert ok.status is Status.PASS, ok.message  # report only on the CPU
-    assert "report only" in ok.message
-    assert {f.name for f in ok.figures} >= {"geomean_speedup", "pass_rate", "mlp.speedup"}
-    bad = compile_speedup(ctx(["wrong_when_compiled"]))
-    assert not isinstance(bad, list)
-    assert bad.status is Status.FAIL and "wrong_when_compiled fail_accuracy" in bad.message
+    ctx = CheckContext(
+        machine=Machine(),
+        backend="cpu",
+        # The session's cache: the mlp compiled by the tests above is a cache hit here.
+        cache_dir=Path(os.environ["ROCMKIT_CACHE_DIR"]),
+        options={"models.names": ["mlp"], "models.repeat": 3},
+    )
+    result = compile_speedup(ctx)
+    assert not isinstance(result, list)
+    assert result.status is Status.PASS, result.message  # report only on the CPU
+    assert "report only" in result.message and result.backend == "cpu"
+    assert {f.name for f in result.figures} >= {"geomean_speedup", "pass_rate", "mlp.speedup"}
+    assert result.details["bench"]["models"][0]["status"] == "pass"

@@ -121,3 +121,25 @@ def test_context_round_trips_to_the_child(tmp_path: Path) -> None:
         cache_dir=tmp_path,
     )
     assert report.results[0].details["gpus"] == 2
+
+
+def test_details_json_cannot_encode_are_kept_as_text(tmp_path: Path) -> None:
+    _, by_name, _ = _run(tmp_path, "fake.odd_details")
+    assert by_name["fake.odd_details"].status is Status.PASS
+    assert by_name["fake.odd_details"].details == {"where": "/tmp"}
+
+
+def test_a_hang_in_exit_handlers_does_not_lose_a_finished_result(tmp_path: Path) -> None:
+    start = time.monotonic()
+    _, by_name, _ = _run(tmp_path, "fake.teardown_hang")
+    assert by_name["fake.teardown_hang"].status is Status.PASS
+    assert time.monotonic() - start < 3
+
+
+def test_a_gpu_hang_skips_the_later_gpu_checks(tmp_path: Path) -> None:
+    _, by_name, _ = _run(tmp_path, "fake.gpu_hang", "fake.gpu_after", "fake.ok", backend="rocm")
+    assert by_name["fake.gpu_hang"].status is Status.ERROR
+    after = by_name["fake.gpu_after"]
+    assert after.status is Status.SKIP
+    assert after.message == "not run: fake.gpu_hang hung, so the GPU may be wedged"
+    assert by_name["fake.ok"].status is Status.PASS  # needs no GPU: still runs

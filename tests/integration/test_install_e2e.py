@@ -320,6 +320,18 @@ def test_lock_then_hash_mismatch_is_refused(
         assert code == 0, err
         assert "verified: torch 2.5.1+rocm6.2" in err
 
+        # A plain hashed requirements file (no rocmkit-plan line) installs too, unguarded.
+        plain = tmp_path / "plain.lock"
+        plain.write_text(
+            "".join(line for line in text.splitlines(True) if not line.startswith("# rocmkit-plan"))
+        )
+        code, _, err = rk(
+            capsys, "--venv", str(tmp_path / "plain"), "--from-lock", str(plain), "--installer", installer
+        )
+        assert code == 0, err
+        assert "the lock carries no rocmkit plan; installing it without guard or verification" in err
+        assert not (tmp_path / "plain/rocmkit-constraints.txt").exists()
+
         # The index now serves a different torch file under the same name.
         (root / "whl/rocm6.2" / TORCH_251).unlink()
         make_wheel(

@@ -356,11 +356,12 @@ def test_gpu_paths_measure_a_reference_and_flag_a_slow_node(tmp_path: Path) -> N
         fake_device.__wrapped__ = harness.open_device
         harness.open_device = fake_device
         attention.open_device = fake_device
-        small = {"vector_add_n": 4099, "softmax_shape": "33x781", "layernorm_shape": "9x1531",
+        small = {"matmul_shape": "64x48x80", "matmul_dtypes": "float16", "vector_add_n": 4099, "softmax_shape": "33x781", "layernorm_shape": "9x1531",
                  "layernorm_block": 512, "histogram_n": 5000, "histogram_bins": 64,
                  "attention_shape": "1x2x64x32", "repeats": 2}
         c = ctx(small)
-        emit([kernels.vector_add(c), kernels.softmax(c), kernels.layernorm(c), kernels.atomics(c)]
+        emit([kernels.matmul(c), kernels.vector_add(c), kernels.softmax(c), kernels.layernorm(c),
+              kernels.atomics(c)]
              + attention.sdpa(c))
         """,
         tmp_path,
@@ -374,6 +375,13 @@ def test_gpu_paths_measure_a_reference_and_flag_a_slow_node(tmp_path: Path) -> N
         bw = next(f for f in r.figures if f.name.endswith(".bandwidth"))
         assert bw.reference is not None and bw.reference > 0 and bw.fraction is not None and bw.fraction < 0.5
         assert r.backend == "rocm" and r.details["arch"] == "gfx90a:sramecc+:xnack-"
+    mm = by["triton.matmul"]
+    assert mm.status is Status.WARN, mm.message
+    assert "of torch.matmul" in mm.message
+    run = mm.details["runs"][0]
+    # Every ROCm tile was tried and correct; gfx90a's CDNA2 tolerance was applied.
+    assert len(run["configs_tried"]) == 4 and all(t["ok"] for t in run["configs_tried"].values())
+    assert run["comparison"]["rtol"] == 1e-2
     # fp16 on a "GPU": the tutorial's layer-norm tolerance.
     assert by["triton.layernorm"].details["runs"][0]["comparison"]["atol"] == 1e-2
     atomics = by["triton.atomics"]
@@ -383,3 +391,45 @@ def test_gpu_paths_measure_a_reference_and_flag_a_slow_node(tmp_path: Path) -> N
     assert math_r.status is Status.PASS and math_r.details["dtype"] == "float16"
     for name in ("attention.sdpa.flash", "attention.sdpa.efficient"):
         assert by[name].status in (Status.PASS, Status.WARN, Status.SKIP), by[name].message
+
+
+def test_attention_variants_refused_and_backend_crashes_stay_local(tmp_path: Path) -> None:
+    """A backend that refuses causal attention still reports its full-attention agreement, and
+    one that raises is that backend's error while the others still run."""
+    results = run_child(
+        """
+        import torch
+        import rocmkit.doctor.checks.attention as attention
+        real = torch.nn.functional.scaled_dot_product_attention
+        cuda = torch.backends.cuda
+        state = {"references_done": False}
+
+        def picky(q, k, v, *args, is_causal=False, **kw):
+            if state["references_done"]:
+                if cuda.flash_sdp_enabled() and not cuda.math_sdp_enabled():
+                    raise ValueError("boom in the flash kernel")
+                if cuda.math_sdp_enabled() and not cuda.flash_sdp_enabled() and is_causal:
+                    raise RuntimeError("No available kernel. Aborting execution.")
+            return real(q, k, v, *args, is_causal=is_causal, **kw)
+
+        torch.nn.functional.scaled_dot_product_attention = picky
+        check_backend = attention._check_backend
+
+        def after_references(*args, **kw):  # the fp32 references are computed before this
+            state["references_done"] = True
+            return check_backend(*args, **kw)
+
+        attention._check_backend = after_references
+        emit(attention.sdpa(ctx()))
+        """,
+        tmp_path,
+    )
+    by = {r.name: r for r in results}
+    math_r = by["attention.sdpa.math"]
+    assert math_r.status is Status.PASS, math_r.message
+    assert "causal attention not offered" in math_r.message
+    assert list(math_r.details["comparisons"]) == ["full"] and "causal" in math_r.details["refused"]
+    flash = by["attention.sdpa.flash"]
+    assert flash.status is Status.ERROR
+    assert "boom in the flash kernel" in flash.message and flash.remedy
+    assert by["attention.sdpa.efficient"].status is Status.SKIP

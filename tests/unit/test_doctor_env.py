@@ -231,3 +231,15 @@ def test_driver_window_from_the_matrix() -> None:
     assert outside.remedy and "amdgpu-dkms" in outside.remedy
     in_tree = env.driver_window(_ctx(_amd(version="6.2.4", driver_version="6.8.0-45-generic")))
     assert in_tree.status is Status.SKIP and "in-tree" in in_tree.message
+
+
+def test_cache_dir_writable_full_and_unwritable(tmp_path: Path) -> None:
+    m = _amd()
+    ok = env.cache_dir(CheckContext(machine=m, cache_dir=tmp_path / "cache"))
+    assert ok.status is Status.PASS and (tmp_path / "cache").is_dir()
+    full = env.cache_dir(CheckContext(machine=m, cache_dir=tmp_path, options={"cache_min_free_bytes": 2**62}))
+    assert full.status is Status.WARN and "ROCMKIT_CACHE_DIR" in (full.remedy or "")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    bad = env.cache_dir(CheckContext(machine=m, cache_dir=blocker / "sub"))
+    assert bad.status is Status.FAIL and "cannot write" in bad.message

@@ -80,7 +80,10 @@ def test_plan_round_trip_and_commands() -> None:
         "pip install torch==2.5.1+rocm6.2 pytorch-triton-rocm==3.1.0 --index-url "
         "https://download.pytorch.org/whl/rocm6.2 --extra-index-url https://example.invalid/simple"
     )
-    assert data["uv_command"].startswith("uv pip install torch==2.5.1+rocm6.2")
+    assert data["uv_command"] == (
+        "uv pip install torch==2.5.1+rocm6.2 pytorch-triton-rocm==3.1.0 --index "
+        "https://download.pytorch.org/whl/rocm6.2 --default-index https://example.invalid/simple"
+    )
     with pytest.raises(DataError):
         Plan.from_dict({"schema": "rocmkit.plan/1"})
 

@@ -176,3 +176,48 @@ def test_target_selection_refuses_pep668_and_a_missing_target(
     (tmp_path / "notavenv/file").write_text("x")
     with pytest.raises(UsageError, match="is not a virtual environment"):
         select_target(venv=tmp_path / "notavenv", python=None, environ={}, break_system_packages=False)
+
+
+def test_a_plan_for_another_python_is_refused_up_front(tmp_path: Path) -> None:
+    from rocmkit.install.flow import check_fits
+
+    target = Target(
+        python=tmp_path / "bin/python", prefix=tmp_path, is_venv=True, version="3.11.7",
+        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, has_pip=False,
+    )  # fmt: skip
+    check_fits(Plan(backend="cpu", python="3.11"), target)
+    check_fits(Plan(backend="cpu"), target)
+    with pytest.raises(UsageError, match=r"plan is for Python 3.12, but .* is Python 3.11"):
+        check_fits(Plan(backend="cpu", python="3.12"), target)
+
+
+def test_heartbeat_speaks_while_a_step_runs() -> None:
+    import time
+
+    from rocmkit.install.flow import _heartbeat
+
+    lines: list[str] = []
+    with _heartbeat(lines.append, "uv install", every=0.05):
+        time.sleep(0.18)
+    count = len(lines)
+    time.sleep(0.1)
+    assert count >= 2 and len(lines) == count  # stops with the step
+    assert lines[0].startswith("rocmkit: uv install: still running (")
+
+
+def test_one_install_per_environment_at_a_time(tmp_path: Path) -> None:
+    from rocmkit.errors import InterruptedStateError
+    from rocmkit.install.flow import _exclusive
+
+    target = Target(
+        python=tmp_path / "bin/python", prefix=tmp_path, is_venv=True, version="3.11.7",
+        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, has_pip=False,
+    )  # fmt: skip
+    with (
+        _exclusive(target),
+        pytest.raises(InterruptedStateError, match="another rocmkit install is changing"),
+        _exclusive(target),
+    ):
+        pass
+    with _exclusive(target):  # released again
+        pass

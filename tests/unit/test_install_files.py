@@ -87,3 +87,24 @@ def test_guard_keeps_the_users_pip_conf_and_one_activate_block(tmp_path: Path) -
     assert "        unset HSA_OVERRIDE_GFX_VERSION\n" in text
     assert text.startswith("deactivate () {\n    unset VIRTUAL_ENV\n}")
     assert files.constraints.read_text().splitlines()[-3:] == guard.pins_for(PLAN)
+
+
+def test_remove_guard_lifts_only_what_rocmkit_wrote(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    activate = tmp_path / "bin/activate"
+    original = 'deactivate () {\n    unset VIRTUAL_ENV\n}\nexport VIRTUAL_ENV="/v"\n'
+    activate.write_text(original)
+    (tmp_path / "pip.conf").write_text("[global]\ntimeout = 60\n")
+    files = guard.write_guard(tmp_path, PLAN)
+    assert guard.remove_guard(tmp_path) is True
+    assert not files.constraints.exists()
+    conf = configparser.ConfigParser()
+    conf.read(files.pip_conf)
+    assert conf.sections() == ["global"] and conf.get("global", "timeout") == "60"
+    assert activate.read_text() == original
+    assert guard.remove_guard(tmp_path) is False
+    # A pip.conf holding nothing but the guard goes entirely.
+    (tmp_path / "pip.conf").unlink()
+    guard.write_guard(tmp_path, PLAN)
+    guard.remove_guard(tmp_path)
+    assert not (tmp_path / "pip.conf").exists()

@@ -106,7 +106,7 @@ def test_perf_verdict_warns_only_below_a_measured_reference() -> None:
         v = perf_verdict(1.0, ref, 0.5)
         assert v.fraction is None and not v.slow
     text = slow.describe("GB/s", 400.0, 1000.0, "a device copy")
-    assert text == "400 GB/s = 0.40 of a device copy (1000 GB/s), below the 0.5 warning threshold"
+    assert text == "400 GB/s = 0.4 of a device copy (1000 GB/s), below the 0.5 warning threshold"
 
 
 def test_attention_flops_halve_under_a_causal_mask() -> None:
@@ -162,6 +162,8 @@ def test_options_override_sizes() -> None:
         ({"layernorm_block": 3}, "power of two"),
         ({"warn_fraction": 2}, "between 0 and 1"),
         ({"warn_fraction": "fast"}, "between 0 and 1"),
+        ({"matmul_dtypes": "float8"}, "one or more of float16, bfloat16, float32"),
+        ({"matmul_dtypes": ""}, "one or more of"),
     ],
 )
 def test_bad_options_are_one_clear_usage_error(options: dict[str, object], fragment: str) -> None:
@@ -284,6 +286,7 @@ def test_fast_and_correct_passes_with_figures_against_the_reference() -> None:
     tput = next(f for f in r.figures if f.name == "matmul.throughput")
     assert tput.unit == "TFLOP/s" and tput.reference == 800.0 and tput.fraction == pytest.approx(0.75)
     assert {f.name for f in r.figures} >= {"matmul.first_call", "matmul.time", "matmul.max_abs_error"}
+    assert next(f for f in r.figures if f.name == "matmul.compile").value == 898.5  # 900 - 1.5 ms
     assert "0.75 of torch.matmul" in r.message
     assert r.details["arch"] == "gfx942:sramecc+:xnack-" and r.details["runs"][0]["fraction"] == 0.75
 
@@ -488,3 +491,27 @@ def test_a_compiler_that_hangs_is_an_error_not_a_failure(monkeypatch: pytest.Mon
     assert r.status is Status.ERROR
     assert "did not finish within 240 s" in r.message
     assert r.remedy and "python -m rocmkit.kernels.aot gfx942" in r.remedy
+
+
+def test_matmul_dtypes() -> None:
+    assert kernel_sizes("rocm").matmul_dtypes == ("float16", "bfloat16")
+    assert kernel_sizes("cpu").matmul_dtypes == ("float32",)
+    assert kernel_sizes("cuda", {"matmul_dtypes": "bfloat16, float16"}).matmul_dtypes == (
+        "bfloat16",
+        "float16",
+    )
+    assert kernel_sizes("cpu", {"matmul_dtypes": ["float16"]}).matmul_dtypes == ("float16",)
+    with pytest.raises(UsageError, match="no bfloat16") as err:
+        kernel_sizes("cpu", {"matmul_dtypes": "bfloat16"})
+    assert err.value.fix and "float32" in err.value.fix
+
+
+def test_a_triton_whose_compile_api_differs_is_an_error_not_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _fake_compiler(
+        monkeypatch, {"gfx942": {"error": "TypeError: ASTSource() got an unexpected keyword", "api": True}}
+    )
+    r = kchecks.codegen(_ctx(options={"codegen_targets": "gfx942"}))
+    assert r.status is Status.ERROR
+    assert "cannot drive the ahead-of-time compiler" in r.message and r.remedy

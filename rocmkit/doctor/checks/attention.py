@@ -76,6 +76,20 @@ def _skip(backend: Backend, device: Device, reason: str, started: float) -> Chec
     )
 
 
+def _backend_error(backend: Backend, device: Device, exc: Exception) -> CheckResult:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
+    serialize = "AMD_SERIALIZE_KERNEL=3" if device.backend == "rocm" else "CUDA_LAUNCH_BLOCKING=1"
+    return CheckResult(
+        name=f"{NAME}.{backend.short}",
+        level=LEVEL,
+        status=Status.ERROR,
+        message=f"{backend.short} attention raised {text}",
+        remedy=f"rerun with `{serialize} rocmkit doctor --only {NAME}` for the precise error",
+        backend=device.backend,
+        details={"sdpa_backend": backend.member},
+    )
+
+
 def _time(fn: Callable[[], Any], device: Device, repeats: int) -> tuple[float, float]:
     from rocmkit.kernels import bench
 
@@ -117,20 +131,24 @@ def _check_backend(
     dtype = str(q.dtype).removeprefix("torch.")
     tol = tolerance("sdpa", dtype, device.arch)
     comparisons = {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            for causal in (False, True):
+    refused: dict[bool, str] = {}
+    for causal in (False, True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
                 comparisons[causal] = compare(call(causal), references[causal], tol)
-        except RuntimeError as exc:
-            text = str(exc).lower()
-            # torch refuses a forced backend it cannot use with one of these messages.
-            unavailable = "no viable backend" in text or "no available kernel" in text
-            if unavailable and not comparisons:
-                return _skip(backend, device, _unavailable_reason(exc, caught), started), None
-            raise
-    first_ms, ms = _time(lambda: call(False), device, repeats)
-    tflops = tflop_per_s(attention_flops(*shape, causal=False), ms)
+            except RuntimeError as exc:
+                text = str(exc).lower()
+                # torch refuses a forced backend it cannot use with one of these messages;
+                # anything else is a real error and propagates.
+                if "no viable backend" not in text and "no available kernel" not in text:
+                    raise
+                refused[causal] = _unavailable_reason(exc, caught)
+    if not comparisons:
+        return _skip(backend, device, "; ".join(dict.fromkeys(refused.values())), started), None
+    timed_causal = False not in comparisons  # time full attention where it is offered
+    first_ms, ms = _time(lambda: call(timed_causal), device, repeats)
+    tflops = tflop_per_s(attention_flops(*shape, causal=timed_causal), ms)
     is_math = backend.short == "math"
     threshold = None if device.interpreted or is_math else min_vs_math
     verdict = perf_verdict(tflops, None if is_math else math_tflops, threshold)
@@ -154,6 +172,10 @@ def _check_backend(
         status = Status.PASS
         message = f"{backend.short} attention agrees with the fp32 math reference: {agreement}; {perf}"
         remedy = None
+    if refused:
+        message += "; " + "; ".join(
+            f"{'causal' if c else 'full'} attention not offered: {why}" for c, why in refused.items()
+        )
     if device.interpreted:
         message += " [CPU: no performance threshold applies]"
     label = backend.short
@@ -187,6 +209,8 @@ def _check_backend(
             "shape": list(shape),
             "dtype": dtype,
             "comparisons": {("causal" if c else "full"): cmp.as_details() for c, cmp in comparisons.items()},
+            "refused": {("causal" if c else "full"): why for c, why in refused.items()},
+            "timed": "causal" if timed_causal else "full",
             "fraction_of_math": verdict.fraction,
             "warn_below": verdict.threshold,
         },
@@ -243,16 +267,19 @@ def sdpa(ctx: CheckContext) -> list[CheckResult]:
     for backend in BACKENDS:
         if backend.cuda_only and device.backend != "cuda":
             continue
-        result, tflops = _check_backend(
-            backend,
-            device=device,
-            inputs=(q, k, v),
-            references=references,
-            shape=shape,
-            repeats=sizes.repeats,
-            math_tflops=math_tflops,
-            min_vs_math=min_vs_math,
-        )
+        try:
+            result, tflops = _check_backend(
+                backend,
+                device=device,
+                inputs=(q, k, v),
+                references=references,
+                shape=shape,
+                repeats=sizes.repeats,
+                math_tflops=math_tflops,
+                min_vs_math=min_vs_math,
+            )
+        except Exception as exc:  # one backend's crash is its own result; the others still run
+            result, tflops = _backend_error(backend, device, exc), None
         if backend.short == "math":
             math_tflops = tflops
         results.append(result)

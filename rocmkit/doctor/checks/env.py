@@ -9,6 +9,7 @@ GPU, and on a capture with ``--capture``). Each failure mode and its fix is in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from rocmkit.doctor.checks import archs
 from rocmkit.doctor.registry import CheckContext, check
@@ -542,4 +543,56 @@ def detection(ctx: CheckContext) -> CheckResult:
             {"source": p.source, "message": p.message, "hint": p.hint, "severity": p.severity}
             for p in serious
         ],
+    )
+
+
+# Triton and inductor caches for the kernels in this suite take tens of MB; a real
+# model's compiled graphs take hundreds.
+DEFAULT_CACHE_MIN_FREE_BYTES = 2 * GIB
+
+
+@check(
+    "env.cache_dir",
+    level=0,
+    description="rocmkit's cache folder (Triton and inductor compile caches) is writable and has room.",
+    needs=("live",),
+)
+def cache_dir(ctx: CheckContext) -> CheckResult:
+    import shutil
+    import tempfile
+
+    name = "env.cache_dir"
+    path = Path(ctx.cache_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".rocmkit-probe-"):
+            pass
+    except OSError as exc:
+        return _result(
+            name,
+            Status.FAIL,
+            f"cannot write to the cache folder {path}: {exc.strerror or exc}",
+            "set ROCMKIT_CACHE_DIR to a folder you can write to (Triton cannot compile without one)",
+            path=str(path),
+        )
+    free = shutil.disk_usage(path).free
+    minimum = int(ctx.options.get("cache_min_free_bytes", DEFAULT_CACHE_MIN_FREE_BYTES))
+    fig = (Figure(name="cache_free", value=round(free / GIB, 2), unit="GiB"),)
+    if free < minimum:
+        return CheckResult(
+            name=name,
+            level=0,
+            status=Status.WARN,
+            message=f"only {free / GIB:.1f} GiB free for compile caches at {path}",
+            remedy="free space there, or point ROCMKIT_CACHE_DIR at a bigger disk",
+            figures=fig,
+            details={"path": str(path)},
+        )
+    return CheckResult(
+        name=name,
+        level=0,
+        status=Status.PASS,
+        message=f"{path} is writable, {free / GIB:.0f} GiB free",
+        figures=fig,
+        details={"path": str(path)},
     )

@@ -13,7 +13,7 @@ Options (``ctx.options``), all optional:
   rocm and cuda 1.0 (torch.compile must not be slower than eager).
 - ``models.names`` (list), ``models.mode`` (infer|train), ``models.dtype``,
   ``models.size`` (default tiny on cpu, full on a GPU), ``models.repeat``
-  (default 30), ``models.timeout_s`` (per model).
+  (default 30), ``models.timeout_s`` (per model), ``models.compile_mode``.
 """
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ def compile_speedup(ctx: CheckContext) -> CheckResult:
             repeat=int(ctx.options.get("models.repeat", 30)),
             device="cpu" if ctx.backend == "cpu" else "cuda",
             timeout_s=ctx.options.get("models.timeout_s"),
+            compile_mode=ctx.options.get("models.compile_mode", "default"),
             cache_dir=ctx.cache_dir,
         )
         suite = run_suite(opts, environ=_environ(ctx), command="rocmkit doctor --level 3")

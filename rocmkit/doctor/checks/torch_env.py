@@ -69,6 +69,10 @@ def _pip_index(ctx: CheckContext) -> str:
     level=0,
     description="Exactly one Triton distribution, at the version torch pins (#19, #20).",
     needs=("live",),
+    # In a child: it must read the metadata of the Python being checked (--venv), and
+    # a child without torch starts in a fraction of a second.
+    isolated=True,
+    timeout_s=30.0,
 )
 def triton_packages(ctx: CheckContext) -> CheckResult:
     name = "triton.packages"

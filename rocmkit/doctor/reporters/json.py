@@ -8,4 +8,6 @@ from rocmkit.doctor.result import Report
 
 
 def render(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=2, sort_keys=False) + "\n"
+    # default=str: an in-process check may leave a Path or a numpy number in its details;
+    # the report must still be written.
+    return json.dumps(report.to_dict(), indent=2, default=str) + "\n"
