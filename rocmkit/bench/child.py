@@ -51,7 +51,8 @@ def probe() -> dict[str, Any]:
         device = torch.cuda.get_device_name(0)
     else:
         backend = "cpu"
-        device = f"{_cpu_name()} ({torch.get_num_threads()} threads)"
+        n = torch.get_num_threads()
+        device = f"{_cpu_name()} ({n} thread{'s' if n != 1 else ''})"
     return {"backend": backend, "device": device, "versions": versions}
 
 

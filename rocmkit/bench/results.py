@@ -309,3 +309,46 @@ def to_text(suite: SuiteResult) -> str:
         if m.status != "pass" and m.message:
             lines.append(f"{m.name}: {m.status}: {m.message}")
     return "\n".join(lines) + "\n"
+
+
+def to_markdown(suite: SuiteResult) -> str:
+    """A Markdown table for a benchmark record or a bug report."""
+    s = suite.summary
+    versions = ", ".join(f"{k} {v}" for k, v in suite.versions.items() if v)
+    lines = [
+        f"{suite.mode}, {suite.dtype}, size {suite.size}, {suite.repeat} repeats, compile mode "
+        f"{suite.compile_mode}, on {suite.device} ({suite.backend}); {versions}",
+        "",
+        "| model | status | speedup | IQR of paired ratios | eager ms (IQR/median) | compiled ms (IQR/median) "
+        "| compile s | peak MB eager / compiled | accuracy |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in suite.models:
+        iqr = f"{m.speedup_q1:.2f}–{m.speedup_q3:.2f}" if m.speedup_q1 and m.speedup_q3 else ""
+        if m.noisy:
+            iqr += " (noise)"
+
+        def timing(ms: float | None, spread: Spread | None) -> str:
+            if ms is None:
+                return ""
+            return f"{ms:.3g} ({spread.iqr_rel(ms):.0%})" if spread else f"{ms:.3g}"
+
+        peak = (
+            f"{m.eager_peak_mb:.0f} / {m.compiled_peak_mb:.0f}"
+            if m.eager_peak_mb is not None and m.compiled_peak_mb is not None
+            else ""
+        )
+        acc = m.accuracy.method if m.accuracy else ""
+        lines.append(
+            f"| {m.name} | {m.status} | {f'{m.speedup:.2f}x' if m.speedup else '-'} | {iqr} "
+            f"| {timing(m.eager_ms, m.eager_spread)} | {timing(m.compiled_ms, m.compiled_spread)} "
+            f"| {_fmt(m.compile_s, 3)} | {peak} | {acc} |"
+        )
+    gm = f"{s.geomean_speedup:.2f}x" if s.geomean_speedup else "n/a"
+    gmc = f"{s.geomean_speedup_clipped:.2f}x" if s.geomean_speedup_clipped else "n/a"
+    lines += [
+        "",
+        f"Pass rate {s.pass_rate}; geomean speedup {gm} (slowdowns included), {gmc} clipped at 1.0 "
+        "(PyTorch dashboard).",
+    ]
+    return "\n".join(lines) + "\n"

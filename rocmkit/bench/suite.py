@@ -118,8 +118,8 @@ def _failed_row(name: str, suite: str, result: CommandResult, timeout: float) ->
 
 
 def _device_label(probed: str, backend: str, threads: int | None) -> str:
-    if backend == "cpu" and threads and probed.endswith(" threads)"):
-        return f"{probed.rsplit(' (', 1)[0]} ({threads} threads)"
+    if backend == "cpu" and threads and probed.endswith(")"):
+        return f"{probed.rsplit(' (', 1)[0]} ({threads} thread{'s' if threads != 1 else ''})"
     return probed
 
 

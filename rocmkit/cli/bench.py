@@ -130,6 +130,13 @@ def _write(path: Path, text: str) -> None:
     default=None,
     help="Also write the speedup chart alone as an SVG file.",
 )
+@click.option(
+    "--markdown",
+    "md_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the table as Markdown to FILE.",
+)
 @click.option("--list", "list_only", is_flag=True, help="List the models and exit.")
 @click.option(
     "--perturb-compiled",
@@ -156,6 +163,7 @@ def models_cmd(
     csv_path: Path | None,
     html_path: Path | None,
     svg_path: Path | None,
+    md_path: Path | None,
     list_only: bool,
     perturb: float,
 ) -> None:
@@ -175,7 +183,7 @@ def models_cmd(
         for spec in select(names):
             click.echo(f"{spec.name:12} {spec.suite:12} {spec.description}")
         return
-    for path in (csv_path, html_path, svg_path):
+    for path in (csv_path, html_path, svg_path, md_path):
         # Checked before the run, not after minutes of compiling.
         if path is not None and not path.parent.is_dir():
             raise UsageError(
@@ -214,6 +222,8 @@ def models_cmd(
         _write(html_path, html.render_page(suite))
     if svg_path is not None:
         _write(svg_path, html.render_svg(suite))
+    if md_path is not None:
+        _write(md_path, results.to_markdown(suite))
     if as_json:
         click.echo(json.dumps(suite.to_dict(), indent=2))
     else:

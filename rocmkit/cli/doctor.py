@@ -112,6 +112,8 @@ def cli(
             raise UsageError(
                 f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
             )
+    # Bad names fail here, before detection and the plan take their time.
+    total = len(select(found.checks, level=level, only=only, skip=skip))
 
     from rocmkit.detect import load_machine
     from rocmkit.doctor.python_env import select_python
@@ -129,7 +131,6 @@ def cli(
         timeout_scale=timeout_scale,
         options=parse_settings(settings),
     )
-    total = len(select(found.checks, level=level, only=only, skip=skip))
     progress = text.Progress(total)
     report = doctor(
         machine,
@@ -141,21 +142,24 @@ def cli(
         checks=found,
         python=python,
     )
-    if junit is not None:
-        from rocmkit.doctor.reporters import junit as junit_reporter
-        from rocmkit.doctor.reporters.prom import write_atomic
-
-        write_atomic(junit, junit_reporter.render(report))
-    if prom is not None:
-        from rocmkit.doctor.reporters import prom as prom_reporter
-
-        prom_reporter.write_atomic(prom, prom_reporter.render(report))
     if as_json:
         from rocmkit.doctor.reporters import json as json_reporter
 
         click.echo(json_reporter.render(report), nl=False)
     else:
         click.echo(text.render(report, colour=sys.stdout.isatty(), verbose=verbose), nl=False)
+    from rocmkit.doctor.reporters import junit as junit_reporter
+    from rocmkit.doctor.reporters import prom as prom_reporter
+
+    for path, render in ((junit, junit_reporter.render), (prom, prom_reporter.render)):
+        if path is None:
+            continue
+        try:
+            prom_reporter.write_atomic(path, render(report))
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {path}: {exc.strerror or exc}", "choose a file in a folder you can write to"
+            ) from exc
     sys.exit(report.exit_code)
 
 

@@ -97,6 +97,8 @@ def test_bad_arguments_give_one_line() -> None:
     assert "--list" in proc.stderr
     proc = _doctor("--prom", "/nonexistent-dir/x.prom")
     assert proc.returncode == 4 and "does not exist" in proc.stderr
+    proc = _doctor("--level", "0", "--prom", "/proc/rocmkit-cannot-write-here.prom")
+    assert proc.returncode == 4 and "cannot write /proc/rocmkit-cannot-write-here.prom" in proc.stderr
     proc = _doctor("--capture", "/nonexistent-capture")
     assert proc.returncode == 4 and proc.stderr.startswith("error:")
     assert "Traceback" not in proc.stderr

@@ -17,6 +17,7 @@ from rocmkit.bench.results import (
     Summary,
     geomean,
     to_csv,
+    to_markdown,
     to_text,
 )
 from rocmkit.errors import DataError
@@ -133,3 +134,25 @@ def test_text_table_names_both_geomeans_and_failures() -> None:
     assert "geomean speedup 1.00x (slowdowns included)" in text
     assert "1.41x clipped at 1.0" in text
     assert "c: timeout: killed" in text
+
+
+def test_markdown_table_has_a_row_per_model_and_the_summary() -> None:
+    text = to_markdown(
+        suite(
+            row(
+                "a",
+                speedup=2.0,
+                speedup_q1=1.9,
+                speedup_q3=2.1,
+                eager_ms=4.0,
+                compiled_ms=2.0,
+                eager_spread=Spread(q1=3.8, q3=4.2, min=3.5, max=5.0),
+            ),
+            row("b", "compile_error", None),
+        )
+    )
+    lines = text.splitlines()
+    assert lines[2].startswith("| model | status | speedup")
+    assert "| a | pass | 2.00x | 1.90–2.10 | 4 (10%) | 2 |" in text
+    assert "| b | compile_error | - |" in text
+    assert "Pass rate 50%, 1/2; geomean speedup 2.00x" in text
