@@ -23,7 +23,9 @@ from rocmkit.runner import run
 
 # Modules whose presence decides needs, and distributions whose versions go in the report.
 MODULES = ("torch", "triton", "transformers", "packaging")
-DISTRIBUTIONS = ("torch", "triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm")
+# Every distribution that installs the `triton` package; they overwrite each other.
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm")
+DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS)
 PROBE_TIMEOUT_S = 30.0
 
 # Run by the other interpreter: stdlib only, no rocmkit (it may not be importable there).

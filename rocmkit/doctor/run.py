@@ -24,7 +24,7 @@ from typing import Any
 
 from rocmkit import __version__
 from rocmkit.doctor import isolate
-from rocmkit.doctor.python_env import PythonEnv, this_python
+from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS, PythonEnv, this_python
 from rocmkit.doctor.registry import Backend, Check, CheckContext, load_checks
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.errors import UsageError
@@ -33,7 +33,6 @@ from rocmkit.plan import Plan
 from rocmkit.sources import relevant_env
 
 MAX_LEVEL = 3
-TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,16 +272,16 @@ def versions(results: Sequence[CheckResult], python: PythonEnv | None = None) ->
 
 
 def make_plan(machine: Machine) -> Plan | None:
-    """The plan resolve would make for this machine, where one can be made."""
-    from rocmkit.errors import RocmkitError
+    """The plan resolve would make for this machine, where one can be made.
 
+    Nothing fitting (NoPlanError) is a normal answer here; so, for the doctor, is any
+    other failure of resolve: the plan is context for the report, and `rocmkit resolve`
+    is where its errors are shown."""
     try:
         from rocmkit.resolve import Constraints, resolve
-    except ImportError:
-        return None
-    try:
+
         return resolve(machine, Constraints())
-    except RocmkitError:
+    except Exception:
         return None
 
 

@@ -243,3 +243,35 @@ def test_cache_dir_writable_full_and_unwritable(tmp_path: Path) -> None:
     blocker.write_text("")
     bad = env.cache_dir(CheckContext(machine=m, cache_dir=blocker / "sub"))
     assert bad.status is Status.FAIL and "cannot write" in bad.message
+
+
+def test_every_warning_and_failure_names_its_fix(tmp_path: Path) -> None:
+    denied = replace(KFD_OK, readable=False, writable=False, gid=993, group=None)
+    bad_machines = [
+        _amd(driver_loaded=False),
+        _amd(host=Host(uid=1000, gids=(1000,), container="docker", devices=(denied, RENDER_OK))),
+        _amd(host=Host(uid=1000, devices=(DeviceNode(path="/dev/kfd", exists=False),))),
+        _amd(RX6800M, replace(RX7900, index=1), envs={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}),
+        _amd(MI210, replace(MI210, index=1), envs={"HIP_VISIBLE_DEVICES": "5", "ROCR_VISIBLE_DEVICES": "0"}),
+        _amd(IGPU, MI100),
+        _amd(
+            MI210,
+            replace(MI210, index=1),
+            host=Host(shm_bytes=2**26, kernel_cmdline="ro", numa_balancing=True),
+        ),
+        replace(_amd(), problems=(Problem(source="rocminfo", message="hung", hint="see dmesg"),)),
+    ]
+    from rocmkit.doctor.registry import load_checks
+
+    checks = [c for c in load_checks(("rocmkit.doctor.checks.env",)).values()]
+    seen = 0
+    for m in bad_machines:
+        ctx = CheckContext(machine=m, backend="rocm", cache_dir=tmp_path)
+        for chk in checks:
+            r = chk.func(ctx)
+            assert isinstance(r, CheckResult)
+            if r.status in (Status.WARN, Status.FAIL):
+                seen += 1
+                assert r.remedy, f"{r.name}: {r.message}"
+                assert "\n" not in r.message
+    assert seen >= 10

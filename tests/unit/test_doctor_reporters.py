@@ -155,3 +155,35 @@ def test_progress_lines_go_to_the_given_stream() -> None:
         chk, [CheckResult(name="env.x", level=0, status=Status.WARN, message="careful", duration_s=0.5)]
     )
     assert stream.getvalue() == "[1/2] WARN  env.x (0.50 s) careful\n"
+
+
+def test_prometheus_series_stay_unique_for_repeated_names() -> None:
+    twice = [
+        CheckResult(
+            name="torch.per_gpu",
+            level=1,
+            status=s,
+            message="m",
+            figures=(Figure(name="bw", value=1.0, unit="GB/s"), Figure(name="bw", value=2.0, unit="GB/s")),
+        )
+        for s in (Status.PASS, Status.FAIL)
+    ]
+    report = Report(
+        machine={},
+        plan=None,
+        results=tuple(twice),
+        versions={},
+        started_at="2026-12-02T14:00:00Z",
+        finished_at="2026-12-02T14:00:05Z",
+        host_id="h",
+        hostname="h",
+        level=1,
+    )
+    samples = [
+        (s.name, tuple(sorted(s.labels.items())))
+        for f in text_string_to_metric_families(prom.render(report))
+        for s in f.samples
+    ]
+    assert len(samples) == len(set(samples))
+    checks = {dict(labels)["check"] for _, labels in samples if "check" in dict(labels)}
+    assert checks == {"torch.per_gpu", "torch.per_gpu#2"}

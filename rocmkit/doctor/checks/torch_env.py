@@ -21,11 +21,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from rocmkit.doctor.checks import archs
+from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
-
-# Every distribution that installs the `triton` package; they overwrite each other.
-TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm")
 
 
 def _result(
@@ -550,7 +548,7 @@ def triton_import(ctx: CheckContext) -> CheckResult:
     took = time.perf_counter() - start
     version = str(triton.__version__)
     interp = os.environ.get("TRITON_INTERPRET") == "1"
-    details: dict[str, Any] = {"versions": {"triton_module": version}, "interpreter": interp}
+    details: dict[str, Any] = {"triton_version": version, "interpreter": interp}
     fig = (Figure(name="import_time", value=round(took, 3), unit="s"),)
     backend = "cpu-interpreter" if interp else ctx.backend
     if _version("torch") is not None:

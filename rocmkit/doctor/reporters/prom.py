@@ -37,30 +37,43 @@ def _unit_label(unit: str) -> str:
     return re.sub(r"\s+", "", unit)
 
 
+def _unique(names: list[str]) -> list[str]:
+    """Prometheus rejects two series with the same labels: a second result (or figure)
+    under one name, one per GPU say, becomes ``name#2``, then ``name#3``."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
+    return out
+
+
 def render(report: Report) -> str:
     host = report.hostname
+    checks = list(zip(_unique([r.name for r in report.results]), report.results, strict=True))
     lines: list[str] = [
         "# HELP rocmkit_check_status 1 for the status each doctor check ended with, 0 for the others.",
         "# TYPE rocmkit_check_status gauge",
     ]
-    for r in report.results:
+    for name, r in checks:
         for s in Status:
             value = 1 if r.status is s else 0
             lines.append(
-                f"rocmkit_check_status{_labels(host=host, check=r.name, status=s.value, level=str(r.level))} {value}"
+                f"rocmkit_check_status{_labels(host=host, check=name, status=s.value, level=str(r.level))} {value}"
             )
     lines += [
         "# HELP rocmkit_check_duration_seconds Wall time of each doctor check.",
         "# TYPE rocmkit_check_duration_seconds gauge",
     ]
-    for r in report.results:
+    for name, r in checks:
         lines.append(
-            f"rocmkit_check_duration_seconds{_labels(host=host, check=r.name)} {_number(r.duration_s)}"
+            f"rocmkit_check_duration_seconds{_labels(host=host, check=name)} {_number(r.duration_s)}"
         )
     figure_lines = [
-        f"rocmkit_figure{_labels(host=host, check=r.name, name=f.name, unit=_unit_label(f.unit))} {_number(f.value)}"
-        for r in report.results
-        for f in r.figures
+        f"rocmkit_figure{_labels(host=host, check=name, name=fig_name, unit=_unit_label(f.unit))} "
+        f"{_number(f.value)}"
+        for name, r in checks
+        for fig_name, f in zip(_unique([f.name for f in r.figures]), r.figures, strict=True)
     ]
     if figure_lines:
         lines += [
