@@ -29,6 +29,15 @@ class Plan:
     python: str | None = None  # "3.11"
     target_archs: tuple[str, ...] = ()  # archs the chosen wheel must run on ("gfx1030")
     unsupported_gpus: tuple[str, ...] = ()  # "GPU 1 (gfx90c, AMD Radeon Graphics): ..."
+    # Which of ``requirements`` are optional companions (torchvision, torchaudio): install
+    # may leave them out (--no-companions, or a fallback source lacking them); torch and
+    # its Triton pin never are. Empty (plans from older rocmkits): every requirement is required.
+    companions: tuple[str, ...] = ()
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """``requirements`` without the companions: what an install cannot do without."""
+        return tuple(r for r in self.requirements if r not in self.companions)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -57,6 +66,7 @@ class Plan:
                 python=data.get("python"),
                 target_archs=tuple(data.get("target_archs", ())),
                 unsupported_gpus=tuple(data.get("unsupported_gpus", ())),
+                companions=tuple(data.get("companions", ())),
             )
         except (KeyError, TypeError) as exc:
             raise DataError(

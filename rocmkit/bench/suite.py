@@ -56,7 +56,7 @@ class SuiteOptions:
 def child_env(
     environ: Mapping[str, str], cache: Path, device: str, threads: int | None = None
 ) -> dict[str, str]:
-    """The child's environment: compile caches under rocmkit's cache, one compile thread on a CPU."""
+    """The child's environment: compile caches under rocmkit's cache, GPUs hidden for a CPU run."""
     env = dict(environ)
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
     env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
@@ -64,8 +64,9 @@ def child_env(
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     if device == "cpu":
-        # Parallel compile workers cost more than they save on a small shared CPU.
-        env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+        if (os.cpu_count() or 1) <= 4:
+            # The compile workers would compete with the compiled kernels for a few cores.
+            env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
         # CPU-only torch has no GPU to pick, but a ROCm build on a GPU node must not use one.
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["HIP_VISIBLE_DEVICES"] = ""

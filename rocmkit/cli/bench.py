@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from rocmkit.bench.results import SuiteResult
 from rocmkit.errors import UsageError
 
 
@@ -26,6 +27,18 @@ def _write(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}", "choose a writable path") from exc
+
+
+def _load(path: Path) -> SuiteResult:
+    from rocmkit.errors import DataError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(
+            f"cannot read {path}: {exc}", "pass a file written by `rocmkit bench models --json`"
+        ) from exc
+    return SuiteResult.from_dict(data)
 
 
 @cli.command(name="models")
@@ -137,6 +150,13 @@ def _write(path: Path, text: str) -> None:
     default=None,
     help="Also write the table as Markdown to FILE.",
 )
+@click.option(
+    "--load",
+    "load_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Render a saved --json result (table, --csv, --html, --svg, --markdown) instead of running.",
+)
 @click.option("--list", "list_only", is_flag=True, help="List the models and exit.")
 @click.option(
     "--perturb-compiled",
@@ -164,6 +184,7 @@ def models_cmd(
     html_path: Path | None,
     svg_path: Path | None,
     md_path: Path | None,
+    load_path: Path | None,
     list_only: bool,
     perturb: float,
 ) -> None:
@@ -202,7 +223,7 @@ def models_cmd(
         timeout_s=timeout_s,
         threads=threads,
         compile_mode=compile_mode,
-        perturb=perturb,  # type: ignore[arg-type]
+        perturb=perturb,
     )
 
     def started(name: str) -> None:
@@ -212,10 +233,13 @@ def models_cmd(
         speed = f" {row.speedup:.2f}x" if row.speedup else ""
         click.echo(f"{row.name}: {row.status}{speed} ({row.duration_s:.0f} s)", err=True)
 
-    # Recorded in the result so a table can say exactly what produced it.
-    argv = sys.argv[sys.argv.index("bench") :] if "bench" in sys.argv else ["bench", "models"]
-    command = "rocmkit " + shlex.join(argv)
-    suite = run_suite(opts, on_start=started, on_result=finished, command=command)
+    if load_path is not None:
+        suite = _load(load_path)
+    else:
+        # Recorded in the result so a table can say exactly what produced it.
+        argv = sys.argv[sys.argv.index("bench") :] if "bench" in sys.argv else ["bench", "models"]
+        command = "rocmkit " + shlex.join(argv)
+        suite = run_suite(opts, on_start=started, on_result=finished, command=command)
     if csv_path is not None:
         _write(csv_path, results.to_csv(suite))
     if html_path is not None:

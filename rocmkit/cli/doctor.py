@@ -1,7 +1,7 @@
 """``rocmkit doctor``: run the levelled checks and report one verdict.
 
-Exit codes: 0 every check passed (or was skipped), 1 a check failed, 2 warnings
-only, 3 a check could not run (and none failed).
+Exit codes: 0 nothing failed, warned or errored (checks passed or were skipped),
+1 a check failed, 2 warnings only, 3 a check could not run (and none failed).
 """
 
 from __future__ import annotations

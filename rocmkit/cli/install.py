@@ -112,6 +112,11 @@ def _resolve(
     metavar="PKG",
     help="Companion packages (transformers ...), installed under the guard.",
 )
+@click.option(
+    "--no-companions",
+    is_flag=True,
+    help="Install torch and its Triton only: leave out torchvision/torchaudio (minimal images).",
+)
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
 @click.option(
     "--lock",
@@ -176,6 +181,7 @@ def cli(
     index_base: str | None,
     installer: str,
     with_packages: tuple[str, ...],
+    no_companions: bool,
     dry_run: bool,
     lock_file: Path | None,
     from_lock: Path | None,
@@ -227,6 +233,11 @@ def cli(
         )
     if (from_lock or (wheelhouse and not download_only)) and (torch or rocm or cpu or capture):
         raise UsageError("a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--capture do not apply")
+    if no_companions and (from_lock or (wheelhouse and not download_only)):
+        raise UsageError(
+            "a lock or wheelhouse installs its exact list; --no-companions does not apply",
+            "make the lock or wheelhouse with --no-companions instead",
+        )
 
     opts = flow.Options(
         installer=cast("flow.InstallerChoice", installer),
@@ -238,6 +249,7 @@ def cli(
         limits=Limits(net_timeout_s=net_timeout, install_timeout_s=install_timeout),
         probe_timeout_s=probe_timeout,
         show_output=not quiet,
+        companions=not no_companions,
     )
     read_only = bool(lock_file or download_only)
     created = False
@@ -328,14 +340,16 @@ def _carry_out(
         _echo(f"rocmkit: warning: {warning}")
 
     if would_create is not None:
+        shown = plan if opts.companions else dataclasses.replace(plan, requirements=plan.required)
         _echo(f"rocmkit: dry run: would create the virtual environment {would_create}, then run:")
-        _echo(f"rocmkit:   {plan.uv_command() if find_uv() else plan.pip_command()}")
+        _echo(f"rocmkit:   {shown.uv_command() if find_uv() else shown.pip_command()}")
         outcome = flow.Outcome(
             action="dry-run",
             target=str(would_create),
             installer="uv" if find_uv() else "pip",
             plan=plan,
             sources=flow.plan_sources(plan),
+            left_out=tuple(r for r in plan.requirements if r not in shown.requirements),
         )
     elif lock_file:
         outcome = flow.write_lock(plan, target, lock_file, opts, _echo)
@@ -349,5 +363,9 @@ def _carry_out(
             _echo(f"rocmkit: installed into {outcome.target} with {outcome.installer}: {outcome.changes}")
             if env:
                 _echo(f"rocmkit: set {env} when running (the plan says why: `rocmkit resolve`)")
+            # Said again at the end: the first warning scrolled away under pip's output.
+            for req in outcome.left_out:
+                add = flow.add_later_command(req, plan, target, outcome.installer)
+                _echo(f"rocmkit: WARNING: {req} was not installed; add it later with: {add}")
     if as_json:
         click.echo(json.dumps(outcome.to_dict(), indent=2))

@@ -28,7 +28,7 @@ from typing import Any
 
 from rocmkit.doctor.python_env import PythonEnv, shim_path
 from rocmkit.doctor.registry import Check, CheckContext
-from rocmkit.doctor.result import CheckResult, Status
+from rocmkit.doctor.result import CheckResult, Status, exception_line
 from rocmkit.runner import CommandResult, run
 
 REQUEST_SCHEMA = "rocmkit.doctor.request/1"
@@ -133,6 +133,27 @@ def stderr_tail(text: str, lines: int = STDERR_TAIL_LINES) -> list[str]:
     return [line for line in text.rstrip().splitlines() if line.strip()][-lines:]
 
 
+def error_result(
+    chk: Check,
+    ctx: CheckContext,
+    message: str,
+    duration_s: float,
+    remedy: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> CheckResult:
+    """The check could not run: its ``error`` result, under the check's own name and level."""
+    return CheckResult(
+        name=chk.name,
+        level=chk.level,
+        status=Status.ERROR,
+        message=message,
+        remedy=remedy,
+        duration_s=round(duration_s, 3),
+        backend=ctx.backend,
+        details=details or {},
+    )
+
+
 def _failure_result(
     chk: Check, ctx: CheckContext, proc: CommandResult, budget: float, elapsed: float
 ) -> CheckResult:
@@ -171,16 +192,7 @@ def _failure_result(
         tail = details["stderr_tail"]
         last = tail[-1] if tail else ""
         message = f"the check's process exited with code {proc.returncode}" + (f": {last}" if last else "")
-    return CheckResult(
-        name=chk.name,
-        level=chk.level,
-        status=Status.ERROR,
-        message=message,
-        remedy=remedy,
-        duration_s=round(elapsed, 3),
-        backend=ctx.backend,
-        details=details,
-    )
+    return error_result(chk, ctx, message, elapsed, remedy, details)
 
 
 def normalise(chk: Check, ctx: CheckContext, value: object, duration_s: float) -> list[CheckResult]:
@@ -189,16 +201,8 @@ def normalise(chk: Check, ctx: CheckContext, value: object, duration_s: float) -
     out: list[CheckResult] = []
     for item in items:
         if not isinstance(item, CheckResult):
-            out.append(
-                CheckResult(
-                    name=chk.name,
-                    level=chk.level,
-                    status=Status.ERROR,
-                    message=f"the check returned {type(item).__name__}, not a CheckResult",
-                    duration_s=round(duration_s, 3),
-                    backend=ctx.backend,
-                )
-            )
+            message = f"the check returned {type(item).__name__}, not a CheckResult"
+            out.append(error_result(chk, ctx, message, duration_s))
             continue
         out.append(
             CheckResult(
@@ -215,38 +219,20 @@ def normalise(chk: Check, ctx: CheckContext, value: object, duration_s: float) -
             )
         )
     if not out:
-        out.append(
-            CheckResult(
-                name=chk.name,
-                level=chk.level,
-                status=Status.ERROR,
-                message="the check returned no result",
-                duration_s=round(duration_s, 3),
-                backend=ctx.backend,
-            )
-        )
+        out.append(error_result(chk, ctx, "the check returned no result", duration_s))
     return out
 
 
 def exception_result(chk: Check, ctx: CheckContext, exc: BaseException, duration_s: float) -> CheckResult:
     """An exception inside a check: it could not run (error), with the traceback's tail."""
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    text = exception_line(exc)
     message = f"raised {text}"
     remedy = None
     if "out of memory" in str(exc).lower():
         message = f"ran out of device memory: {text}"
         remedy = "free the GPU (`rocm-smi --showpids` / `nvidia-smi`) or lower the check's sizes"
-    return CheckResult(
-        name=chk.name,
-        level=chk.level,
-        status=Status.ERROR,
-        message=message,
-        remedy=remedy,
-        duration_s=round(duration_s, 3),
-        backend=ctx.backend,
-        details={"traceback": stderr_tail("".join(lines), 30)},
-    )
+    return error_result(chk, ctx, message, duration_s, remedy, {"traceback": stderr_tail("".join(lines), 30)})
 
 
 def call_check(chk: Check, ctx: CheckContext) -> list[CheckResult]:

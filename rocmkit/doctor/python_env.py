@@ -14,9 +14,12 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from rocmkit.errors import UsageError
 from rocmkit.runner import run
@@ -36,9 +39,16 @@ def v(d):
         return md.version(d)
     except md.PackageNotFoundError:
         return None
+def req(d):
+    try:
+        return md.requires(d) or []
+    except md.PackageNotFoundError:
+        return []
 print(json.dumps({
     "executable": sys.executable,
     "prefix": sys.prefix,
+    "base_prefix": sys.base_prefix,
+    "torch_requires": req("torch"),
     "version": platform.python_version(),
     "modules": {m: u.find_spec(m) is not None for m in MODULES},
     "dists": {d: v(d) for d in DISTRIBUTIONS},
@@ -53,9 +63,28 @@ class PythonEnv:
     modules: dict[str, bool] = field(default_factory=dict)
     dists: dict[str, str | None] = field(default_factory=dict)
     own: bool = True  # this very interpreter: checks may also run in-process
+    # The venv folder (sys.prefix) when the interpreter runs in one: remedies name it.
+    venv: str | None = None
+    # torch's Requires-Dist, read without importing torch: the Triton it pins.
+    torch_requires: tuple[str, ...] = ()
 
     def has(self, module: str) -> bool:
         return bool(self.modules.get(module))
+
+
+def triton_pin(requires: Iterable[str] | None) -> Requirement | None:
+    """The Triton requirement in torch's Requires-Dist that applies to this platform."""
+    for raw in requires or ():
+        try:
+            req = Requirement(raw)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) not in TRITON_DISTRIBUTIONS:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        return req
+    return None
 
 
 def _find_spec(name: str) -> bool:
@@ -72,6 +101,17 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _requires(dist: str) -> tuple[str, ...]:
+    try:
+        return tuple(importlib.metadata.requires(dist) or ())
+    except importlib.metadata.PackageNotFoundError:
+        return ()
+
+
+def _venv_of(prefix: str, base_prefix: str) -> str | None:
+    return prefix if os.path.realpath(prefix) != os.path.realpath(base_prefix) else None
+
+
 def this_python() -> PythonEnv:
     """The interpreter rocmkit runs in, read without importing torch."""
     return PythonEnv(
@@ -79,6 +119,8 @@ def this_python() -> PythonEnv:
         version=platform.python_version(),
         modules={m: _find_spec(m) for m in MODULES},
         dists={d: _version(d) for d in DISTRIBUTIONS},
+        venv=_venv_of(sys.prefix, sys.base_prefix),
+        torch_requires=_requires("torch"),
     )
 
 
@@ -101,6 +143,8 @@ def probe_python(python: str) -> PythonEnv:
             # A venv's python is a link to the base interpreter, so compare environments
             # (sys.prefix), not executables.
             own=os.path.realpath(str(data["prefix"])) == os.path.realpath(sys.prefix),
+            venv=_venv_of(str(data["prefix"]), str(data["base_prefix"])),
+            torch_requires=tuple(str(r) for r in data["torch_requires"]),
         )
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise UsageError(

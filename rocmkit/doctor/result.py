@@ -146,3 +146,8 @@ class Report:
             raise DataError(
                 f"malformed {SCHEMA} report: {exc}", "regenerate it with `rocmkit doctor --json`"
             ) from exc
+
+
+def exception_line(exc: BaseException, limit: int = 300) -> str:
+    """``ImportError: libamdhip64.so: cannot open ...``: the first line, for a one-line message."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:limit]

@@ -20,10 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rocmkit import __version__
 from rocmkit.doctor import isolate
+from rocmkit.doctor.absent import absent_gate, install_torch_remedy
 from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS, PythonEnv, this_python
 from rocmkit.doctor.registry import Backend, Check, CheckContext, load_checks
 from rocmkit.doctor.result import CheckResult, Report, Status
@@ -111,26 +112,31 @@ def _installed(dist_or_module: str) -> bool:
         return False
 
 
-def missing_need(chk: Check, ctx: CheckContext, python: PythonEnv | None = None) -> tuple[str, str] | None:
-    """Why this check cannot run here (message, remedy), or None."""
+class Why(NamedTuple):
+    """Why a check is not run: the message, the fix, and the package missing, if that is why."""
+
+    message: str
+    remedy: str
+    missing: str | None = None
+
+
+def missing_need(chk: Check, ctx: CheckContext, python: PythonEnv | None = None) -> Why | None:
+    """Why this check cannot run here, or None."""
     live_only = {"torch", "triton", "gpu", "live"}
     if ctx.machine.source.startswith("capture:") and (chk.isolated or chk.needs & live_only):
-        return (
-            "runs on a live machine only, not on a capture",
-            "run `rocmkit doctor` on the node itself",
-        )
+        return Why("runs on a live machine only, not on a capture", "run `rocmkit doctor` on the node itself")
     for need in sorted(chk.needs):
         if need == "gpu" and ctx.backend == "cpu":
-            return ("needs a GPU, and this run uses the CPU backend", "run it on a GPU node")
+            return Why("needs a GPU, and this run uses the CPU backend", "run it on a GPU node")
         present = python.has(need) if python is not None else _installed(need)
         if need in ("torch", "triton", "transformers") and not present:
             remedy = {
-                "torch": "install torch with `rocmkit install`",
+                "torch": install_torch_remedy(python or this_python()),
                 "triton": "install the Triton build torch pins (`rocmkit install` does)",
                 "transformers": "pip install transformers",
             }[need]
             where = "this Python" if python is None or python.own else python.executable
-            return (f"needs {need}, which is not installed in {where}", remedy)
+            return Why(f"needs {need}, which is not installed in {where}", remedy, need)
     return None
 
 
@@ -160,15 +166,18 @@ def run_checks(
     on_start: Progress | None = None,
     on_result: ResultHook | None = None,
     python: PythonEnv | None = None,
+    level: int = 1,
 ) -> list[CheckResult]:
+    """Run ``selected`` in order. ``level``: the level asked for; from 1 on, torch (or
+    Triton next to torch) missing from the checked Python is a finding, not a skip."""
     results: list[CheckResult] = []
     pending = list(selected)
-    broken: dict[str, tuple[str, str]] = {}  # need -> why later checks needing it are not run, and the fix
+    broken: dict[str, Why] = {}  # need -> why later checks needing it are not run
     for i, chk in enumerate(pending):
         if on_start is not None:
             on_start(chk)
         try:
-            out = _run_one(chk, ctx, timeout_scale, broken, python)
+            out = _run_one(chk, ctx, timeout_scale, broken, python, level)
         except KeyboardInterrupt:
             # Ctrl-C: the running child is already killed (the runner does it); keep
             # what ran and say plainly what did not, so the partial report is honest.
@@ -187,7 +196,7 @@ def run_checks(
             need = GATE_CHECKS.get(r.name)
             if need is not None and r.status in (Status.FAIL, Status.ERROR):
                 # Every later check needing it would fail with the same ImportError: say it once.
-                broken[need] = (f"not run: {r.name} failed on this node", f"fix {r.name} first")
+                broken[need] = Why(f"not run: {r.name} failed on this node", f"fix {r.name} first")
             if (
                 "gpu" in chk.needs
                 and r.status is Status.ERROR
@@ -195,38 +204,45 @@ def run_checks(
             ):
                 # A GPU that hung one kernel hangs the next: do not spend every
                 # later check's timeout finding that out again.
-                broken["gpu"] = (
+                broken["gpu"] = Why(
                     f"not run: {r.name} hung, so the GPU may be wedged",
                     "check `dmesg` for GPU resets, reset the GPU or reboot, then rerun",
                 )
     return results
 
 
-def _not_run(chk: Check, ctx: CheckContext, status: Status, message: str) -> CheckResult:
-    return CheckResult(name=chk.name, level=chk.level, status=status, message=message, backend=ctx.backend)
+def _not_run(
+    chk: Check, ctx: CheckContext, status: Status, message: str, why: Why | None = None
+) -> CheckResult:
+    """A check that was not run: skipped for ``why``, or cut short by Ctrl-C."""
+    return CheckResult(
+        name=chk.name,
+        level=chk.level,
+        status=status,
+        message=message,
+        remedy=why.remedy if why else None,
+        backend=ctx.backend,
+        details={"missing": why.missing} if why and why.missing else {},
+    )
 
 
 def _run_one(
     chk: Check,
     ctx: CheckContext,
     timeout_scale: float,
-    broken: Mapping[str, tuple[str, str]],
+    broken: Mapping[str, Why],
     python: PythonEnv | None = None,
+    level: int = 1,
 ) -> list[CheckResult]:
     why = missing_need(chk, ctx, python)
+    if why is not None and why.missing in ("torch", "triton"):
+        found = absent_gate(chk, ctx, python or this_python(), level)
+        if found is not None:
+            return [found]
     if why is None:
         why = next((broken[n] for n in sorted(chk.needs) if n in broken), None)
     if why is not None:
-        return [
-            CheckResult(
-                name=chk.name,
-                level=chk.level,
-                status=Status.SKIP,
-                message=why[0],
-                remedy=why[1],
-                backend=ctx.backend,
-            )
-        ]
+        return [_not_run(chk, ctx, Status.SKIP, why.message, why)]
     # Another venv's Python: whatever imports torch or Triton must run there, in a child.
     foreign = python is not None and not python.own and bool(chk.needs & {"torch", "triton", "transformers"})
     if chk.isolated or foreign:
@@ -320,7 +336,13 @@ def doctor(
     )
     py = python or this_python()
     ran = run_checks(
-        selected, ctx, timeout_scale=opts.timeout_scale, on_start=on_start, on_result=on_result, python=py
+        selected,
+        ctx,
+        timeout_scale=opts.timeout_scale,
+        on_start=on_start,
+        on_result=on_result,
+        python=py,
+        level=opts.level,
     )
     results = [*found.broken, *ran]
     live = machine.source == "live"

@@ -17,6 +17,8 @@ from rocmkit.runner import CommandResult
 DEFAULT_NET_TIMEOUT_S = 15.0
 # Overall limit of one pip/uv run (a real ROCm torch wheel is ~4 GB).
 DEFAULT_INSTALL_TIMEOUT_S = 3600.0
+# Limit of a query run (dry run, report, compile, uninstall).
+QUERY_TIMEOUT_S = 600.0
 
 # Variables a user's shell may carry that would change what pip/uv do behind
 # rocmkit's back (an old guard from another venv, a forced index).
@@ -84,6 +86,34 @@ class Installer(Protocol):
     def uninstall(self, names: tuple[str, ...]) -> CommandResult: ...
 
     def lock(self, spec: InstallSpec) -> tuple[list[Locked], CommandResult]: ...
+
+
+def requirement_args(spec: InstallSpec) -> list[str]:
+    """What to install, as pip and uv both spell it."""
+    args = [*spec.requirements]
+    for req_file in spec.requirement_files:
+        args += ["-r", str(req_file)]
+    return args
+
+
+def option_args(spec: InstallSpec) -> list[str]:
+    """The install options pip and uv spell alike (the sources are not among them)."""
+    args: list[str] = []
+    for constraint in spec.constraints:
+        args += ["--constraint", str(constraint)]
+    if spec.no_deps:
+        args.append("--no-deps")
+    if spec.require_hashes:
+        args.append("--require-hashes")
+    if spec.break_system_packages:
+        args.append("--break-system-packages")
+    return args
+
+
+def uninstall_args(target: Target) -> list[str]:
+    # pip and uv refuse to uninstall from a PEP 668 Python without it; rocmkit only
+    # reaches an uninstall there after the user allowed changing it.
+    return ["--break-system-packages"] if target.externally_managed is not None else []
 
 
 def canonical(name: str) -> str:

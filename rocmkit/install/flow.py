@@ -12,8 +12,10 @@ Mode by mode:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -52,6 +54,7 @@ class Options:
     limits: Limits = field(default_factory=Limits)
     probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
     show_output: bool = True
+    companions: bool = True  # False: --no-companions (torch and Triton only)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +68,7 @@ class Outcome:
     changes: str = ""
     verification: dict[str, Any] | None = None
     path: str | None = None  # lock file or wheelhouse written
+    left_out: tuple[str, ...] = ()  # companions not installed (--no-companions, or no source has them)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +85,7 @@ class Outcome:
             "changes": self.changes,
             "verification": self.verification,
             "path": self.path,
+            "left_out": list(self.left_out),
         }
 
 
@@ -174,15 +179,79 @@ def checked_sources(
     opts: Options,
     echo: Echo,
     notes: list[str],
-) -> Sources:
-    """Probe the indexes (short timeout); substitute the user's own sources where needed, saying so."""
+    companions: tuple[str, ...] = (),
+) -> tuple[Sources, tuple[str, ...]]:
+    """Probe the indexes (short timeout); substitute the user's own sources where needed, saying so.
+
+    Returns the sources and the companions (of ``companions``) that no reachable source holds."""
     decision = decide_sources(
-        sources, requirements, python=target.short_version, timeout=opts.probe_timeout_s
+        sources,
+        requirements,
+        python=target.short_version,
+        timeout=opts.probe_timeout_s,
+        companions=companions,
     )
     for message in decision.messages:
         echo(f"rocmkit: {message}")
         notes.append(message)
-    return decision.sources
+    return decision.sources, decision.left_out
+
+
+def add_later_command(requirement: str, plan: Plan, target: Target, installer: str) -> str:
+    """The command that adds a left-out companion once the plan's index answers. In a guarded
+    venv it runs under the guard (pip reads the venv's pip.conf; uv is given the constraints)."""
+    import shlex
+
+    index = ["--index-url", plan.index_urls[0]] if plan.index_urls else []
+    if installer == "pip":
+        # A venv made by rocmkit has no pip of its own: rocmkit's pip drives it then.
+        head = [str(target.python), "-m", "pip"]
+        if not target.has_pip:
+            head = [sys.executable, "-m", "pip", "--python", str(target.python)]
+        return shlex.join([*head, "install", requirement, *index])
+    argv = [find_uv() or "uv", "pip", "install", "--python", str(target.python), requirement, *index]
+    if target.is_venv and guard.pins_for(plan):
+        argv += ["--constraint", str(guard.guard_files(target.prefix).constraints)]
+    return shlex.join(argv)
+
+
+def planned_requirements(
+    plan: Plan,
+    target: Target,
+    opts: Options,
+    echo: Echo,
+    notes: list[str],
+    installer: str,
+    *,
+    into: str = "",
+) -> tuple[Sources, tuple[str, ...], tuple[str, ...]]:
+    """The sources, the requirements to install, and the companions left out (said loudly).
+
+    ``into`` names the lock or wheelhouse being written (then nothing is installed here)."""
+    wanted = plan.requirements if opts.companions else plan.required
+    dropped = tuple(r for r in plan.requirements if r not in wanted)
+    if not opts.companions:
+        if dropped:
+            echo(f"rocmkit: --no-companions: leaving out {', '.join(dropped)}")
+        else:
+            echo("rocmkit: --no-companions: the plan marks no companions (made by an older rocmkit?)")
+    sources, missing = checked_sources(
+        plan_sources(plan), wanted, target, opts, echo, notes, companions=plan.companions
+    )
+    for req in missing:
+        why = (
+            f"WARNING: {req} is left out: the planned index did not answer and no fallback source holds it; "
+        )
+        if into:
+            why += f"{into} will lack it (make it again once {', '.join(plan.index_urls)} answers)"
+        else:
+            why += "installing the required packages without it. Add it later with: " + add_later_command(
+                req, plan, target, installer
+            )
+        echo(f"rocmkit: {why}")
+        notes.append(why)
+    keep = tuple(r for r in wanted if r not in missing)
+    return sources, keep, (*dropped, *missing)
 
 
 def check_fits(plan: Plan, target: Target) -> None:
@@ -198,8 +267,10 @@ def write_lock(plan: Plan, target: Target, path: Path, opts: Options, echo: Echo
     check_fits(plan, target)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
-    sources = checked_sources(plan_sources(plan), plan.requirements, target, opts, echo, notes)
-    spec = InstallSpec(requirements=(*plan.requirements, *opts.with_packages), sources=sources)
+    sources, reqs, left_out = planned_requirements(
+        plan, target, opts, echo, notes, installer.name, into=f"the lock {path}"
+    )
+    spec = InstallSpec(requirements=(*reqs, *opts.with_packages), sources=sources)
     entries, result = installer.lock(spec)
     if not result.ok or not entries:
         raise ToolError(f"could not resolve the lock: {result.describe()}")
@@ -213,6 +284,7 @@ def write_lock(plan: Plan, target: Target, path: Path, opts: Options, echo: Echo
         plan=plan,
         sources=sources,
         path=str(path),
+        left_out=left_out,
     )
 
 
@@ -224,8 +296,10 @@ def download_wheelhouse(plan: Plan, target: Target, folder: Path, opts: Options,
     check_fits(plan, target)
     pip = PipInstaller(target, limits=opts.limits)
     notes: list[str] = []
-    sources = checked_sources(plan_sources(plan), plan.requirements, target, opts, echo, notes)
-    spec = InstallSpec(requirements=(*plan.requirements, *opts.with_packages), sources=sources)
+    sources, reqs, left_out = planned_requirements(
+        plan, target, opts, echo, notes, pip.name, into=f"the wheelhouse {folder}"
+    )
+    spec = InstallSpec(requirements=(*reqs, *opts.with_packages), sources=sources)
     echo(
         f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version} into {folder}"
     )
@@ -242,6 +316,7 @@ def download_wheelhouse(plan: Plan, target: Target, folder: Path, opts: Options,
         plan=plan,
         sources=sources,
         path=str(lock_path),
+        left_out=left_out,
     )
 
 
@@ -270,12 +345,14 @@ def install(
     check_fits(plan, target)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
+    left_out: tuple[str, ...] = ()
     if spec is None:
-        sources = checked_sources(plan_sources(plan), plan.requirements, target, opts, echo, notes)
-        spec = InstallSpec(requirements=(*plan.requirements, *opts.with_packages), sources=sources)
+        sources, reqs, left_out = planned_requirements(plan, target, opts, echo, notes, installer.name)
+        spec = InstallSpec(requirements=(*reqs, *opts.with_packages), sources=sources)
     elif not spec.sources.offline:
+        # A lock installs its exact list (--require-hashes --no-deps): nothing may be left out.
         pins = tuple(spec.requirements) or tuple(plan.requirements)
-        spec = _with_sources(spec, checked_sources(spec.sources, pins, target, opts, echo, notes))
+        spec = _with_sources(spec, checked_sources(spec.sources, pins, target, opts, echo, notes)[0])
     guarded = opts.guard and target.is_venv and bool(guard.pins_for(plan))
     files = guard.guard_files(target.prefix)
     # --no-guard on a venv guarded before: the old pins go (restorable like any change).
@@ -286,12 +363,14 @@ def install(
             dry_pins = Path(tempfile.mkdtemp(prefix="rocmkit-dry-")) / guard.CONSTRAINTS_NAME
             dry_pins.write_text(guard.constraints_text(plan))
             spec = _with_constraints(spec, dry_pins)
-        return _dry_run(plan, target, installer, spec, guarded, echo, notes)
+        outcome = _dry_run(plan, target, installer, spec, guarded, echo, notes)
+        return dataclasses.replace(outcome, left_out=left_out)
     if guarded:
         spec = _with_constraints(spec, files.constraints)
 
     with _exclusive(target):
-        return _transaction(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes)
+        outcome = _transaction(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes)
+    return dataclasses.replace(outcome, left_out=left_out)
 
 
 def _transaction(
@@ -421,8 +500,6 @@ def _with_break(spec: InstallSpec, flag: bool) -> InstallSpec:
 
 
 def _replace(spec: InstallSpec, **changes: Any) -> InstallSpec:
-    import dataclasses
-
     return dataclasses.replace(spec, **changes)
 
 

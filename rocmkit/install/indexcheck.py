@@ -61,6 +61,7 @@ class SourceDecision:
     sources: Sources
     probes: tuple[Probe, ...]
     messages: tuple[str, ...] = ()  # what was substituted, for the user
+    left_out: tuple[str, ...] = ()  # companion requirements no reachable source holds
 
 
 def _reason(exc: BaseException, timeout: float) -> str:
@@ -206,6 +207,17 @@ def wheel_matches(filename: str, name: str, version: str, python: str | None) ->
     return bool(tags & {f"cp{major}{minor}", f"py{major}", f"py{major}{minor}"})
 
 
+def _project(requirement: str) -> str:
+    match = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return match.group(1) if match else requirement.strip()
+
+
+def _project_matches(filename: str, name: str, python: str | None) -> bool:
+    """A wheel of ``name`` in any version, for ``python`` (unpinned nightly companions)."""
+    match = _WHEEL.match(filename)
+    return match is not None and wheel_matches(filename, name, match.group("version"), python)
+
+
 def pinned(requirements: Sequence[str]) -> list[tuple[str, str]]:
     out = []
     for req in requirements:
@@ -215,6 +227,23 @@ def pinned(requirements: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+def _answers(url: str, timeout: float) -> bool:
+    """Does an index answer at all (any HTTP status, or an existing folder)? It may still
+    serve the unpinned dependencies even when it holds no torch."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme == "file":
+        return Path(urllib.parse.unquote(parsed.path)).is_dir()
+    try:
+        req = urllib.request.Request(url.rstrip("/") + "/", headers={"User-Agent": "rocmkit"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            resp.read(1)
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+    return True
+
+
 def decide_sources(
     sources: Sources,
     requirements: Sequence[str],
@@ -222,11 +251,19 @@ def decide_sources(
     python: str | None,
     timeout: float = DEFAULT_PROBE_TIMEOUT_S,
     user: UserPipConfig | None = None,
+    companions: Sequence[str] = (),
 ) -> SourceDecision:
-    """Probe each index; substitute the user's own sources when one fails and they hold the pins."""
+    """Probe each index; substitute the user's own sources when one fails and they hold the pins.
+
+    ``companions`` (a subset of ``requirements``) are optional: when the user's sources
+    hold every other pin but not them, they are left out (``SourceDecision.left_out``)
+    instead of failing the whole install.
+    """
     if sources.offline or sources.no_index or not sources.index_urls:
         return SourceDecision(sources=sources, probes=())
-    pins = pinned(requirements)
+    optional = set(companions)
+    required = [r for r in requirements if r not in optional]
+    pins = pinned(required)
     project = pins[0][0] if pins else "torch"
     probes = tuple(probe_index(url, project, timeout) for url in sources.index_urls)
     failed = [p for p in probes if not p.ok]
@@ -240,18 +277,36 @@ def decide_sources(
     ]
     candidates: list[tuple[str, bool]] = [(link, False) for link in user.find_links]
     candidates += [(url, True) for url in user_indexes]
-    holders: dict[str, str] = {}  # pin -> source holding it
-    for name, version in pins:
+
+    def holder(name: str, version: str | None) -> str | None:
         for source, is_index in candidates:
             names = _wheel_names(source, name, timeout, is_index=is_index)
-            hit = next((n for n in names if wheel_matches(n, name, version, python)), None)
-            if hit:
-                holders[f"{name}=={version}"] = source
-                break
+            if version is None:
+                if any(_project_matches(n, name, python) for n in names):
+                    return source
+            elif any(wheel_matches(n, name, version, python) for n in names):
+                return source
+        return None
+
+    holders: dict[str, str] = {}  # pin -> source holding it
+    for name, version in pins:
+        found = holder(name, version)
+        if found:
+            holders[f"{name}=={version}"] = found
     if pins and len(holders) == len(pins):
+        left_out: list[str] = []
+        for req in requirements:
+            if req not in optional:
+                continue
+            pin = pinned([req])
+            found = holder(*pin[0]) if pin else holder(_project(req), None)
+            if found:
+                holders[req] = found
+            else:
+                left_out.append(req)
         kept = [p.url for p in probes if p.ok]
         # The user's indexes stay for the unpinned dependencies, if they answer.
-        kept += [u for u in user_indexes if u not in kept and probe_index(u, project, timeout).ok]
+        kept += [u for u in user_indexes if u not in kept and _answers(u, timeout)]
         new = Sources(
             index_urls=tuple(kept),
             find_links=tuple(dict.fromkeys((*sources.find_links, *user.find_links))),
@@ -264,7 +319,7 @@ def decide_sources(
             + f", which holds {', '.join(holders)}"
             for p in failed
         )
-        return SourceDecision(sources=new, probes=probes, messages=messages)
+        return SourceDecision(sources=new, probes=probes, messages=messages, left_out=tuple(left_out))
     first = failed[0]
     lacking = [f"{n}=={v}" for n, v in pins if f"{n}=={v}" not in holders]
     searched = ", ".join(s for s, _ in candidates) or "none configured"

@@ -20,6 +20,7 @@ from typing import Any
 
 from rocmkit.errors import ToolError
 from rocmkit.install.base import (
+    QUERY_TIMEOUT_S,
     Changes,
     InstallSpec,
     Limits,
@@ -28,12 +29,12 @@ from rocmkit.install.base import (
     Sources,
     base_env,
     canonical,
+    option_args,
+    requirement_args,
+    uninstall_args,
 )
 from rocmkit.install.venv import Target
 from rocmkit.runner import CommandResult, run
-
-QUERY_TIMEOUT_S = 600.0
-
 
 MIN_OWN_PIP = (22, 3)
 
@@ -97,19 +98,7 @@ class PipInstaller:
         return args
 
     def _spec_args(self, spec: InstallSpec) -> list[str]:
-        args = [*spec.requirements]
-        for req_file in spec.requirement_files:
-            args += ["-r", str(req_file)]
-        args += self._source_args(spec.sources)
-        for constraint in spec.constraints:
-            args += ["--constraint", str(constraint)]
-        if spec.no_deps:
-            args.append("--no-deps")
-        if spec.require_hashes:
-            args.append("--require-hashes")
-        if spec.break_system_packages:
-            args.append("--break-system-packages")
-        return args
+        return [*requirement_args(spec), *self._source_args(spec.sources), *option_args(spec)]
 
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
         args = ["install", *self._spec_args(spec)]
@@ -154,9 +143,7 @@ class PipInstaller:
         return locked, result
 
     def uninstall(self, names: tuple[str, ...]) -> CommandResult:
-        argv = self._pip("uninstall", "--yes", *names)
-        if self.target.externally_managed is not None:
-            argv.append("--break-system-packages")
+        argv = self._pip("uninstall", "--yes", *names, *uninstall_args(self.target))
         return run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
 
     def download(self, spec: InstallSpec, dest: Path, *, on_line: LineSink = None) -> CommandResult:

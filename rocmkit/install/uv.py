@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from rocmkit.errors import ToolError
 from rocmkit.install.base import (
+    QUERY_TIMEOUT_S,
     Changes,
     InstallSpec,
     Limits,
@@ -15,11 +16,13 @@ from rocmkit.install.base import (
     Sources,
     base_env,
     canonical,
+    option_args,
+    requirement_args,
+    uninstall_args,
 )
 from rocmkit.install.venv import Target, find_uv
 from rocmkit.runner import CommandResult, run
 
-QUERY_TIMEOUT_S = 600.0
 # `--index` / `--default-index` (uv 0.4.23).
 MIN_UV = (0, 4, 23)
 
@@ -83,19 +86,13 @@ class UvInstaller:
         return args
 
     def _spec_args(self, spec: InstallSpec) -> list[str]:
-        args = ["--python", str(self.target.python), *spec.requirements]
-        for req_file in spec.requirement_files:
-            args += ["-r", str(req_file)]
-        args += self._source_args(spec.sources)
-        for constraint in spec.constraints:
-            args += ["--constraint", str(constraint)]
-        if spec.no_deps:
-            args.append("--no-deps")
-        if spec.require_hashes:
-            args.append("--require-hashes")
-        if spec.break_system_packages:
-            args.append("--break-system-packages")
-        return args
+        return [
+            "--python",
+            str(self.target.python),
+            *requirement_args(spec),
+            *self._source_args(spec.sources),
+            *option_args(spec),
+        ]
 
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
         argv = [self.uv, "pip", "install", *self._spec_args(spec)]
@@ -150,6 +147,4 @@ class UvInstaller:
 
     def uninstall(self, names: tuple[str, ...]) -> CommandResult:
         argv = [self.uv, "pip", "uninstall", "--python", str(self.target.python), *names]
-        if self.target.externally_managed is not None:
-            argv.append("--break-system-packages")
-        return run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
+        return run([*argv, *uninstall_args(self.target)], timeout=QUERY_TIMEOUT_S, env=self.env)

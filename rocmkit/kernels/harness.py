@@ -176,6 +176,36 @@ def run_and_measure(
     )
 
 
+def measure_vs_copy(
+    *,
+    kernel: Callable[[], Any],
+    expected: Any,
+    tolerance: Tolerance,
+    device: Device,
+    sizes: KernelSizes,
+    label: str,
+    work: int,
+    copy_n_bytes: int,
+) -> Measurement:
+    """:func:`run_and_measure` for a memory-bound kernel: GB/s against a device-to-device
+    copy of ``copy_n_bytes`` (the kernel's input) timed in the same run."""
+    import torch
+
+    return run_and_measure(
+        kernel=kernel,
+        expected=expected,
+        tolerance=tolerance,
+        device=device,
+        repeats=sizes.repeats,
+        label=label,
+        work=work,
+        unit="GB/s",
+        reference=lambda: copy_bandwidth(torch, copy_n_bytes, device, sizes.repeats),
+        reference_name="a device copy",
+        warn_fraction=sizes.warn_fraction,
+    )
+
+
 def _remedy_wrong(name: str, device: Device) -> str:
     if device.backend == "rocm":
         return (

@@ -90,7 +90,7 @@ def parse_matrix(directory: Path) -> Matrix:
     rocm_indexes = _parse_rocm_indexes(docs["torch.toml"], sources["torch.toml"], archs)
     releases = _parse_releases(docs["torch.toml"], sources["torch.toml"], rocm_indexes, cuda)
     rocm_releases = _parse_rocm_releases(docs["rocm.toml"], sources["rocm.toml"], archs)
-    channels, base = _parse_channels(docs["channels.toml"], sources["channels.toml"], archs)
+    channels, base, pypi = _parse_channels(docs["channels.toml"], sources["channels.toml"], archs)
     families = _parse_family_indexes(docs["channels.toml"], sources["channels.toml"], archs)
     return Matrix(
         pci=pci,
@@ -102,6 +102,7 @@ def parse_matrix(directory: Path) -> Matrix:
         rocm_releases=rocm_releases,
         channels=channels,
         pytorch_base=base,
+        pypi_url=pypi,
         sources=sources,
         family_indexes=families,
         files=tuple(str(directory / n) for n in FILES),
@@ -380,7 +381,7 @@ def _parse_releases(
                 vdata,
                 file=file,
                 where=f"release {version!r} variant #{j + 1}",
-                keys=("index", "triton", "archs"),
+                keys=("index", "triton", "archs", "interpreter_triton"),
                 sources=src,
                 name_key="index",
             )
@@ -405,6 +406,7 @@ def _parse_releases(
                 index=index,
                 kind=kind,
                 triton=_requirement_pin(vrow, "triton"),
+                interpreter_triton=_requirement_pin(vrow, "interpreter_triton"),
                 archs=archs,
                 sources=vrow.source_keys(required=False) or row.source_keys(),
                 unconfirmed=vrow.unconfirmed(),
@@ -462,10 +464,11 @@ def _parse_rocm_releases(
 
 def _parse_channels(
     doc: dict[str, Any], src: dict[str, str], archs: dict[str, GfxArch]
-) -> tuple[dict[str, Channel], str]:
+) -> tuple[dict[str, Channel], str, str | None]:
     file = "channels.toml"
-    pt = Row(doc.get("pytorch"), file=file, where="[pytorch]", keys=("base",), sources=src)
+    pt = Row(doc.get("pytorch"), file=file, where="[pytorch]", keys=("base", "pypi"), sources=src)
     base = pt.string("base").rstrip("/")
+    pypi = pt.opt_string("pypi")
     out: dict[str, Channel] = {}
     keys = (
         "name",
@@ -509,7 +512,7 @@ def _parse_channels(
         )
     if any(n not in out for n in ("stable", "nightly", "therock")):
         raise DataError(f"{file}: the channels stable, nightly and therock must all be defined", FIX)
-    return out, base
+    return out, base, pypi
 
 
 def _parse_family_indexes(

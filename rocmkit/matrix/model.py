@@ -98,6 +98,9 @@ class TorchVariant(Fact):
     kind: BackendKind
     triton: str | None = None  # "pytorch-triton-rocm==3.1.0"
     archs: tuple[str, ...] = ()  # ROCm: gfx targets in the wheel
+    # CPU: the PyPI Triton that runs rocmkit's smoke kernels under TRITON_INTERPRET=1
+    # with this CPU build (CPU wheels pin no Triton; a plan offers it as a companion).
+    interpreter_triton: str | None = None
 
     @property
     def rocm(self) -> str | None:
@@ -188,6 +191,7 @@ class Matrix:
     sources: dict[str, dict[str, str]]  # file -> source key -> text
     family_indexes: tuple[FamilyIndex, ...] = ()
     files: tuple[str, ...] = ()
+    pypi_url: str | None = None  # "https://pypi.org/simple"
 
     # -- contract 1 ---------------------------------------------------------
     def pci_device(self, pci_id: str) -> PciDevice | None:

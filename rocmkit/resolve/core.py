@@ -9,6 +9,7 @@ from the matrix only; every choice adds a reason, every doubt a warning.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from packaging.version import Version
@@ -21,6 +22,21 @@ from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 
 INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"
+
+# Projects a plan installs alongside torch that torch itself does not need (doctor and
+# torch.compile run without them): install may leave them out, never torch or Triton.
+COMPANION_PROJECTS = ("torchvision", "torchaudio")
+_PROJECT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def companions_of(requirements: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The requirements (as written) that name a companion project: ``Plan.companions``."""
+    out = []
+    for req in requirements:
+        match = _PROJECT.match(req)
+        if match and re.sub(r"[-_.]+", "-", match.group(1)).lower() in COMPANION_PROJECTS:
+            out.append(req)
+    return tuple(out)
 
 
 def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None = None) -> Plan:
@@ -149,6 +165,7 @@ def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str 
             backend="cpu",
             channel="nightly",
             requirements=(f"torch>={torch_min}", "torchvision", "torchaudio"),
+            companions=("torchvision", "torchaudio"),
             index_urls=(m.index_url("nightly", "cpu", base),),
             warnings=tuple(notes.warnings),
             reasons=tuple(notes.reasons),
@@ -160,12 +177,29 @@ def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str 
             continue
         reqs, _ = requirements_for(release, variant, notes, with_triton=False)
         notes.why(f"torch {release.version} is the newest release with CPU wheels for Python {python}")
+        companions = companions_of(reqs)
+        index_urls = [m.index_url("stable", "cpu", base)]
+        if variant.interpreter_triton:
+            # CPU torch pins no Triton; offer the one that runs doctor's Triton kernels in
+            # the interpreter, as a companion so that an install without it still succeeds.
+            # Triton's interpreter (and `import triton` itself) needs numpy, which neither
+            # torch's CPU wheel nor triton declares.
+            reqs += [variant.interpreter_triton, "numpy"]
+            companions += (variant.interpreter_triton, "numpy")
+            notes.why(
+                f"{variant.interpreter_triton} and numpy: CPU wheels pin no Triton; this one runs rocmkit "
+                "doctor's Triton kernels under TRITON_INTERPRET=1 with this torch (companions)"
+            )
+            if m.pypi_url:
+                # Triton is published on PyPI; the PyTorch index stays first for torch.
+                index_urls.append(m.pypi_url)
         return Plan(
             backend="cpu",
             channel=cons.channel,
             torch_version=f"{release.version}+cpu",
             requirements=tuple(reqs),
-            index_urls=(m.index_url("stable", "cpu", base),),
+            companions=companions,
+            index_urls=tuple(index_urls),
             warnings=tuple(notes.warnings),
             reasons=tuple(notes.reasons),
             python=python,

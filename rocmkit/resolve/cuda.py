@@ -10,7 +10,7 @@ from rocmkit.matrix import CudaToolkit, Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
-from rocmkit.resolve.core import candidate_releases, requirements_for
+from rocmkit.resolve.core import candidate_releases, companions_of, requirements_for
 from rocmkit.resolve.explain import Notes, join
 
 
@@ -135,6 +135,7 @@ def _finish(
         torch_version=tag,
         triton=triton,
         requirements=tuple(reqs),
+        companions=companions_of(reqs),
         index_urls=(m.index_url("stable", variant.index, base),),
         warnings=tuple(notes.warnings),
         reasons=tuple(notes.reasons),

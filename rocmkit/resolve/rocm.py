@@ -12,7 +12,7 @@ from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
-from rocmkit.resolve.core import candidate_releases, requirements_for
+from rocmkit.resolve.core import candidate_releases, companions_of, requirements_for
 from rocmkit.resolve.explain import Notes, join, short_source
 from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe
 
@@ -212,6 +212,7 @@ def _finish(
         torch_version=tag,
         triton=triton,
         requirements=tuple(reqs),
+        companions=companions_of(reqs),
         index_urls=(m.index_url("stable", variant.index, base),),
         env=env,
         warnings=tuple(notes.warnings),
@@ -340,6 +341,7 @@ def _nightly(
         backend=index,
         channel="nightly",
         requirements=(f"torch>={torch_min}", "torchvision", "torchaudio"),
+        companions=("torchvision", "torchaudio"),
         index_urls=(m.index_url("nightly", index, base),),
         env=env,
         warnings=tuple(notes.warnings),
@@ -398,6 +400,7 @@ def _therock(
         backend="therock-" + "-".join(archs),
         channel="therock",
         requirements=reqs,
+        companions=companions_of(reqs),
         index_urls=(chan.url,),
         env=env,
         warnings=tuple(notes.warnings),

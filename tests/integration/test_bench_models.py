@@ -225,3 +225,23 @@ def test_doctor_level_3_on_the_cpu() -> None:
     assert "report only" in result.message and result.backend == "cpu"
     assert {f.name for f in result.figures} >= {"geomean_speedup", "pass_rate", "mlp.speedup"}
     assert result.details["bench"]["models"][0]["status"] == "pass"
+
+
+@pytest.mark.slow
+def test_transformers_classes_when_installed() -> None:
+    # transformers is optional and absent from rocmkit's CI: this runs where it is installed.
+    pytest.importorskip("transformers")
+    proc = bench(
+        dict(os.environ),
+        "--models",
+        "distilgpt2,t5_small,camembert",
+        "--impl",
+        "transformers",
+        "--repeat",
+        "2",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    for m in rows(proc).values():
+        assert_measured(m)
+        assert m["impl"] == "transformers"

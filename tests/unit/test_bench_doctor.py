@@ -79,3 +79,15 @@ def test_a_wrong_or_uncompilable_model_fails_whatever_the_speed() -> None:
 def test_timeouts_mean_the_check_could_not_run() -> None:
     r = check.judge(suite(1.5, "timeout"), 1.0)
     assert r.status is Status.ERROR and "m1 timeout" in r.message
+
+
+def test_a_slow_geomean_within_noise_is_a_warning() -> None:
+    rows = tuple(
+        ModelResult(name=f"m{i}", status="pass", speedup=0.95, speedup_q1=0.8, speedup_q3=1.1)
+        for i in range(3)
+    )
+    noisy = SuiteResult(
+        backend="rocm", device="gpu", mode="infer", dtype="fp32", size="full", repeat=30, models=rows
+    )
+    r = check.judge(noisy, 1.0)
+    assert r.status is Status.WARN and "within the noise" in r.message

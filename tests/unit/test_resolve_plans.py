@@ -137,8 +137,22 @@ def test_unknown_arch_is_no_plan_with_fix() -> None:
 def test_no_gpu_gives_cpu_wheels() -> None:
     plan = go(Machine())
     check_against_matrix(plan)
-    assert plan.backend == "cpu" and plan.index_urls == ("https://download.pytorch.org/whl/cpu",)
+    assert plan.backend == "cpu"
+    # PyPI follows the PyTorch index for the interpreter's Triton, never before it.
+    assert plan.index_urls == ("https://download.pytorch.org/whl/cpu", "https://pypi.org/simple")
     assert plan.requirements[0].endswith("+cpu")
+
+
+def test_cpu_plan_offers_the_interpreter_triton_as_a_companion() -> None:
+    plan = go(Machine(), torch="2.13")
+    assert plan.requirements == ("torch==2.13.0+cpu", "torchvision==0.28.0+cpu", "triton==3.8.0", "numpy")
+    assert plan.companions == ("torchvision==0.28.0+cpu", "triton==3.8.0", "numpy")
+    assert plan.triton is None  # torch itself pins none on the CPU
+    assert any("TRITON_INTERPRET=1" in r for r in plan.reasons)
+    # A release without a recorded interpreter Triton gets none, and no PyPI index.
+    older = go(Machine(), torch="2.5")
+    assert not any(r.startswith(("triton", "numpy")) for r in older.requirements)
+    assert older.index_urls == ("https://download.pytorch.org/whl/cpu",)
 
 
 def test_hidden_gpus_give_cpu_wheels() -> None:
@@ -150,7 +164,7 @@ def test_index_base_from_constraint_and_env(monkeypatch: pytest.MonkeyPatch) -> 
     plan = go(amd("gfx1030"), torch="2.5", index_base="http://127.0.0.1:8123/whl/")
     assert plan.index_urls == ("http://127.0.0.1:8123/whl/rocm6.2",)
     monkeypatch.setenv("ROCMKIT_INDEX_BASE", "http://mirror.example/pt")
-    assert go(Machine()).index_urls == ("http://mirror.example/pt/cpu",)
+    assert go(Machine()).index_urls[0] == "http://mirror.example/pt/cpu"
 
 
 def test_rocm_constraint() -> None:

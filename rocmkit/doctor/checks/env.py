@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rocmkit.doctor.checks import archs
+from rocmkit.doctor.checks.outcome import result
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.machine import DeviceNode, Gpu, Machine
@@ -26,14 +28,6 @@ VISIBILITY_VARS = (
     "CUDA_VISIBLE_DEVICES",
     "GPU_DEVICE_ORDINAL",
 )
-
-
-def _result(
-    name: str, status: Status, message: str, remedy: str | None = None, **details: object
-) -> CheckResult:
-    return CheckResult(
-        name=name, level=0, status=status, message=message, remedy=remedy, details=dict(details)
-    )
 
 
 ROCM_TOOLS = ("rocminfo", "rocm-smi", "amd-smi", "rocm_agent_enumerator", "hipconfig", "/dev/kfd")
@@ -92,14 +86,15 @@ def amdgpu_driver(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     name = "env.amdgpu_driver"
     if not _amd_relevant(m):
-        return _result(name, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
     loaded = m.rocm.driver_loaded
     version = m.rocm.driver_version
     if loaded is None:
-        return _result(name, Status.SKIP, "whether amdgpu is loaded is unknown (not recorded by detection)")
+        return result(name, 0, Status.SKIP, "whether amdgpu is loaded is unknown (not recorded by detection)")
     if loaded:
-        return _result(
+        return result(
             name,
+            0,
             Status.PASS,
             f"amdgpu is loaded{f' (version {version})' if version else ''}",
             driver_version=version,
@@ -111,8 +106,9 @@ def amdgpu_driver(ctx: CheckContext) -> CheckResult:
             "`sudo modprobe amdgpu`; if it fails, see `dmesg | grep -i amdgpu`, `dkms status` "
             "(module not built for this kernel) and `mokutil --sb-state` (Secure Boot rejects an unsigned DKMS module)"
         )
-    return _result(
+    return result(
         name,
+        0,
         Status.FAIL,
         "the amdgpu kernel module is not loaded, so ROCm sees no GPU",
         remedy,
@@ -129,21 +125,25 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     name = "env.device_nodes"
     if not _amd_relevant(m):
-        return _result(name, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
     kfd, render = _nodes(m)
     said = _kfd_problem(m)
     if not m.host.devices and said is None:
-        return _result(name, Status.SKIP, "device nodes were not probed (not in this capture)")
+        return result(name, 0, Status.SKIP, "device nodes were not probed (not in this capture)")
     if said is not None and said[0] == "denied" and (kfd is None or kfd.readable is None):
         nodes = [n for n in (kfd, *render) if n is not None]
-        return _result(name, Status.FAIL, said[1], _group_remedy(m, nodes))
+        return result(name, 0, Status.FAIL, said[1], _group_remedy(m, nodes))
     if (kfd is None and (said is not None or m.host.devices)) or (kfd is not None and not kfd.exists):
         if _in_container(m):
             remedy = "start the container with `--device=/dev/kfd --device=/dev/dri` (and the host must have amdgpu loaded)"
         else:
             remedy = "load the amdgpu driver (see env.amdgpu_driver); /dev/kfd appears when it binds a GPU"
-        return _result(
-            name, Status.FAIL, "/dev/kfd does not exist: no process here can use a GPU through ROCm", remedy
+        return result(
+            name,
+            0,
+            Status.FAIL,
+            "/dev/kfd does not exist: no process here can use a GPU through ROCm",
+            remedy,
         )
     assert kfd is not None
     present = [n for n in render if n.exists]
@@ -153,26 +153,31 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
             if _in_container(m)
             else "check that amdgpu bound the GPU: `dmesg | grep -i amdgpu`"
         )
-        return _result(name, Status.FAIL, "no /dev/dri/renderD* node exists", remedy)
+        return result(name, 0, Status.FAIL, "no /dev/dri/renderD* node exists", remedy)
     nodes = [kfd, *present]
     denied = [n for n in nodes if n.readable is False or n.writable is False]
     unknown = [n for n in nodes if n.readable is None or n.writable is None]
     paths = [n.path for n in nodes]
     if denied:
         listing = ", ".join(f"{n.path} ({n.mode or '?'} group {n.group or n.gid})" for n in denied)
-        return _result(
+        return result(
             name,
+            0,
             Status.FAIL,
             f"cannot open read-write: {listing}",
             _group_remedy(m, denied),
             denied=[n.path for n in denied],
         )
     if unknown:
-        return _result(
-            name, Status.SKIP, f"access to {', '.join(n.path for n in unknown)} was not probed", nodes=paths
+        return result(
+            name,
+            0,
+            Status.SKIP,
+            f"access to {', '.join(n.path for n in unknown)} was not probed",
+            nodes=paths,
         )
-    return _result(
-        name, Status.PASS, f"/dev/kfd and {len(present)} render node(s) are read-writable", nodes=paths
+    return result(
+        name, 0, Status.PASS, f"/dev/kfd and {len(present)} render node(s) are read-writable", nodes=paths
     )
 
 
@@ -185,21 +190,21 @@ def device_groups(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     name = "env.device_groups"
     if not _amd_relevant(m):
-        return _result(name, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
     kfd, render = _nodes(m)
     nodes = [n for n in (kfd, *render) if n is not None and n.exists and n.gid is not None]
     if not nodes:
-        return _result(name, Status.SKIP, "the device nodes' owning groups were not probed")
+        return result(name, 0, Status.SKIP, "the device nodes' owning groups were not probed")
     if m.host.uid == 0:
-        return _result(name, Status.PASS, "running as root: group membership does not matter")
+        return result(name, 0, Status.PASS, "running as root: group membership does not matter")
     if not m.host.gids:
-        return _result(name, Status.SKIP, "this process's groups are unknown")
+        return result(name, 0, Status.SKIP, "this process's groups are unknown")
     missing = [n for n in nodes if n.gid not in m.host.gids]
     # A node open to everyone (mode ...rw-) works without the group.
     blocking = [n for n in missing if not (n.mode and n.mode[-3:-1] == "rw")]
     if not blocking:
         groups = sorted({n.group or str(n.gid) for n in nodes})
-        return _result(name, Status.PASS, f"in the owning group(s) {', '.join(groups)}")
+        return result(name, 0, Status.PASS, f"in the owning group(s) {', '.join(groups)}")
     unnamed = [n for n in blocking if not n.group]
     parts = ", ".join(f"{n.path} (group {n.group or '?'} gid {n.gid})" for n in blocking)
     message = f"not in the group owning {parts}; process gids are {list(m.host.gids)}"
@@ -207,8 +212,9 @@ def device_groups(ctx: CheckContext) -> CheckResult:
         # The container's /etc/group has no name for the host's gid: `groups: cannot
         # find name for group ID 993`, and `--group-add render` adds the image's id.
         message += " (this gid has no name inside the container: the host's and the image's group ids differ)"
-    return _result(
+    return result(
         name,
+        0,
         Status.FAIL,
         message,
         _group_remedy(m, blocking),
@@ -225,15 +231,16 @@ def driver_window(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     name = "env.driver_window"
     if not _amd_relevant(m):
-        return _result(name, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
     rocm, driver = m.rocm.version, m.rocm.driver_version
     if rocm is None or driver is None:
         what = "ROCm user space" if rocm is None else "amdgpu driver"
-        return _result(name, Status.SKIP, f"the {what} version is unknown")
+        return result(name, 0, Status.SKIP, f"the {what} version is unknown")
     window = archs.driver_window(driver)
     if window is None:
-        return _result(
+        return result(
             name,
+            0,
             Status.SKIP,
             f"amdgpu {driver} is not an amdgpu-dkms release in matrices/rocm.toml (an in-tree kernel driver?)",
             rocm=rocm,
@@ -241,13 +248,14 @@ def driver_window(ctx: CheckContext) -> CheckResult:
         )
     fits = window.contains(rocm)
     if fits is None:
-        return _result(name, Status.SKIP, f"{window.describe()}; cannot compare with ROCm {rocm}")
+        return result(name, 0, Status.SKIP, f"{window.describe()}; cannot compare with ROCm {rocm}")
     if fits:
-        return _result(
-            name, Status.PASS, f"{window.describe()}; ROCm {rocm} is inside", rocm=rocm, driver=driver
+        return result(
+            name, 0, Status.PASS, f"{window.describe()}; ROCm {rocm} is inside", rocm=rocm, driver=driver
         )
-    return _result(
+    return result(
         name,
+        0,
         Status.FAIL,
         f"{window.describe()}, not ROCm {rocm}: expect `HSA Error: Incompatible kernel and userspace`",
         f"install the amdgpu-dkms of ROCm {'.'.join(rocm.split('.')[:2])} (amdgpu-install from repo.radeon.com), "
@@ -272,24 +280,27 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
         needing = [(g, archs.recommended_override(g.arch)) for g in gpus]
         hints = [f"GPU {g.index} {archs.base_arch(g.arch)} usually runs with {v}" for g, v in needing if v]
         if hints:
-            return _result(
+            return result(
                 name,
+                0,
                 Status.PASS,
                 "not set; if torch reports `invalid device function`: " + "; ".join(hints),
                 suggested={str(g.index): v for g, v in needing if v},
             )
-        return _result(name, Status.PASS, "not set")
+        return result(name, 0, Status.PASS, "not set")
     target = archs.override_arch(value)
     if target is None:
-        return _result(
+        return result(
             name,
+            0,
             Status.FAIL,
             f"HSA_OVERRIDE_GFX_VERSION={value!r} is not a version like 10.3.0",
             "unset HSA_OVERRIDE_GFX_VERSION, or set it to MAJOR.MINOR.STEP (10.3.0 for RDNA2, 11.0.0 for RDNA3)",
         )
     if not gpus:
-        return _result(
+        return result(
             name,
+            0,
             Status.WARN,
             f"HSA_OVERRIDE_GFX_VERSION={value} is set but no AMD GPU with a known arch is visible",
             "unset it unless you know why it is set",
@@ -297,7 +308,7 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
     fits = [archs.override_fit(archs.base_arch(g.arch) or "", value) for g in gpus]
     cross = [(g, f) for g, f in zip(gpus, fits, strict=True) if f.verdict == "cross"]
     family = [(g, f) for g, f in zip(gpus, fits, strict=True) if f.verdict == "family"]
-    details = {
+    details: dict[str, Any] = {
         "value": value,
         "reports_as": target,
         "gpus": {str(g.index): f.verdict for g, f in zip(gpus, fits, strict=True)},
@@ -312,33 +323,29 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
             remedy += (
                 "; the override applies to every visible GPU, so hide the others with HIP_VISIBLE_DEVICES"
             )
-        return CheckResult(
-            name=name,
-            level=0,
-            status=Status.FAIL,
-            message=f"HSA_OVERRIDE_GFX_VERSION={value} makes {listing} report {target}, another ISA family: "
+        return result(
+            name,
+            0,
+            Status.FAIL,
+            f"HSA_OVERRIDE_GFX_VERSION={value} makes {listing} report {target}, another ISA family: "
             "expect HSA_STATUS_ERROR_INVALID_ISA, a crash or wrong results",
-            remedy=remedy,
-            details=details,
+            remedy,
+            **details,
         )
     if family:
         listing = ", ".join(
             f"GPU {g.index} {f.arch}" + (f" (usual: {f.usual})" if f.usual else "") for g, f in family
         )
-        return CheckResult(
-            name=name,
-            level=0,
-            status=Status.WARN,
-            message=f"HSA_OVERRIDE_GFX_VERSION={value} runs {target} code on {listing}: same family, but not the usual value",
-            remedy="use the matrix's value for the GPU (see `rocmkit detect`), or unset it if torch supports the GPU natively",
-            details=details,
+        return result(
+            name,
+            0,
+            Status.WARN,
+            f"HSA_OVERRIDE_GFX_VERSION={value} runs {target} code on {listing}: same family, but not the usual value",
+            "use the matrix's value for the GPU (see `rocmkit detect`), or unset it if torch supports the GPU natively",
+            **details,
         )
-    return CheckResult(
-        name=name,
-        level=0,
-        status=Status.PASS,
-        message=f"HSA_OVERRIDE_GFX_VERSION={value} fits every visible GPU ({target})",
-        details=details,
+    return result(
+        name, 0, Status.PASS, f"HSA_OVERRIDE_GFX_VERSION={value} fits every visible GPU ({target})", **details
     )
 
 
@@ -357,8 +364,8 @@ def visible_devices(ctx: CheckContext) -> CheckResult:
     env = {k: v for k, v in m.env.items() if k in VISIBILITY_VARS}
     vendor_gpus = m.amd_gpus if m.amd_gpus else m.nvidia_gpus
     if not env:
-        return _result(
-            name, Status.PASS, f"no visibility variable set: all {len(vendor_gpus)} GPU(s) visible"
+        return result(
+            name, 0, Status.PASS, f"no visibility variable set: all {len(vendor_gpus)} GPU(s) visible"
         )
     problems: list[str] = []
     status = Status.PASS
@@ -387,11 +394,16 @@ def visible_devices(ctx: CheckContext) -> CheckResult:
         if status is Status.PASS:
             status = Status.WARN
     if status is Status.PASS:
-        return _result(
-            name, Status.PASS, ", ".join(f"{k}={v}" for k, v in env.items()) + " is consistent", variables=env
+        return result(
+            name,
+            0,
+            Status.PASS,
+            ", ".join(f"{k}={v}" for k, v in env.items()) + " is consistent",
+            variables=env,
         )
-    return _result(
+    return result(
         name,
+        0,
         status,
         "; ".join(problems),
         "use one mechanism: ROCR_VISIBLE_DEVICES (or HIP_VISIBLE_DEVICES) alone, with indices from `rocm-smi`, and unset the others",
@@ -409,23 +421,25 @@ def igpu(ctx: CheckContext) -> CheckResult:
     name = "env.igpu"
     amd = list(m.amd_gpus)
     if not amd:
-        return _result(name, Status.SKIP, "no AMD GPU detected")
+        return result(name, 0, Status.SKIP, "no AMD GPU detected")
     kinds = [(g, archs.is_integrated(g)) for g in amd]
     integrated = [g for g, k in kinds if k]
     discrete = [g for g, k in kinds if k is False]
     if not integrated or not discrete:
         unknown = [g for g, k in kinds if k is None]
         if unknown and len(amd) > 1:
-            return _result(
+            return result(
                 name,
+                0,
                 Status.SKIP,
                 f"could not tell whether GPU(s) {', '.join(str(g.index) for g in unknown)} are integrated",
             )
-        return _result(name, Status.PASS, "no integrated GPU next to a discrete one")
+        return result(name, 0, Status.PASS, "no integrated GPU next to a discrete one")
     visible_igpus = [g for g in integrated if g.visible]
     if not visible_igpus:
-        return _result(
+        return result(
             name,
+            0,
             Status.PASS,
             f"integrated GPU(s) {', '.join(_label(g) for g in integrated)} hidden by the visibility mask",
         )
@@ -433,8 +447,9 @@ def igpu(ctx: CheckContext) -> CheckResult:
     keep = ",".join(str(position[g.index]) for g in discrete)
     first = min(amd, key=lambda g: g.index)
     where = "is device 0, so torch's cuda:0 is the iGPU, and" if first in visible_igpus else "is visible, and"
-    return _result(
+    return result(
         name,
+        0,
         Status.WARN,
         f"integrated GPU {', '.join(_label(g) for g in visible_igpus)} {where} a wheel without its arch aborts with "
         "hipErrorNoBinaryForGpu or `invalid device function`",
@@ -454,24 +469,22 @@ def shm(ctx: CheckContext) -> CheckResult:
     name = "env.shm"
     size = m.host.shm_bytes
     if size is None:
-        return _result(name, Status.SKIP, "the size of /dev/shm is unknown")
+        return result(name, 0, Status.SKIP, "the size of /dev/shm is unknown")
     minimum = int(ctx.options.get("shm_min_bytes", DEFAULT_SHM_MIN_BYTES))
     fig = (Figure(name="shm_size", value=round(size / GIB, 3), unit="GiB"),)
     if size >= minimum:
-        return CheckResult(
-            name=name, level=0, status=Status.PASS, message=f"/dev/shm is {size / GIB:.1f} GiB", figures=fig
-        )
+        return result(name, 0, Status.PASS, f"/dev/shm is {size / GIB:.1f} GiB", figures=fig)
     remedy = (
         "run the container with `--ipc=host` or `--shm-size=8g`"
         if _in_container(m)
         else "`sudo mount -o remount,size=8G /dev/shm` (and set it in /etc/fstab)"
     )
-    return CheckResult(
-        name=name,
-        level=0,
-        status=Status.WARN,
-        message=f"/dev/shm is only {size / 2**20:.0f} MiB (< {minimum / GIB:.0f} GiB): DataLoader workers die with `Unexpected bus error`",
-        remedy=remedy,
+    return result(
+        name,
+        0,
+        Status.WARN,
+        f"/dev/shm is only {size / 2**20:.0f} MiB (< {minimum / GIB:.0f} GiB): DataLoader workers die with `Unexpected bus error`",
+        remedy,
         figures=fig,
     )
 
@@ -488,16 +501,17 @@ def iommu(ctx: CheckContext) -> CheckResult:
     name = "env.iommu"
     gpus = _multi_amd(m)
     if len(gpus) < 2:
-        return _result(name, Status.SKIP, "only relevant on nodes with two or more AMD GPUs")
+        return result(name, 0, Status.SKIP, "only relevant on nodes with two or more AMD GPUs")
     cmdline = m.host.kernel_cmdline
     if cmdline is None:
-        return _result(name, Status.SKIP, "the kernel command line is unknown")
+        return result(name, 0, Status.SKIP, "the kernel command line is unknown")
     tokens = cmdline.split()
     if "iommu=pt" in tokens or "amd_iommu=off" in tokens or "iommu=off" in tokens:
         mode = next(t for t in tokens if t in ("iommu=pt", "amd_iommu=off", "iommu=off"))
-        return _result(name, Status.PASS, f"kernel booted with {mode}")
-    return _result(
+        return result(name, 0, Status.PASS, f"kernel booted with {mode}")
+    return result(
         name,
+        0,
         Status.WARN,
         f"{len(gpus)} AMD GPUs but the kernel command line lacks iommu=pt: RCCL warns and all_reduce can hang",
         "add `iommu=pt` to GRUB_CMDLINE_LINUX in /etc/default/grub, run `sudo update-grub` (or `grub2-mkconfig -o /boot/grub2/grub.cfg`) and reboot",
@@ -511,14 +525,15 @@ def numa_balancing(ctx: CheckContext) -> CheckResult:
     name = "env.numa_balancing"
     gpus = _multi_amd(m)
     if len(gpus) < 2:
-        return _result(name, Status.SKIP, "only relevant on nodes with two or more AMD GPUs")
+        return result(name, 0, Status.SKIP, "only relevant on nodes with two or more AMD GPUs")
     on = m.host.numa_balancing
     if on is None:
-        return _result(name, Status.SKIP, "kernel.numa_balancing is unknown")
+        return result(name, 0, Status.SKIP, "kernel.numa_balancing is unknown")
     if not on:
-        return _result(name, Status.PASS, "NUMA auto-balancing is off")
-    return _result(
+        return result(name, 0, Status.PASS, "NUMA auto-balancing is off")
+    return result(
         name,
+        0,
         Status.WARN,
         "NUMA auto-balancing is on: page migrations stall GPU work (AMD's Instinct tuning guides turn it off)",
         "`sudo sysctl -w kernel.numa_balancing=0`, and persist it in /etc/sysctl.d/90-rocm.conf",
@@ -531,11 +546,12 @@ def detection(ctx: CheckContext) -> CheckResult:
     name = "env.detection"
     serious = [p for p in m.problems if p.severity in ("error", "warning")]
     if not serious:
-        return _result(name, Status.PASS, f"{len(m.gpus)} GPU(s) detected, no probe problems")
+        return result(name, 0, Status.PASS, f"{len(m.gpus)} GPU(s) detected, no probe problems")
     first = serious[0]
     more = f" (+{len(serious) - 1} more)" if len(serious) > 1 else ""
-    return _result(
+    return result(
         name,
+        0,
         Status.WARN,
         f"{first.source}: {first.message}{more}",
         first.hint,
@@ -568,8 +584,9 @@ def cache_dir(ctx: CheckContext) -> CheckResult:
         with tempfile.NamedTemporaryFile(dir=path, prefix=".rocmkit-probe-"):
             pass
     except OSError as exc:
-        return _result(
+        return result(
             name,
+            0,
             Status.FAIL,
             f"cannot write to the cache folder {path}: {exc.strerror or exc}",
             "set ROCMKIT_CACHE_DIR to a folder you can write to (Triton cannot compile without one)",
@@ -579,20 +596,15 @@ def cache_dir(ctx: CheckContext) -> CheckResult:
     minimum = int(ctx.options.get("cache_min_free_bytes", DEFAULT_CACHE_MIN_FREE_BYTES))
     fig = (Figure(name="cache_free", value=round(free / GIB, 2), unit="GiB"),)
     if free < minimum:
-        return CheckResult(
-            name=name,
-            level=0,
-            status=Status.WARN,
-            message=f"only {free / GIB:.1f} GiB free for compile caches at {path}",
-            remedy="free space there, or point ROCMKIT_CACHE_DIR at a bigger disk",
+        return result(
+            name,
+            0,
+            Status.WARN,
+            f"only {free / GIB:.1f} GiB free for compile caches at {path}",
+            "free space there, or point ROCMKIT_CACHE_DIR at a bigger disk",
             figures=fig,
-            details={"path": str(path)},
+            path=str(path),
         )
-    return CheckResult(
-        name=name,
-        level=0,
-        status=Status.PASS,
-        message=f"{path} is writable, {free / GIB:.0f} GiB free",
-        figures=fig,
-        details={"path": str(path)},
+    return result(
+        name, 0, Status.PASS, f"{path} is writable, {free / GIB:.0f} GiB free", figures=fig, path=str(path)
     )

@@ -36,11 +36,11 @@ from rocmkit.kernels.harness import (
     Device,
     Measurement,
     build_result,
-    copy_bandwidth,
     dtype_name,
     fp32_matmul,
     guarded,
     import_kernel_module,
+    measure_vs_copy,
     run_and_measure,
 )
 from rocmkit.kernels.metrics import gb_per_s, tflop_per_s
@@ -72,18 +72,15 @@ def vector_add(ctx: CheckContext) -> CheckResult:
         x = torch.randn(n, generator=gen).to(device.torch_device)
         y = torch.randn(n, generator=gen).to(device.torch_device)
         out = torch.empty_like(x)
-        m = run_and_measure(
+        m = measure_vs_copy(
             kernel=lambda: mod.add(x, y, out),
             expected=x + y,
             tolerance=tolerance("vector_add", "float32", device.arch),
             device=device,
-            repeats=sizes.repeats,
+            sizes=sizes,
             label=f"float32 n={n}",
             work=mod.bytes_moved(n, x.element_size()),
-            unit="GB/s",
-            reference=lambda: copy_bandwidth(torch, n * x.element_size(), device, sizes.repeats),
-            reference_name="a device copy",
-            warn_fraction=sizes.warn_fraction,
+            copy_n_bytes=n * x.element_size(),
         )
         return build_result(
             name=name, level=1, what="vector add", device=device, runs=[m], started=started, details={"n": n}
@@ -112,18 +109,15 @@ def softmax(ctx: CheckContext) -> CheckResult:
         gen = torch.Generator(device="cpu").manual_seed(SEED)
         rows, cols = sizes.softmax_shape
         x = torch.randn(rows, cols, generator=gen).to(device.torch_device)
-        m = run_and_measure(
+        m = measure_vs_copy(
             kernel=lambda: mod.softmax(x),
             expected=torch.softmax(x, dim=-1),
             tolerance=tolerance("softmax", "float32", device.arch),
             device=device,
-            repeats=sizes.repeats,
+            sizes=sizes,
             label=f"float32 {rows}x{cols}",
             work=mod.bytes_moved(rows, cols, x.element_size()),
-            unit="GB/s",
-            reference=lambda: copy_bandwidth(torch, x.numel() * x.element_size(), device, sizes.repeats),
-            reference_name="a device copy",
-            warn_fraction=sizes.warn_fraction,
+            copy_n_bytes=x.numel() * x.element_size(),
         )
         return build_result(
             name=name,
@@ -264,18 +258,15 @@ def layernorm(ctx: CheckContext) -> CheckResult:
         b = torch.rand(cols, generator=gen).to(device.torch_device, dtype)
         eps = 1e-5
         expected = torch.nn.functional.layer_norm(x, (cols,), w, b, eps)
-        m = run_and_measure(
+        m = measure_vs_copy(
             kernel=lambda: mod.layer_norm(x, w, b, eps, block_size=sizes.layernorm_block),
             expected=expected,
             tolerance=tolerance("layernorm", dtype_name(dtype), device.arch),
             device=device,
-            repeats=sizes.repeats,
+            sizes=sizes,
             label=f"{dtype_name(dtype)} {rows}x{cols}",
             work=mod.bytes_moved(rows, cols, x.element_size()),
-            unit="GB/s",
-            reference=lambda: copy_bandwidth(torch, x.numel() * x.element_size(), device, sizes.repeats),
-            reference_name="a device copy",
-            warn_fraction=sizes.warn_fraction,
+            copy_n_bytes=x.numel() * x.element_size(),
         )
         return build_result(
             name=name,

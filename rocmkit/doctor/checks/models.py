@@ -3,7 +3,8 @@
 Runs ``rocmkit bench models`` (each model in its own child process, so this
 check is not itself isolated) and judges it: every model's compiled output
 must match eager, and the geometric mean speedup over the passing models
-(slowdowns included, not clipped) must reach the backend's threshold.
+(slowdowns included, not clipped) must reach the backend's threshold. A low
+geomean that the repeats cannot tell from parity is a warning, not a failure.
 
 Options (``ctx.options``), all optional:
 
@@ -101,6 +102,17 @@ def judge(suite: SuiteResult, min_geomean: float, *, duration_s: float = 0.0) ->
             **base,
         )
     if s.geomean_speedup is not None and s.geomean_speedup < min_geomean:
+        noisy = [m.name for m in suite.models if m.passed and m.noisy]
+        if 2 * len(noisy) > s.passed:
+            # Most speedups cannot be told from parity: a busy node, not a slow stack, is the
+            # likelier cause, so say so instead of failing.
+            return CheckResult(
+                status=Status.WARN,
+                message=f"{head}, below the {min_geomean:g}x this backend expects, but within the noise "
+                f"of the repeats for {', '.join(noisy)}",
+                remedy="rerun on an idle node (`rocmkit bench models --repeat 100`) before drawing conclusions",
+                **base,
+            )
         return CheckResult(
             status=Status.FAIL,
             message=f"{head}, below the {min_geomean:g}x this backend expects",

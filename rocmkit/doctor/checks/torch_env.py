@@ -11,27 +11,21 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import sys
 import time
 import warnings
-from collections.abc import Iterable
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from rocmkit.doctor.absent import install_torch_remedy, pip_index
 from rocmkit.doctor.checks import archs
-from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS
+from rocmkit.doctor.checks.outcome import result
+from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS, this_python, triton_pin
 from rocmkit.doctor.registry import CheckContext, check
-from rocmkit.doctor.result import CheckResult, Figure, Status
-
-
-def _result(
-    name: str, level: int, status: Status, message: str, remedy: str | None = None, **details: Any
-) -> CheckResult:
-    return CheckResult(
-        name=name, level=level, status=status, message=message, remedy=remedy, details=dict(details)
-    )
+from rocmkit.doctor.result import CheckResult, Figure, Status, exception_line
 
 
 def _version(dist: str) -> str | None:
@@ -39,27 +33,6 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def triton_pin(requires: Iterable[str] | None) -> Requirement | None:
-    """The Triton requirement in torch's Requires-Dist that applies to this platform."""
-    for raw in requires or ():
-        try:
-            req = Requirement(raw)
-        except InvalidRequirement:
-            continue
-        if canonicalize_name(req.name) not in TRITON_DISTRIBUTIONS:
-            continue
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue
-        return req
-    return None
-
-
-def _pip_index(ctx: CheckContext) -> str:
-    if ctx.plan is not None and ctx.plan.index_urls:
-        return f" --index-url {ctx.plan.index_urls[0]}"
-    return ""
 
 
 @check(
@@ -86,9 +59,9 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
             d for d in installed if keep is None or canonicalize_name(Requirement(keep).name) != d
         )
         remedy = f"python -m pip uninstall -y {others}" + (
-            f" && python -m pip install --force-reinstall '{keep}'{_pip_index(ctx)}" if keep else ""
+            f" && python -m pip install --force-reinstall '{keep}'{pip_index(ctx)}" if keep else ""
         )
-        return _result(
+        return result(
             name,
             0,
             Status.FAIL,
@@ -98,12 +71,14 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
         )
     if torch_version is None:
         if installed:
-            return _result(name, 0, Status.PASS, f"{listing} installed (torch is not)", installed=installed)
-        return _result(name, 0, Status.SKIP, "neither torch nor Triton is installed")
+            return result(name, 0, Status.PASS, f"{listing} installed (torch is not)", installed=installed)
+        # Runs with the checked interpreter, so this_python() is the Python to fix.
+        fix = install_torch_remedy(this_python())
+        return result(name, 0, Status.SKIP, "neither torch nor Triton is installed", fix, missing="torch")
     pin = triton_pin(importlib.metadata.requires("torch"))
     if pin is None:
         if installed:
-            return _result(
+            return result(
                 name,
                 0,
                 Status.PASS,
@@ -111,20 +86,20 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
                 installed=installed,
             )
         if ctx.backend != "cpu":
-            return _result(
+            return result(
                 name,
                 0,
                 Status.WARN,
                 f"torch {torch_version} pins no Triton and none is installed: torch.compile cannot generate GPU kernels",
                 "install the Triton build matching torch (`rocmkit resolve` names it)",
             )
-        return _result(name, 0, Status.PASS, f"torch {torch_version} pins no Triton (not needed on the CPU)")
+        return result(name, 0, Status.PASS, f"torch {torch_version} pins no Triton (not needed on the CPU)")
     want = canonicalize_name(pin.name)
     have = installed.get(want)
-    fix = f"python -m pip install --force-reinstall '{pin}'{_pip_index(ctx)}"
+    fix = f"python -m pip install --force-reinstall '{pin}'{pip_index(ctx)}"
     if have is None:
         found = f"; found {listing} instead" if installed else ""
-        return _result(
+        return result(
             name,
             0,
             Status.FAIL,
@@ -138,7 +113,7 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
     except InvalidVersion:
         fits = False
     if not fits:
-        return _result(
+        return result(
             name,
             0,
             Status.FAIL,
@@ -147,7 +122,7 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
             pin=str(pin),
             installed=installed,
         )
-    return _result(
+    return result(
         name,
         0,
         Status.PASS,
@@ -181,11 +156,11 @@ def torch_import(ctx: CheckContext) -> CheckResult:
     try:
         import torch
     except Exception as exc:  # an import failure is the finding, not a crash of the check
-        text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        text = exception_line(exc)
         remedy = "reinstall torch for this machine: `rocmkit install` (it picks the wheel and index)"
         if "libamdhip64" in text or "libhsa" in text or "libroc" in text:
             remedy = "the ROCm libraries this torch build links are missing: install torch from the ROCm index (`rocmkit install`)"
-        return _result(name, 1, Status.FAIL, f"import torch failed: {text}", remedy)
+        return result(name, 1, Status.FAIL, f"import torch failed: {text}", remedy)
     took = time.perf_counter() - start
     versions = {
         "torch": str(torch.__version__),
@@ -195,24 +170,28 @@ def torch_import(ctx: CheckContext) -> CheckResult:
     hip_libs = _loaded_libraries("libamdhip64")
     kind = "ROCm" if versions["hip"] else ("CUDA" if versions["cuda"] else "CPU")
     fig = (Figure(name="import_time", value=round(took, 3), unit="s"),)
-    details = {"versions": versions, "libamdhip64": hip_libs, "torch_file": str(torch.__file__)}
+    details: dict[str, Any] = {
+        "versions": versions,
+        "libamdhip64": hip_libs,
+        "torch_file": str(torch.__file__),
+    }
     if len(hip_libs) > 1:
-        return CheckResult(
-            name=name,
-            level=1,
-            status=Status.WARN,
-            message=f"two HIP runtimes loaded at once ({', '.join(hip_libs)}): kernels may run on the wrong ROCm",
-            remedy="remove the other ROCm from LD_LIBRARY_PATH so only the one torch ships with is found",
+        return result(
+            name,
+            1,
+            Status.WARN,
+            f"two HIP runtimes loaded at once ({', '.join(hip_libs)}): kernels may run on the wrong ROCm",
+            "remove the other ROCm from LD_LIBRARY_PATH so only the one torch ships with is found",
             figures=fig,
-            details=details,
+            **details,
         )
-    return CheckResult(
-        name=name,
-        level=1,
-        status=Status.PASS,
-        message=f"torch {versions['torch']} ({kind} build) imports in {took:.1f} s",
+    return result(
+        name,
+        1,
+        Status.PASS,
+        f"torch {versions['torch']} ({kind} build) imports in {took:.1f} s",
         figures=fig,
-        details=details,
+        **details,
     )
 
 
@@ -253,13 +232,13 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
     if ctx.backend == "rocm":
         if hip is None:
             kind = f"a CUDA {cuda}" if cuda else "a CPU-only"
-            return _result(
+            return result(
                 name, 1, Status.FAIL, f"torch {tv} is {kind} build, but this node has AMD GPUs", install
             )
         window = archs.driver_window(m.rocm.driver_version)
         if window is not None and window.contains(hip) is False:
             # A wheel carries its ROCm user space but not the kernel driver (#6).
-            return _result(
+            return result(
                 name,
                 1,
                 Status.WARN,
@@ -270,14 +249,14 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
             )
         have, system = _major_minor(hip), _major_minor(m.rocm.version)
         if system is None:
-            return _result(
+            return result(
                 name,
                 1,
                 Status.PASS,
                 f"torch {tv} built for HIP {hip} (system ROCm unknown; the wheel ships its runtime)",
             )
         if have is not None and have[0] != system[0]:
-            return _result(
+            return result(
                 name,
                 1,
                 Status.WARN,
@@ -286,7 +265,7 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
                 hip=hip,
                 rocm=m.rocm.version,
             )
-        return _result(
+        return result(
             name,
             1,
             Status.PASS,
@@ -297,14 +276,14 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
     if ctx.backend == "cuda":
         if cuda is None:
             kind = f"a ROCm {hip}" if hip else "a CPU-only"
-            return _result(
+            return result(
                 name, 1, Status.FAIL, f"torch {tv} is {kind} build, but this node has NVIDIA GPUs", install
             )
         driver = m.nvidia.cuda_version if m.nvidia else None
         if _major_minor(driver) is not None and (_major_minor(cuda) or (0, 0)) > (
             _major_minor(driver) or (0, 0)
         ):
-            return _result(
+            return result(
                 name,
                 1,
                 Status.FAIL,
@@ -313,11 +292,11 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
                 cuda=cuda,
                 driver_cuda=driver,
             )
-        return _result(
+        return result(
             name, 1, Status.PASS, f"torch {tv} built for CUDA {cuda}; driver supports {driver or 'unknown'}"
         )
     kind = f"ROCm {hip}" if hip else (f"CUDA {cuda}" if cuda else "CPU")
-    return _result(name, 1, Status.PASS, f"torch {tv} ({kind} build) on the CPU backend")
+    return result(name, 1, Status.PASS, f"torch {tv} ({kind} build) on the CPU backend")
 
 
 @check(
@@ -360,15 +339,15 @@ def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[
     fig = (Figure(name="device_count", value=float(count), unit="GPUs"),)
     if count == 0:
         hint = f" ({said[0]})" if said else ""
-        return CheckResult(
-            name=name,
-            level=1,
-            status=Status.FAIL,
-            message=f"torch sees no GPU, detection found {len(expected)}{hint}",
-            remedy="see env.device_nodes and env.device_groups (permissions are the usual cause); "
+        return result(
+            name,
+            1,
+            Status.FAIL,
+            f"torch sees no GPU, detection found {len(expected)}{hint}",
+            "see env.device_nodes and env.device_groups (permissions are the usual cause); "
             "then `rocminfo` must list the GPU",
             figures=fig,
-            details={"warnings": said},
+            warnings=said,
         )
     details: dict[str, Any] = {"devices": devices, "warnings": said, "expected": len(expected)}
     first_arch = archs.base_arch(devices[0]["arch"])
@@ -379,34 +358,27 @@ def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[
             and archs.is_integrated(first)
             and any(archs.is_integrated(g) is False for g in expected)
         ):
-            return CheckResult(
-                name=name,
-                level=1,
-                status=Status.WARN,
-                message=f"cuda:0 is the integrated GPU ({devices[0]['name']}, {first_arch}): code using the default device runs there",
-                remedy="hide it: export ROCR_VISIBLE_DEVICES=<discrete GPU indices> (see env.igpu)",
+            return result(
+                name,
+                1,
+                Status.WARN,
+                f"cuda:0 is the integrated GPU ({devices[0]['name']}, {first_arch}): code using the default device runs there",
+                "hide it: export ROCR_VISIBLE_DEVICES=<discrete GPU indices> (see env.igpu)",
                 figures=fig,
-                details=details,
+                **details,
             )
     if expected and count != len(expected):
-        return CheckResult(
-            name=name,
-            level=1,
-            status=Status.WARN,
-            message=f"torch sees {count} GPU(s), detection found {len(expected)} visible",
-            remedy="check HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see env.visible_devices)",
+        return result(
+            name,
+            1,
+            Status.WARN,
+            f"torch sees {count} GPU(s), detection found {len(expected)} visible",
+            "check HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see env.visible_devices)",
             figures=fig,
-            details=details,
+            **details,
         )
     names = ", ".join(sorted({f"{d['name']} ({d['arch']})" for d in devices}))
-    return CheckResult(
-        name=name,
-        level=1,
-        status=Status.PASS,
-        message=f"torch sees {count} GPU(s): {names}",
-        figures=fig,
-        details=details,
-    )
+    return result(name, 1, Status.PASS, f"torch sees {count} GPU(s): {names}", figures=fig, **details)
 
 
 def _arch_flags(torch: Any) -> list[str]:
@@ -446,7 +418,7 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
     name = "torch.arch_list"
     m = ctx.machine
     if not compiled:
-        return _result(name, 1, Status.SKIP, f"torch {tv} reports no compiled GPU archs (not a GPU build)")
+        return result(name, 1, Status.SKIP, f"torch {tv} reports no compiled GPU archs (not a GPU build)")
     if ctx.backend == "cuda":
         return _nvidia_archs(ctx, compiled)
     wheel = {archs.base_arch(a) for a in compiled}
@@ -468,8 +440,8 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
     details: dict[str, Any] = {"compiled": compiled, "override": override}
     if not missing:
         if not notes:
-            return _result(name, 1, Status.SKIP, "no visible AMD GPU with a known arch", None, **details)
-        return _result(name, 1, Status.PASS, "torch has code for " + ", ".join(notes), None, **details)
+            return result(name, 1, Status.SKIP, "no visible AMD GPU with a known arch", None, **details)
+        return result(name, 1, Status.PASS, "torch has code for " + ", ".join(notes), None, **details)
     listing = ", ".join(f"GPU {i} {a}" for i, a in missing)
     fixes: list[str] = []
     for _, arch in missing:
@@ -480,7 +452,7 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
             fixes.append(
                 f"install a torch built for {arch} (`rocmkit resolve` shows one, e.g. TheRock's per-arch wheels)"
             )
-    return _result(
+    return result(
         name,
         1,
         Status.FAIL,
@@ -506,7 +478,7 @@ def _nvidia_archs(ctx: CheckContext, compiled: list[str]) -> CheckResult:
             continue
         missing.append(f"GPU {g.index} sm_{cc}")
     if missing:
-        return _result(
+        return result(
             name,
             1,
             Status.FAIL,
@@ -514,7 +486,7 @@ def _nvidia_archs(ctx: CheckContext, compiled: list[str]) -> CheckResult:
             "install a torch wheel for a newer CUDA (`rocmkit resolve`)",
             compiled=compiled,
         )
-    return _result(
+    return result(
         name,
         1,
         Status.PASS,
@@ -537,13 +509,17 @@ def triton_import(ctx: CheckContext) -> CheckResult:
     try:
         import triton
     except Exception as exc:
-        text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        return _result(
+        text = exception_line(exc)
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        return result(
             name,
             1,
             Status.FAIL,
             f"import triton failed: {text}",
-            "reinstall the Triton torch pins (see triton.packages)",
+            # Triton imports numpy without declaring it: a missing module is not a bad Triton.
+            f"{sys.executable} -m pip install {missing}"
+            if missing and missing != "triton"
+            else "reinstall the Triton torch pins (see triton.packages)",
         )
     took = time.perf_counter() - start
     version = str(triton.__version__)
@@ -551,58 +527,34 @@ def triton_import(ctx: CheckContext) -> CheckResult:
     details: dict[str, Any] = {"triton_version": version, "interpreter": interp}
     fig = (Figure(name="import_time", value=round(took, 3), unit="s"),)
     backend = "cpu-interpreter" if interp else ctx.backend
+
+    def outcome(status: Status, message: str, remedy: str | None = None) -> CheckResult:
+        return result(name, 1, status, message, remedy, figures=fig, backend=backend, **details)
+
+    pins = "install the Triton torch pins (see triton.packages)"
     if _version("torch") is not None:
         try:
             from torch._inductor.runtime import triton_compat
         except Exception as exc:
-            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            return CheckResult(
-                name=name,
-                level=1,
-                status=Status.FAIL,
-                message=f"torch's inductor cannot load triton {version}: {text}",
-                remedy="install the Triton torch pins (see triton.packages)",
-                figures=fig,
-                backend=backend,
-                details=details,
+            return outcome(
+                Status.FAIL, f"torch's inductor cannot load triton {version}: {exception_line(exc)}", pins
             )
         if not getattr(triton_compat, "HAS_TRITON", True):
-            return CheckResult(
-                name=name,
-                level=1,
-                status=Status.FAIL,
-                message=f"torch's inductor does not accept triton {version} (HAS_TRITON is False)",
-                remedy="install the Triton torch pins (see triton.packages)",
-                figures=fig,
-                backend=backend,
-                details=details,
+            return outcome(
+                Status.FAIL, f"torch's inductor does not accept triton {version} (HAS_TRITON is False)", pins
             )
     if ctx.backend != "cpu":
         try:
             target = triton.runtime.driver.active.get_current_target()
             details["target"] = {"backend": target.backend, "arch": str(target.arch)}
         except Exception as exc:
-            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            return CheckResult(
-                name=name,
-                level=1,
-                status=Status.FAIL,
-                message=f"triton {version} imports but finds no GPU driver: {text}",
-                remedy="check torch.devices; a ROCm node needs the ROCm build of Triton (pytorch-triton-rocm)",
-                figures=fig,
-                backend=backend,
-                details=details,
+            return outcome(
+                Status.FAIL,
+                f"triton {version} imports but finds no GPU driver: {exception_line(exc)}",
+                "check torch.devices; a ROCm node needs the ROCm build of Triton (pytorch-triton-rocm)",
             )
     mode = " under the interpreter (TRITON_INTERPRET=1)" if interp else ""
-    return CheckResult(
-        name=name,
-        level=1,
-        status=Status.PASS,
-        message=f"triton {version} imports in {took:.1f} s{mode}",
-        figures=fig,
-        backend=backend,
-        details=details,
-    )
+    return outcome(Status.PASS, f"triton {version} imports in {took:.1f} s{mode}")
 
 
 # Bytes each GPU must allocate, fill and read back (capped at a tenth of free memory).
@@ -647,7 +599,7 @@ def torch_device_smoke(ctx: CheckContext) -> CheckResult:
     name = "torch.device_smoke"
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count == 0:
-        return _result(name, 1, Status.SKIP, "torch sees no GPU (see torch.devices)")
+        return result(name, 1, Status.SKIP, "torch sees no GPU (see torch.devices)")
     tolerance = float(ctx.options.get("smoke_rel_tolerance", 1e-3))
     bad: list[str] = []
     runs: list[dict[str, Any]] = []
@@ -665,20 +617,20 @@ def torch_device_smoke(ctx: CheckContext) -> CheckResult:
         for r in runs
     )
     if bad:
-        return CheckResult(
-            name=name,
-            level=1,
-            status=Status.FAIL,
-            message="; ".join(bad),
-            remedy="rerun with AMD_SERIALIZE_KERNEL=3 (ROCm) or CUDA_LAUNCH_BLOCKING=1; check `dmesg` for GPU errors and the device's ECC counters",
+        return result(
+            name,
+            1,
+            Status.FAIL,
+            "; ".join(bad),
+            "rerun with AMD_SERIALIZE_KERNEL=3 (ROCm) or CUDA_LAUNCH_BLOCKING=1; check `dmesg` for GPU errors and the device's ECC counters",
             figures=figures,
-            details={"runs": runs},
+            runs=runs,
         )
-    return CheckResult(
-        name=name,
-        level=1,
-        status=Status.PASS,
-        message=f"{count} GPU(s) allocate, read back and multiply correctly",
+    return result(
+        name,
+        1,
+        Status.PASS,
+        f"{count} GPU(s) allocate, read back and multiply correctly",
         figures=figures,
-        details={"runs": runs},
+        runs=runs,
     )

@@ -19,12 +19,14 @@ _COLOURS = {
     Status.ERROR: "magenta",
     Status.SKIP: "bright_black",
 }
-_VERDICT_WORDS = {
-    Status.PASS: "PASS: every check passed",
-    Status.SKIP: "PASS: every check that could run passed",
-    Status.WARN: "WARN: no failures, but warnings to look at",
-    Status.FAIL: "FAIL: at least one check found a problem",
-    Status.ERROR: "ERROR: at least one check could not run",
+# The verdict line counts what happened instead of praising it: "every check passed"
+# over 5 passes and 17 skips told a user without torch that PyTorch was fine.
+_COUNT_WORDS = {
+    Status.FAIL: "failed",
+    Status.ERROR: "could not run",
+    Status.WARN: "warned",
+    Status.PASS: "passed",
+    Status.SKIP: "skipped",
 }
 
 
@@ -84,12 +86,33 @@ def render(report: Report, *, colour: bool = False, verbose: bool = False) -> st
         if verbose or r.status is Status.ERROR:
             for line in r.details.get("stderr_tail", [])[-5:]:
                 lines.append(f"{'':5}  {'':{width}}  {'':7}  | {line}")
-    counts = {s: sum(r.status is s for r in results) for s in Status}
-    summary = ", ".join(f"{n} {s.value}" for s, n in counts.items() if n)
-    verdict = report.verdict
-    word = _VERDICT_WORDS[verdict]
+    lines.append("")
+    lines.append(verdict_line(report, colour=colour))
+    hint = next_step(results)
+    if hint:
+        lines.append(hint)
+    return "\n".join(lines) + "\n"
+
+
+def verdict_line(report: Report, *, colour: bool = False) -> str:
+    """``PASS: 5 passed, 17 skipped (level 1; exit code 0)``."""
+    verdict = Status.PASS if report.verdict is Status.SKIP else report.verdict
+    counts = {s: sum(r.status is s for r in report.results) for s in _COUNT_WORDS}
+    summary = ", ".join(f"{n} {_COUNT_WORDS[s]}" for s, n in counts.items() if n) or "no checks ran"
+    word = verdict.value.upper()
     if colour:
         word = click.style(word, fg=_COLOURS[verdict], bold=True)
-    lines.append("")
-    lines.append(f"{word} ({summary or 'no checks'}; level {report.level}; exit code {report.exit_code})")
-    return "\n".join(lines) + "\n"
+    return f"{word}: {summary} (level {report.level}; exit code {report.exit_code})"
+
+
+def next_step(results: Sequence[CheckResult]) -> str | None:
+    """One line on what to do when checks were skipped because torch is not installed
+    (level 0, or checks picked by name) and no ``torch.import`` failure already says it."""
+    if any(r.name == "torch.import" and r.status is Status.FAIL for r in results):
+        return None
+    skipped = [r for r in results if r.status is Status.SKIP and r.details.get("missing") == "torch"]
+    if not skipped:
+        return None
+    fix = next((r.remedy for r in skipped if r.remedy), None)
+    then = f"install it with {fix}, then " if fix else "install it, then "
+    return f"next: {len(skipped)} check(s) skipped because torch is not installed; {then}run `rocmkit doctor --level 1`"

@@ -1,0 +1,29 @@
+"""One way for a check to build its result, so each return states only what differs."""
+
+from __future__ import annotations
+
+from rocmkit.doctor.result import CheckResult, Figure, Status
+
+
+def result(
+    name: str,
+    level: int,
+    status: Status,
+    message: str,
+    remedy: str | None = None,
+    *,
+    figures: tuple[Figure, ...] = (),
+    backend: str | None = None,
+    **details: object,
+) -> CheckResult:
+    """A check's result; keyword arguments other than ``figures`` and ``backend`` are its details."""
+    return CheckResult(
+        name=name,
+        level=level,
+        status=status,
+        message=message,
+        remedy=remedy,
+        figures=figures,
+        backend=backend,
+        details=dict(details),
+    )
