@@ -52,6 +52,7 @@ def render_svg(suite: SuiteResult) -> str:
     ]
     axis_y = TOP + ROW_H * max(1, len(models))
     step = 0.5 if xmax <= 4 else float(math.ceil(xmax / 8))
+    failed: list[str] = []
     tick = 0.0
     while tick <= xmax + 1e-9:
         tx = x(tick)
@@ -81,14 +82,14 @@ def render_svg(suite: SuiteResult) -> str:
             label = f"{m.speedup:.2f}x" + (" (within noise)" if m.noisy else "")
             out.append(f'<text x="{LABEL_W + BAR_W + 8}" y="{mid + 4:.1f}">{escape(label)}</text>')
         else:
-            out.append(
-                f'<rect x="{LABEL_W}" y="{y + 6}" width="{BAR_W}" height="{ROW_H - 12}" fill="none" '
-                f'stroke="{COLOR_FAILED}" stroke-dasharray="4 3"/>'
+            # Drawn last, over the grid and the parity/geomean lines, so the status stays readable.
+            text = m.status + (f": {m.message}" if m.message else "")
+            short = text if len(text) <= 62 else text[:61] + "…"
+            failed.append(
+                f'<rect x="{LABEL_W}" y="{y + 6}" width="{BAR_W}" height="{ROW_H - 12}" fill="#fafafa" '
+                f'stroke="{COLOR_FAILED}" stroke-dasharray="4 3"><title>{escape(text)}</title></rect>'
             )
-            out.append(
-                f'<text x="{LABEL_W + 8}" y="{mid + 4:.1f}" fill="#616161">{escape(m.status)}'
-                f"{(': ' + escape(m.message[:60])) if m.message else ''}</text>"
-            )
+            failed.append(f'<text x="{LABEL_W + 8}" y="{mid + 4:.1f}" fill="#616161">{escape(short)}</text>')
     one = x(1.0)
     out.append(
         f'<line x1="{one:.1f}" y1="{TOP - 6}" x2="{one:.1f}" y2="{axis_y}" stroke="#424242" stroke-width="1.5"/>'
@@ -105,6 +106,7 @@ def render_svg(suite: SuiteResult) -> str:
             f"geomean {s.geomean_speedup:.2f}x (dashed; clipped at 1: "
             f"{s.geomean_speedup_clipped or 0:.2f}x), pass rate {escape(s.pass_rate)}</text>"
         )
+    out += failed
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -34,7 +34,7 @@ def test_svg_parses_and_draws_a_bar_per_passing_model() -> None:
     root = ET.fromstring(render_svg(suite()))
     assert root.tag == f"{SVG}svg"
     rects = root.findall(f"{SVG}rect")
-    filled = [r for r in rects if r.get("fill") not in (None, "none")]
+    filled = [r for r in rects if not r.get("stroke-dasharray")]
     assert len(filled) == 2  # fast and slow; the failed model gets an outlined box
     widths = sorted(float(r.get("width", "0")) for r in filled)
     assert widths[1] / widths[0] == pytest.approx(1.8 / 0.8)
@@ -42,6 +42,7 @@ def test_svg_parses_and_draws_a_bar_per_passing_model() -> None:
     assert "parity" in texts
     assert "geomean 1.20x" in texts  # sqrt(1.8 * 0.8), slowdowns included
     assert "compile_error: Error: <boom> & more" in texts  # escaped in the file, intact when parsed
+    assert len([r for r in rects if r.get("stroke-dasharray")]) == 1  # the failed model's box
     assert "a<b" in texts
 
 
