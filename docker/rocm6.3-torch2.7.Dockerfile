@@ -45,7 +45,8 @@ RUN rocmkit install --venv /opt/rocmkit --rocm 6.3 --torch 2.7
 RUN rocmkit doctor --level 0 \
     --skip env.amdgpu_driver --skip env.device_nodes --skip env.device_groups \
     --skip env.driver_window --skip env.igpu --skip env.shm \
-    --skip env.iommu --skip env.numa_balancing
+    --skip env.iommu --skip env.numa_balancing --skip env.kfd_asic \
+    --skip env.pcie_atomics --skip env.virtual_gpu
 
 ENTRYPOINT ["rocmkit", "doctor"]
 CMD ["--level", "1"]

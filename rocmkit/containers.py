@@ -42,6 +42,9 @@ BUILD_TIME_SKIP = (
     "env.shm",
     "env.iommu",
     "env.numa_balancing",
+    "env.kfd_asic",
+    "env.pcie_atomics",
+    "env.virtual_gpu",
 )
 LABELS: dict[Kind, str] = {"rocm": "ROCm", "cuda": "CUDA"}
 # Where rocmkit and the torch build it installs live inside an image.

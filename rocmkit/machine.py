@@ -44,6 +44,8 @@ class Gpu:
     kfd_node: int | None = None  # /sys/class/kfd/kfd/topology/nodes/<n>
     visible: bool = True  # under HIP_/ROCR_/CUDA_VISIBLE_DEVICES
     sources: tuple[str, ...] = ()  # tools that reported it: "kfd", "rocminfo", ...
+    # An SR-IOV virtual function (lspci "Virtual Function", an "MxGPU"/"VF" name); None: unknown.
+    virtual_function: bool | None = None
 
     @property
     def gfx_family(self) -> str | None:
@@ -112,6 +114,15 @@ class Host:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KernelMessage:
+    """A kernel log (dmesg) line that explains a GPU ROCm cannot use."""
+
+    kind: str  # "kfd_asic" (KFD does not support the chip), "pcie_atomics" (slot lacks atomics)
+    text: str  # the line, without its timestamp
+    device: str | None = None  # "1002:67df", "0000:02:00.0" or the ASIC name, as the line says
+
+
+@dataclass(frozen=True, kw_only=True)
 class Machine:
     gpus: tuple[Gpu, ...] = ()
     rocm: RocmInfo = field(default_factory=RocmInfo)
@@ -121,6 +132,9 @@ class Machine:
     problems: tuple[Problem, ...] = ()
     overrides: dict[str, str] = field(default_factory=dict)  # ROCMKIT_* values that replaced a fact
     source: str = "live"  # "live" or "capture:<path>"
+    kernel_messages: tuple[KernelMessage, ...] = ()
+    # Whether dmesg could be read: None when it was not run (an older capture or document).
+    kernel_log_read: bool | None = None
 
     @property
     def amd_gpus(self) -> tuple[Gpu, ...]:
@@ -175,6 +189,10 @@ class Machine:
                 problems=tuple(Problem(**p) for p in data.get("problems", ())),
                 overrides=dict(data.get("overrides") or {}),
                 source=str(data.get("source", "live")),
+                kernel_messages=tuple(
+                    KernelMessage(**_known(KernelMessage, k)) for k in data.get("kernel_messages") or ()
+                ),
+                kernel_log_read=_opt_bool(data.get("kernel_log_read")),
             )
         except (TypeError, ValueError) as exc:
             raise DataError(
@@ -185,3 +203,9 @@ class Machine:
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in d.items() if k in names}
+
+
+def _opt_bool(value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise ValueError(f"expected true, false or null, not {value!r}")

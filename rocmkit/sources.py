@@ -51,6 +51,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     # rocmkit additions (docs/captures.md)
     "id.txt": ("id",),
     "ldd-version.txt": ("ldd", "--version"),
+    # Why KFD refused a GPU (#3, #4). Often root-only (kernel.dmesg_restrict=1): a
+    # failure is "could not read", not an error.
+    "dmesg.txt": ("dmesg",),
     # Built in: answered by rocmkit itself (LiveSource._builtin), no process is started.
     "devices.txt": (BUILTIN, "devices"),
     "python.txt": (BUILTIN, "python"),
@@ -102,7 +105,13 @@ RELEVANT_ENV = (
 )
 
 # Per-command timeouts (seconds). rocminfo can hang on a wedged GPU; keep it short.
-TIMEOUTS: dict[str, float] = {"rocminfo.txt": 10.0, "amd-smi-static.json": 10.0, "lspci.txt": 5.0}
+# dmesg only copies a kernel buffer: seconds mean something is badly wrong.
+TIMEOUTS: dict[str, float] = {
+    "rocminfo.txt": 10.0,
+    "amd-smi-static.json": 10.0,
+    "lspci.txt": 5.0,
+    "dmesg.txt": 3.0,
+}
 
 
 def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:

@@ -25,16 +25,17 @@ from rocmkit.detect.merge import (
     merge,
 )
 from rocmkit.detect.overrides import Overrides, apply_overrides, parse_overrides
+from rocmkit.detect.virtual import mark_virtual
 from rocmkit.detect.visibility import apply_visibility
 from rocmkit.machine import Machine, NvidiaInfo, Problem, RocmInfo
-from rocmkit.probes import amd, gather, nvidia
+from rocmkit.probes import amd, gather, kernel, nvidia
 from rocmkit.probes import host as host_probe
 from rocmkit.sources import CaptureSource, LiveSource, Source, relevant_env
 
 
 def all_command_names() -> tuple[str, ...]:
     """Every command detection asks its source for (names of ``rocmkit.sources.COMMANDS``)."""
-    return (*amd.COMMAND_NAMES, *nvidia.COMMAND_NAMES, *host_probe.COMMAND_NAMES)
+    return (*amd.COMMAND_NAMES, *nvidia.COMMAND_NAMES, *host_probe.COMMAND_NAMES, *kernel.COMMAND_NAMES)
 
 
 def detect_machine(source: Source | None = None, environ: Mapping[str, str] | None = None) -> Machine:
@@ -54,6 +55,7 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
     amd_f = amd.probe(source, results, src_env)
     nv_f = nvidia.probe(source, results)
     host_f = host_probe.probe(source, results, src_env)
+    kernel_f = kernel.probe(results)
 
     problems: list[Problem] = [*host_f.problems]
     matrix = MatrixRef()
@@ -63,7 +65,9 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
     nv_accs = merge("nvidia", nv_f.listings, NVIDIA_LISTINGS, problems)
     nv_accs = attach_pci(nv_accs, host_f.pci_gpus, "nvidia", problems)
     gpus += build_nvidia(nv_accs, matrix)
-    problems = [*amd_f.problems, *nv_f.problems, *problems]
+    gpus = mark_virtual(gpus, host_f.pci_gpus)
+    problems = [*amd_f.problems, *nv_f.problems, *problems, *kernel_f.problems]
+    problems += kernel.libdrm_problems(results)
 
     rocm = RocmInfo(
         version=amd_f.rocm_version,
@@ -79,7 +83,7 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
         else None
     )
     has_amd = any(g.vendor == "amd" for g in gpus)
-    problems += driverless(gpus)
+    problems += driverless(gpus, kfd_refused=bool(kernel_f.messages))
     problems += device_problems(host_f.host, has_amd, host_f.host.container)
     if has_amd and not rocm.installs and rocm.version is None and not amd_f.tools_seen:
         problems.append(
@@ -103,6 +107,8 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
         problems=tuple(_unique(problems)),
         overrides=overrides.raw,
         source=source.label,
+        kernel_messages=kernel_f.messages,
+        kernel_log_read=kernel_f.read,
     )
 
 

@@ -8,15 +8,18 @@ from rocmkit.machine import DeviceNode, Gpu, Host, Problem
 from rocmkit.parsers.rocminfo import KFD_GROUP_HINT
 
 
-def driverless(gpus: Sequence[Gpu]) -> list[Problem]:
-    """GPUs that only lspci sees: the hardware is there, the driver is not."""
+def driverless(gpus: Sequence[Gpu], kfd_refused: bool = False) -> list[Problem]:
+    """GPUs that only lspci sees: the hardware is there, the driver is not (or, when the
+    kernel log says so, KFD refused the GPU: then loading amdgpu is not the fix)."""
     problems = []
+    amd_hint = (
+        "the kernel's KFD refused it: see the dmesg line reported with it"
+        if kfd_refused
+        else "load the amdgpu driver (a recent kernel or amdgpu-dkms), then check "
+        "`ls /sys/class/kfd/kfd/topology/nodes` and `dmesg | grep -i amdgpu`"
+    )
     for vendor, hint in (
-        (
-            "amd",
-            "load the amdgpu driver (a recent kernel or amdgpu-dkms), then check "
-            "`ls /sys/class/kfd/kfd/topology/nodes` and `dmesg | grep -i amdgpu`",
-        ),
+        ("amd", amd_hint),
         ("nvidia", "install the NVIDIA driver and reboot; `nvidia-smi` must list the GPU"),
     ):
         mine = [g for g in gpus if g.vendor == vendor]

@@ -54,3 +54,15 @@ def parse_lspci(text: str) -> LspciResult:
             )
         )
     return LspciResult(gpus=tuple(gpus))
+
+
+# An SR-IOV virtual function (#23): lspci's "Virtual Function" (pci.ids names VFs so),
+# AMD's "MxGPU" brand ("Navi 21 [Radeon Pro V620 MxGPU]", ROCm legacy#2995; "Radeon
+# Instinct MI25 MxGPU", legacy#1638) and the " VF" suffix tools print ("AMD Instinct
+# MI300X VF", AlphaMine-Tech/alpha-miner#4).
+_VIRTUAL = re.compile(r"Virtual Function|\bMxGPU\b|\bVF\b")
+
+
+def is_virtual_function(name: str | None) -> bool:
+    """Whether a GPU name or lspci description marks an SR-IOV virtual function."""
+    return bool(name) and _VIRTUAL.search(name or "") is not None

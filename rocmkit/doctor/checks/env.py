@@ -17,6 +17,7 @@ from rocmkit.doctor.checks.outcome import result
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.machine import DeviceNode, Gpu, Machine
+from rocmkit.parsers import dmesg
 
 GIB = 1024**3
 # Docker's default /dev/shm is 64 MiB; PyTorch DataLoader workers and RCCL need
@@ -538,6 +539,135 @@ def numa_balancing(ctx: CheckContext) -> CheckResult:
         "NUMA auto-balancing is on: page migrations stall GPU work (AMD's Instinct tuning guides turn it off)",
         "`sudo sysctl -w kernel.numa_balancing=0`, and persist it in /etc/sysctl.d/90-rocm.conf",
     )
+
+
+def _kernel_log_unread(m: Machine) -> str | None:
+    """Why the kernel log says nothing here, or None when it was read."""
+    if m.kernel_log_read is None:
+        return "the kernel log was not read (no dmesg in this capture or report)"
+    if not m.kernel_log_read:
+        return "dmesg could not be read by this user (kernel.dmesg_restrict)"
+    return None
+
+
+def _kernel_result(ctx: CheckContext, name: str, kind: str, bad: str, remedy: str) -> CheckResult:
+    """Shared shape of the dmesg checks: FAIL on a matching line (even in a partial
+    read), PASS when the whole log was read and holds none, SKIP otherwise."""
+    m = ctx.machine
+    lines = [k for k in m.kernel_messages if k.kind == kind]
+    if lines:
+        devices = ", ".join(k.device or "?" for k in lines)
+        return result(
+            name,
+            0,
+            Status.FAIL,
+            f"the kernel refused GPU {devices}: {bad} (dmesg: `{lines[0].text}`)",
+            remedy,
+            devices=[k.device for k in lines],
+            lines=[k.text for k in lines],
+        )
+    if not _amd_relevant(m):
+        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
+    unread = _kernel_log_unread(m)
+    if unread is not None:
+        return result(
+            name,
+            0,
+            Status.SKIP,
+            unread,
+            "to check by hand: `sudo dmesg | grep -i kfd`" if m.kernel_log_read is False else None,
+        )
+    return result(name, 0, Status.PASS, "the kernel log has no such KFD refusal")
+
+
+@check(
+    "env.kfd_asic",
+    level=0,
+    description="KFD accepted every AMD GPU: no `kfd not supported on this ASIC` in dmesg (#3).",
+)
+def kfd_asic(ctx: CheckContext) -> CheckResult:
+    # rocminfo then says "Unable to open /dev/kfd read-write: Cannot allocate memory"
+    # (ROCm/rocminfo#27): the chip predates what KFD supports (pre-GCN3, legacy#2232).
+    return _kernel_result(
+        ctx,
+        "env.kfd_asic",
+        dmesg.KFD_ASIC,
+        "KFD (ROCm's kernel driver) does not support this chip, so ROCm cannot compute on it",
+        "use a GPU on the ROCm support list (https://rocm.docs.amd.com, 'System requirements'); "
+        "this one can still drive displays, and PyTorch can use the CPU wheels",
+    )
+
+
+@check(
+    "env.pcie_atomics",
+    level=0,
+    description="No GPU was skipped for lack of PCIe atomics: `PCI rejects atomics` in dmesg (#4).",
+)
+def pcie_atomics(ctx: CheckContext) -> CheckResult:
+    # Slots wired to the chipset/PCH, old CPUs and some laptops cannot route PCIe
+    # atomic operations, which KFD requires of these GPUs (legacy#364, #722, #1214).
+    return _kernel_result(
+        ctx,
+        "env.pcie_atomics",
+        dmesg.PCIE_ATOMICS,
+        "its PCIe slot does not pass atomic operations, which ROCm needs on this GPU",
+        "move the GPU to a PCIe slot wired to the CPU, not to the chipset (the board manual says "
+        "which); ROCm Validation Suite's `peqt` module reports whether atomics reach each GPU",
+    )
+
+
+@check(
+    "env.virtual_gpu",
+    level=0,
+    description="No AMD GPU is an SR-IOV virtual function ROCm may not support (#23).",
+)
+def virtual_gpu(ctx: CheckContext) -> CheckResult:
+    m = ctx.machine
+    name = "env.virtual_gpu"
+    amd = list(m.amd_gpus)
+    if not amd:
+        return result(name, 0, Status.SKIP, "no AMD GPU detected")
+    vfs = [g for g in amd if g.virtual_function]
+    if vfs:
+        return result(
+            name,
+            0,
+            Status.WARN,
+            f"GPU {', '.join(_label(g) for g in vfs)} is an SR-IOV virtual function (a virtualized GPU): "
+            "ROCm supports only some GPUs and hypervisors this way, and on the others "
+            "hipGetDeviceCount fails with hipErrorInvalidDevice (error 101)",
+            "check this GPU and hypervisor against ROCm's virtualization support list; "
+            "otherwise ask for a bare-metal or whole-GPU passthrough instance",
+            gpus=[g.index for g in vfs],
+        )
+    if all(g.virtual_function is None for g in amd):
+        return result(name, 0, Status.SKIP, "whether the GPUs are virtual functions is unknown (no lspci)")
+    return result(name, 0, Status.PASS, f"{len(amd)} AMD GPU(s), none an SR-IOV virtual function")
+
+
+@check(
+    "env.amdgpu_ids",
+    level=0,
+    description="libdrm finds amdgpu.ids (missing, it is cosmetic: a warning, never a failure) (#22).",
+)
+def amdgpu_ids(ctx: CheckContext) -> CheckResult:
+    m = ctx.machine
+    name = "env.amdgpu_ids"
+    said = [p for p in m.problems if "amdgpu.ids" in p.message]
+    if said:
+        tools = sorted({p.source for p in said})
+        return result(
+            name,
+            0,
+            Status.WARN,
+            f"{said[0].message.split(' (')[0]} (printed by {', '.join(tools)}): cosmetic, GPU marketing "
+            "names fall back to generic ones; compute is unaffected",
+            said[0].hint,
+            tools=tools,
+        )
+    if not _amd_relevant(m):
+        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
+    return result(name, 0, Status.PASS, "no tool complained about a missing amdgpu.ids")
 
 
 @check("env.detection", level=0, description="Detection ran its probes without errors.")

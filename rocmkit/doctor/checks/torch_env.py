@@ -132,6 +132,88 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
     )
 
 
+@check(
+    "torch.amdsmi",
+    level=0,
+    description="The pip `amdsmi` package does not clash with the libamd_smi torch loads (#12).",
+    needs=("live",),
+    # In a child, as triton.packages: it reads the checked Python's installed distributions.
+    isolated=True,
+    timeout_s=30.0,
+)
+def amdsmi_package(ctx: CheckContext) -> CheckResult:
+    return amdsmi_result(
+        ctx,
+        amdsmi=_version("amdsmi"),
+        torch=_version("torch"),
+        rocm_sdk=_version("rocm-sdk-core"),
+    )
+
+
+def _is_rocm_torch(torch_version: str) -> bool:
+    try:
+        return "rocm" in (Version(torch_version).local or "")
+    except InvalidVersion:
+        return "rocm" in torch_version
+
+
+def amdsmi_result(
+    ctx: CheckContext, *, amdsmi: str | None, torch: str | None, rocm_sdk: str | None
+) -> CheckResult:
+    """torch on ROCm counts GPUs through the `amdsmi` Python package when it imports.
+    A pip `amdsmi` whose libamd_smi differs from the one torch loaded first makes
+    `amdsmi_get_processor_handles()` return nothing, so `torch.cuda.device_count()`
+    is 0 while HIP sees the GPU (pytorch#186516)."""
+    name = "torch.amdsmi"
+    if torch is None:
+        return result(name, 0, Status.SKIP, "torch is not installed")
+    if amdsmi is None:
+        return result(name, 0, Status.PASS, "the `amdsmi` package is not installed: no second libamd_smi")
+    if not _is_rocm_torch(torch) and rocm_sdk is None:
+        return result(
+            name, 0, Status.PASS, f"amdsmi {amdsmi} is installed, but torch {torch} is not a ROCm build"
+        )
+    fix = (
+        "`python -m pip uninstall -y amdsmi` (torch then counts GPUs through HIP), then check "
+        '`python -c "import torch; print(torch.cuda.device_count())"`'
+    )
+    details: dict[str, Any] = {"amdsmi": amdsmi, "torch": torch, "rocm_sdk_core": rocm_sdk}
+    if rocm_sdk is not None:
+        # The ROCm SDK wheels bundle libamd_smi.so.<N> in _rocm_sdk_core; torch's
+        # loader hook cannot tell it and the package's libamd_smi.so apart.
+        return result(
+            name,
+            0,
+            Status.FAIL,
+            f"amdsmi {amdsmi} is installed next to torch {torch}, whose ROCm SDK wheels (rocm-sdk-core "
+            f"{rocm_sdk}) bundle another libamd_smi: torch.cuda.device_count() returns 0",
+            fix,
+            **details,
+        )
+    rocm = ctx.machine.rocm.version
+    wanted = _major_minor(rocm)
+    if wanted is not None and wanted == _major_minor(amdsmi):
+        return result(
+            name,
+            0,
+            Status.PASS,
+            f"amdsmi {amdsmi} matches the ROCm {rocm} installed here",
+            rocm=rocm,
+            **details,
+        )
+    against = f"is not for the ROCm {rocm} installed here" if rocm else "matches no detected ROCm install"
+    return result(
+        name,
+        0,
+        Status.WARN,
+        f"amdsmi {amdsmi} is installed for torch {torch} but {against}: two libamd_smi "
+        "builds in one process can make torch.cuda.device_count() return 0",
+        fix + "; or install the amdsmi matching your ROCm from /opt/rocm/share/amd_smi",
+        rocm=rocm,
+        **details,
+    )
+
+
 def _loaded_libraries(fragment: str) -> list[str]:
     """Shared objects whose path contains ``fragment`` in this process (#21)."""
     try:

@@ -1,0 +1,78 @@
+"""``dmesg``: the kernel lines that say why KFD (ROCm's kernel side) refused a GPU.
+
+A refused GPU is invisible to rocminfo and torch while lspci still lists it, and
+only the kernel log says why. The forms below are quoted from public bug reports
+(``../shared/docs/validation-facts.md`` section 5):
+
+- ``amdgpu 0000:02:00.0: kfd not supported on this ASIC`` (ROCm/rocminfo#27, #3)
+- ``kfd kfd: amdgpu: PITCAIRN  not supported in kfd`` (ROCm legacy#2232, #3)
+- ``kfd kfd: DID 7340 is missing in supported_devices`` (ROCm legacy#1318, #3)
+- ``kfd kfd: skipped device 1002:67df, PCI rejects atomics`` and, on newer kernels,
+  ``kfd kfd: amdgpu: skipped device 1002:67df, PCI rejects atomics`` (legacy#364,
+  #1214, #827, #4)
+
+Lines may carry a ``[    7.026427]`` timestamp or a ``<6>`` syslog level; both are
+dropped. Pure and total: any text gives a result, nothing raises.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rocmkit.machine import KernelMessage
+from rocmkit.parsers.records import strip_ansi
+
+KFD_ASIC = "kfd_asic"
+PCIE_ATOMICS = "pcie_atomics"
+
+_PREFIX = re.compile(r"^\s*(?:<\d+>)?\s*(?:\[\s*\d+(?:\.\d+)?\]\s*)?")
+_PCI_ID = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{4}"
+_BUS = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (PCIE_ATOMICS, re.compile(rf"skipped device (?P<dev>{_PCI_ID}), PCI rejects atomics")),
+    (KFD_ASIC, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?kfd not supported on this ASIC")),
+    (KFD_ASIC, re.compile(r"kfd kfd: (?:amdgpu: )?(?P<dev>[A-Za-z0-9_]+)\s+not supported in kfd")),
+    (KFD_ASIC, re.compile(r"DID (?P<dev>[0-9a-fA-F]{4}) is missing in supported_devices")),
+)
+# `dmesg` run without the right to read the ring buffer (kernel.dmesg_restrict=1):
+# "dmesg: read kernel buffer failed: Operation not permitted".
+_DENIED = re.compile(r"read kernel buffer failed|Operation not permitted|Permission denied")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DmesgResult:
+    messages: tuple[KernelMessage, ...] = ()
+
+
+def _device(pattern_dev: str | None, text: str) -> str | None:
+    if pattern_dev is None:
+        return None
+    if re.fullmatch(r"[0-9a-fA-F]{4}", pattern_dev) and "DID" in text:
+        return f"1002:{pattern_dev.lower()}"  # KFD names only AMD's device id
+    if re.fullmatch(_PCI_ID, pattern_dev):
+        return pattern_dev.lower()
+    return pattern_dev
+
+
+def parse_dmesg(text: str) -> DmesgResult:
+    """Every KFD refusal in ``text``, once per (kind, device), in log order."""
+    seen: set[tuple[str, str | None]] = set()
+    found: list[KernelMessage] = []
+    for raw in strip_ansi(text).splitlines():
+        line = _PREFIX.sub("", raw).strip()
+        for kind, pattern in _PATTERNS:
+            m = pattern.search(line)
+            if m is None:
+                continue
+            device = _device(m.group("dev"), line)
+            if (kind, device) not in seen:  # a driver reload repeats every line
+                seen.add((kind, device))
+                found.append(KernelMessage(kind=kind, text=line, device=device))
+            break
+    return DmesgResult(messages=tuple(found))
+
+
+def read_denied(stderr: str) -> bool:
+    """Whether dmesg's stderr says the kernel log may not be read by this user."""
+    return bool(_DENIED.search(stderr))
