@@ -368,6 +368,19 @@ def _copy_tree(src: Source, path: str, dest_root: Path, depth: int = 0) -> None:
             _copy_tree(src, child, dest_root, depth + 1)
 
 
+# A snapshot is meant for public bug reports, and a kernel log holds MAC addresses,
+# serial numbers and disk labels. Keep only the lines about GPUs, KFD and PCIe: every
+# line the dmesg parser reads matches one of these, so detection on the snapshot
+# still equals detection live.
+_GPU_KERNEL_WORDS = ("kfd", "amdgpu", "atomics", "drm", "iommu", "amd-vi", "nvidia", "nvrm", "hsa")
+
+
+def gpu_kernel_lines(text: str) -> str:
+    """The lines of a kernel log that concern GPUs (see ``_GPU_KERNEL_WORDS``)."""
+    kept = [line for line in text.splitlines() if any(w in line.lower() for w in _GPU_KERNEL_WORDS)]
+    return "".join(line + "\n" for line in kept)
+
+
 def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> list[str]:
     """Write every command and file of the capture format that exists on ``source``.
 
@@ -392,7 +405,8 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
     for name, res in results.items():
         if res.status in ("absent", "error"):
             continue
-        (dest / "cmd" / name).write_text(res.stdout, encoding="utf-8")
+        stdout = gpu_kernel_lines(res.stdout) if name == "dmesg.txt" else res.stdout
+        (dest / "cmd" / name).write_text(stdout, encoding="utf-8")
         written.append(f"cmd/{name}")
         if res.stderr:
             (dest / "cmd" / f"{name}.err").write_text(res.stderr, encoding="utf-8")

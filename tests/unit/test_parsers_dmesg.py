@@ -111,3 +111,21 @@ def test_virtual_function_names() -> None:
     )
     (gpu,) = parse_lspci(line).gpus
     assert is_virtual_function(gpu.name)
+
+
+def test_snapshot_keeps_only_the_gpu_lines_of_the_kernel_log() -> None:
+    from rocmkit.parsers.dmesg import parse_dmesg
+    from rocmkit.sources import gpu_kernel_lines
+
+    log = (
+        "[    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02-amd64-010)\n"
+        "[    2.101000] e1000e 0000:00:1f.6 eth0: (PCI Express:2.5GT/s:Width x1) 3c:ec:ef:12:34:56\n"
+        "[    3.204417] kfd kfd: amdgpu: skipped device 1002:67df, PCI rejects atomics 730<0\n"
+        "[    3.300000] EXT4-fs (nvme0n1p2): mounted filesystem 1b2c3d4e-aaaa ro\n"
+        "[    3.400000] [drm] amdgpu kernel modesetting enabled.\n"
+    )
+    kept = gpu_kernel_lines(log)
+    assert "3c:ec:ef" not in kept and "EXT4-fs" not in kept and "Linux version" not in kept
+    assert "PCI rejects atomics" in kept and "[drm] amdgpu" in kept
+    # Detection reads the same findings from the kept lines as from the whole log.
+    assert parse_dmesg(kept) == parse_dmesg(log)
