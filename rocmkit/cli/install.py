@@ -251,6 +251,9 @@ def cli(
         show_output=not quiet,
         companions=not no_companions,
     )
+    if plan_file is not None:
+        # A plan file that cannot be used is an error before anything is created.
+        _load_plan_file(plan_file, index_base)
     read_only = bool(lock_file or download_only)
     created = False
     would_create: Path | None = None

@@ -127,7 +127,7 @@ def _no_wheel_for(gpus: tuple[AmdGpu, ...], m: Matrix, cons: Constraints, python
         )
     if on_therock:
         fixes.append("use --channel therock (AMD's multi-arch index has device code for it)")
-    fixes.append("or --cpu for CPU wheels")
+    fixes.append("or --cpu for CPU wheels" if fixes else "use --cpu for CPU wheels")
     on = f" for ROCm {cons.rocm_version}" if cons.rocm else ""
     if cons.torch:
         message = f"torch {cons.torch} has no ROCm wheels{on} with device code for {archs}"
