@@ -21,12 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rocmkit.errors import UsageError
 from rocmkit.matrix.fields import Row, check_keys, did_you_mean, parse_release, read_sources, rows
 from rocmkit.matrix.load import read_toml
 from rocmkit.paths import matrices_dir
+
+if TYPE_CHECKING:
+    from rocmkit.matrix.model import TorchRelease
 
 FILE = "images.toml"
 Kind = Literal["rocm", "cuda"]
@@ -193,6 +196,27 @@ def check_gfx(archs: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _check_torch_wheels(torch: str, rocm: str) -> None:
+    """Refuse a torch release with no wheels for this ROCm release in matrices/torch.toml:
+    the image's `rocmkit install` step would otherwise fail inside `docker build`."""
+    from rocmkit.matrix import load_matrix
+    from rocmkit.matrix.model import release_key
+    from rocmkit.resolve.rocm import rocm_matches
+
+    m = load_matrix()
+
+    def has_wheels(releases: Sequence[TorchRelease]) -> bool:
+        return any(rocm_matches(v.rocm or "", rocm, m) for r in releases for v in r.of_kind("rocm"))
+
+    if has_wheels(m.torch_series(torch)):
+        return
+    series = sorted({r.series for r in m.torch_releases if has_wheels((r,))}, key=release_key)
+    raise UsageError(
+        f"matrices/torch.toml has no torch {torch} wheels for ROCm {rocm}",
+        f"pick one of {', '.join(series)}" if series else "pick another --rocm release",
+    )
+
+
 def choose_spec(
     images: Images, *, rocm: str | None = None, torch: str | None = None, gfx: Sequence[str] | None = None
 ) -> ImageSpec:
@@ -207,6 +231,8 @@ def choose_spec(
         raise UsageError(f"{FILE} has no image for ROCm {rocm}", "pass --torch X.Y")
     if not re.fullmatch(r"\d+\.\d+(\.\d+)?", torch):
         raise UsageError(f"--torch {torch!r} is not a version", "give a release like 2.5 or 2.5.1")
+    if row is None or torch != row.torch:
+        _check_torch_wheels(torch, rocm)
     archs = check_gfx(gfx) if gfx else (row.gfx if row else ())
     if not archs:
         raise UsageError(f"no gfx archs for ROCm {rocm}", "pass --gfx gfx90a,gfx942")

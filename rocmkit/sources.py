@@ -381,6 +381,32 @@ def gpu_kernel_lines(text: str) -> str:
     return "".join(line + "\n" for line in kept)
 
 
+def _clear_previous_snapshot(dest: Path, extra_files: tuple[str, ...]) -> None:
+    """Remove what an earlier snapshot into ``dest`` wrote (``snapshot --force``).
+
+    A capture replays whatever files it holds: a stale ``cmd/rocminfo.txt.rc`` or
+    ``/opt/rocm-X`` left from an older snapshot would be replayed as this machine's.
+    Only paths this function writes are removed; other files in ``dest`` are kept.
+    """
+    cmd = dest / "cmd"
+    for name in COMMANDS:
+        for suffix in ("", ".err", ".rc"):
+            with contextlib.suppress(FileNotFoundError):
+                (cmd / f"{name}{suffix}").unlink()
+    root = dest / "root"
+    for path in (*FILES, *extra_files):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            (root / path.lstrip("/")).unlink()
+    for tree in TREES:
+        shutil.rmtree(root / tree.lstrip("/"), ignore_errors=True)
+    with contextlib.suppress(OSError):  # no opt/ from an earlier snapshot
+        for entry in (root / "opt").iterdir():
+            if entry.name.startswith("rocm") and entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        (dest / "env.json").unlink()
+
+
 def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> list[str]:
     """Write every command and file of the capture format that exists on ``source``.
 
@@ -388,7 +414,6 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
     exactly as the format says ("absent means not installed").
     """
     dest = Path(dest)
-    written: list[str] = []
     try:
         (dest / "cmd").mkdir(parents=True, exist_ok=True)
         (dest / "root").mkdir(parents=True, exist_ok=True)
@@ -396,6 +421,18 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         raise CaptureError(
             f"cannot create {dest}: {exc.strerror}", "choose a folder you can write to"
         ) from exc
+    try:
+        return _write_snapshot(source, dest, extra_files)
+    except OSError as exc:
+        raise CaptureError(
+            f"cannot write {exc.filename or dest}: {exc.strerror or exc}",
+            "choose a new folder you can write to",
+        ) from exc
+
+
+def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) -> list[str]:
+    written: list[str] = []
+    _clear_previous_snapshot(dest, extra_files)
     # Concurrently, as detection does: a hung tool costs its timeout once, not once per tool.
     from concurrent.futures import ThreadPoolExecutor
 
@@ -425,6 +462,11 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         written.append(f"root{path}")
     for tree in TREES:
         _copy_tree(source, tree, dest / "root")
+    # ROCM_PATH's folder may hold no .info/version: keep the folder, so that replay sees
+    # it exists (detection warns about a ROCM_PATH that does not).
+    rocm_path = source.environ().get("ROCM_PATH", "").strip("/")
+    if rocm_path and source.listdir(f"/{rocm_path}") is not None:
+        (dest / "root" / rocm_path).mkdir(parents=True, exist_ok=True)
     # Versioned ROCm installs are detected from folder names and their .info/version.
     for name in source.listdir("/opt") or []:
         if name.startswith("rocm"):

@@ -24,12 +24,19 @@ from=$(dirname "$here")
 install_args=()
 
 usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
+# A missing value is bad arguments (exit 4, as documented), not a shell error.
+need() {
+  if [ -z "${2:-}" ]; then
+    echo "error: $1 needs $3 (fix: see $0 --help)" >&2
+    exit 4
+  fi
+}
 while [ "$#" -gt 0 ]; do
   case $1 in
-    --venv) venv=${2:?--venv needs a folder}; shift 2 ;;
-    --level) level=${2:?--level needs 0-3}; shift 2 ;;
-    --out) out=${2:?--out needs a folder}; shift 2 ;;
-    --from) from=${2:?--from needs a pip requirement or path}; shift 2 ;;
+    --venv) need "$1" "${2:-}" "a folder"; venv=$2; shift 2 ;;
+    --level) need "$1" "${2:-}" "0-3"; level=$2; shift 2 ;;
+    --out) need "$1" "${2:-}" "a folder"; out=$2; shift 2 ;;
+    --from) need "$1" "${2:-}" "a pip requirement or path"; from=$2; shift 2 ;;
     --) shift; install_args=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
     *) echo "error: unknown option $1 (fix: see $0 --help)" >&2; exit 4 ;;

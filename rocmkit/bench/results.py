@@ -202,7 +202,11 @@ class SuiteResult:
                 threads=int(d["threads"]) if d.get("threads") is not None else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise DataError(f"malformed {SCHEMA} result: {exc}") from exc
+            what = f"field {exc} is missing" if isinstance(exc, KeyError) else str(exc)
+            raise DataError(
+                f"malformed {SCHEMA} result: {what}",
+                "pass a file written by `rocmkit bench models --json`, unedited",
+            ) from exc
 
 
 CSV_COLUMNS = (

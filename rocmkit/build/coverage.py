@@ -22,7 +22,17 @@ def wheel_coverage(target: Target, machine: Machine | None, torch: str | None) -
     """One sentence on what the published wheels do for ``target``; None when not applicable."""
     if target.backend != "rocm":
         return None  # CUDA wheels carry every current compute capability
+    from rocmkit.matrix import load_matrix
     from rocmkit.resolve import Constraints, resolve
+
+    # A typo (gfx1301 for gfx1031) would otherwise surface only when hipcc rejects the
+    # arch, well into an hours-long build.
+    unknown = [a for a in target.archs if load_matrix().gfx_arch(a) is None]
+    if unknown:
+        return (
+            f"{', '.join(unknown)} is not in matrices/gfx.toml: check the name against "
+            "`rocmkit detect` before building (a new arch hipcc knows still builds)"
+        )
 
     probe = machine if machine is not None else machine_for(target)
     try:

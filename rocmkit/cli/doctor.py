@@ -131,6 +131,12 @@ def cli(
         timeout_scale=timeout_scale,
         options=parse_settings(settings),
     )
+    for key in unknown_settings(opts.options):
+        click.echo(
+            f"warning: no built-in check reads --set {key}; it is ignored unless a check from "
+            "ROCMKIT_DOCTOR_MODULES reads it (see docs/doctor.md for the option names)",
+            err=True,
+        )
     progress = text.Progress(total)
     report = doctor(
         machine,
@@ -173,12 +179,37 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
     for item in settings:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"--set {item!r} is not KEY=VALUE", "write it like --set repeat=5")
+            raise UsageError(f"--set {item!r} is not KEY=VALUE", "write it like --set repeats=5")
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:
             out[key.strip()] = value
     return out
+
+
+# Options the built-in checks read besides the kernel ones in rocmkit.kernels.sizes; a
+# misspelt key would otherwise leave its threshold at the default without a word.
+_CHECK_SETTINGS = frozenset(
+    {
+        "shm_min_bytes",
+        "cache_min_free_bytes",
+        "smoke_rel_tolerance",
+        "distributed_timeout_s",
+        "distributed_work_budget_s",
+        "cpu_procs",
+        "allreduce_sizes",
+        "allreduce_iters",
+        "allreduce_warmup",
+    }
+)
+
+
+def unknown_settings(options: Mapping[str, object]) -> list[str]:
+    """The ``--set`` keys no built-in check reads (``models.*`` keys belong to the models check)."""
+    from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS
+
+    known = _CHECK_SETTINGS | OPTION_KEYS.keys() | CHECK_OPTION_KEYS.keys()
+    return [k for k in options if k not in known and not k.startswith("models.")]
 
 
 def _print_list(checks: Mapping[str, Check]) -> None:

@@ -85,12 +85,20 @@ def labels_cmd(report: Path, prefix: str) -> None:
     \b
     kubectl label node "$NODE" $(rocmkit fleet labels report.json) --overwrite
     """
+    import re
+
+    from rocmkit.errors import UsageError
     from rocmkit.fleet.labels import node_labels
     from rocmkit.fleet.load import read_report
 
+    # Kubernetes label key prefix: a DNS subdomain; kubectl would refuse every label otherwise.
+    part = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+    if len(prefix) > 253 or not re.fullmatch(rf"{part}(\.{part})*", prefix):
+        raise UsageError(
+            f"--prefix {prefix!r} is not a DNS subdomain, so kubectl would refuse the labels",
+            "use lower-case letters, digits, '-' and '.', e.g. --prefix example.com",
+        )
     if not report.exists():
-        from rocmkit.errors import UsageError
-
         raise UsageError(f"{report} does not exist", "pass a file written by `rocmkit doctor --json`")
     for key, value in node_labels(read_report(report), prefix).items():
         click.echo(f"{key}={value}")

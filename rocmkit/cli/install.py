@@ -233,6 +233,24 @@ def cli(
         )
     if (from_lock or (wheelhouse and not download_only)) and (torch or rocm or cpu or capture):
         raise UsageError("a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--capture do not apply")
+    for name, seconds in (
+        ("--net-timeout", net_timeout),
+        ("--timeout", install_timeout),
+        ("--probe-timeout", probe_timeout),
+    ):
+        if not seconds > 0:
+            raise UsageError(
+                f"{name} {seconds:g} is not a positive number of seconds", f"give {name} a value above 0"
+            )
+    if venv is not None and interpreter is not None:
+        # Checked here too: the dry-run and lock paths never reach select_target.
+        raise UsageError("--venv and --interpreter name two targets", "pass only one of them")
+    if plan_file and (torch or rocm or cpu or capture):
+        # Silently installing the saved plan would ignore what the user asked for.
+        raise UsageError(
+            "a plan file fixes the builds; --torch/--rocm/--cpu/--capture do not apply",
+            "drop them, or drop --plan to resolve afresh",
+        )
     if no_companions and (from_lock or (wheelhouse and not download_only)):
         raise UsageError(
             "a lock or wheelhouse installs its exact list; --no-companions does not apply",
@@ -254,6 +272,15 @@ def cli(
     if plan_file is not None:
         # A plan file that cannot be used is an error before anything is created.
         _load_plan_file(plan_file, index_base)
+    if from_lock is not None:
+        # Likewise a lock file or wheelhouse that does not parse.
+        from rocmkit.install import lock as lockmod
+
+        lockmod.parse(from_lock)
+    elif wheelhouse is not None and not download_only:
+        from rocmkit.install import wheelhouse as whmod
+
+        whmod.open_wheelhouse(wheelhouse)
     read_only = bool(lock_file or download_only)
     created = False
     would_create: Path | None = None
@@ -346,6 +373,9 @@ def _carry_out(
         shown = plan if opts.companions else dataclasses.replace(plan, requirements=plan.required)
         _echo(f"rocmkit: dry run: would create the virtual environment {would_create}, then run:")
         _echo(f"rocmkit:   {shown.uv_command() if find_uv() else shown.pip_command()}")
+        if with_packages:
+            # The real install adds them to the same run, under the guard.
+            _echo(f"rocmkit: together with --with: {' '.join(with_packages)}")
         outcome = flow.Outcome(
             action="dry-run",
             target=str(would_create),

@@ -65,8 +65,13 @@ def cli(
     6 no plan fits (the message says what would).
     """
     from rocmkit.detect import load_machine
+    from rocmkit.errors import UsageError
     from rocmkit.resolve import Constraints, resolve
     from rocmkit.resolve.render import requirements_text, summary_text
+
+    if as_json and fmt == "requirements":
+        # One of the two would be silently ignored.
+        raise UsageError("--json and --format requirements ask for two outputs", "pass only one of them")
 
     constraints = Constraints(
         torch=torch_version,

@@ -27,6 +27,7 @@ from rocmkit.detect.merge import (
 from rocmkit.detect.overrides import Overrides, apply_overrides, parse_overrides
 from rocmkit.detect.virtual import mark_virtual
 from rocmkit.detect.visibility import apply_visibility
+from rocmkit.errors import UsageError
 from rocmkit.machine import Machine, NvidiaInfo, Problem, RocmInfo
 from rocmkit.probes import amd, gather, kernel, nvidia
 from rocmkit.probes import host as host_probe
@@ -49,6 +50,8 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
         pre = parse_overrides(process_env)
         source = LiveSource(env=process_env, timeout_s=pre.probe_timeout_s)
     src_env = source.environ()
+    if isinstance(source, CaptureSource):
+        _check_captured_overrides(source, _rocmkit_vars(src_env), _rocmkit_vars(process_env))
     overrides = parse_overrides({**_rocmkit_vars(src_env), **_rocmkit_vars(process_env)})
 
     results = gather(source, all_command_names())
@@ -110,6 +113,19 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
         kernel_messages=kernel_f.messages,
         kernel_log_read=kernel_f.read,
     )
+
+
+def _check_captured_overrides(
+    source: CaptureSource, captured: Mapping[str, str], shell: Mapping[str, str]
+) -> None:
+    """A bad ROCMKIT_* value in a capture's env.json: say it is there, not in the shell."""
+    try:
+        parse_overrides({k: v for k, v in captured.items() if k not in shell})
+    except UsageError as exc:
+        raise UsageError(
+            f"{exc.message}, in {source.path / 'env.json'}",
+            "fix or delete it in env.json, or set a valid value in this shell (the shell wins)",
+        ) from exc
 
 
 def _rocmkit_vars(env: Mapping[str, str]) -> dict[str, str]:

@@ -113,7 +113,10 @@ def create_venv(venv: Path, *, base_python: str | None = None, env: Mapping[str,
     else:
         result = run([python, "-m", "venv", "--without-pip", str(venv)], timeout=VENV_TIMEOUT_S, env=env)
     if not result.ok or not venv_python(venv).exists():
-        raise ToolError(f"could not create the virtual environment {venv}: {result.describe()}")
+        # uv ends its stderr with a "hint:" line; the "error:" line above it is the cause.
+        cause = next((ln for ln in result.stderr.splitlines() if ln.startswith("error:")), None)
+        detail = f"`{' '.join(result.argv)}` failed: {cause}" if cause else result.describe()
+        raise ToolError(f"could not create the virtual environment {venv}: {detail}")
 
 
 def find_uv(env: Mapping[str, str] | None = None) -> str | None:
@@ -142,13 +145,13 @@ def select_target(
     """
     created = False
     if venv is not None and python is not None:
-        raise UsageError("--venv and --python name two targets", "pass only one of them")
+        raise UsageError("--venv and --interpreter name two targets", "pass only one of them")
     if venv is None and python is None:
         active = environ.get("VIRTUAL_ENV")
         if not active:
             raise UsageError(
                 "no target environment: no virtual environment is active",
-                "pass --venv PATH (made if missing), activate a venv, or pass --python PATH",
+                "pass --venv PATH (made if missing), activate a venv, or pass --interpreter PATH",
             )
         venv = Path(active)
     if venv is not None:

@@ -60,15 +60,23 @@ def unconfirmed_lines(m: Matrix) -> list[str]:
 
 
 def releases_table(m: Matrix) -> list[str]:
-    out = [f"{'torch':<8} {'python':<10} {'rocm':<28} {'cuda':<22} cpu"]
-    for rel in reversed(m.torch_releases):
-        rocm = " ".join(v.index[4:] for v in rel.of_kind("rocm"))
-        cuda = " ".join(v.index for v in rel.of_kind("cuda"))
-        cpu = "yes" if rel.variant("cpu") else "-"
-        out.append(
-            f"{rel.version:<8} {rel.python_min + '-' + rel.python_max:<10} {rocm:<28} {cuda:<22} {cpu}"
+    rows = [
+        (
+            rel.version,
+            f"{rel.python_min}-{rel.python_max}",
+            " ".join(v.index[4:] for v in rel.of_kind("rocm")),
+            " ".join(v.index for v in rel.of_kind("cuda")),
+            "yes" if rel.variant("cpu") else "-",
         )
-    return out
+        for rel in reversed(m.torch_releases)
+    ]
+    header = ("torch", "python", "rocm", "cuda", "cpu")
+    # Widths from the data, so a long variant list cannot push the columns out of line.
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(4)]
+    return [
+        " ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + " " + row[4]
+        for row in (header, *rows)
+    ]
 
 
 def torch_lines(m: Matrix, spec: str) -> list[str]:

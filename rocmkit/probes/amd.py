@@ -76,7 +76,19 @@ def _installs(
     rocm_path = (env.get("ROCM_PATH") or "").rstrip("/") or None
     if rocm_path:
         v = versions.parse_rocm_version_file(source.read(f"{rocm_path}/.info/version"))
-        add(rocm_path, v, "ROCM_PATH")
+        if v is None and source.listdir(rocm_path) is None:
+            # A stale ROCM_PATH is not an install: tools built against it fail to find ROCm.
+            problems.append(
+                Problem(
+                    source="environment",
+                    message=f"ROCM_PATH={rocm_path} does not exist",
+                    hint="unset ROCM_PATH, or point it at a ROCm install such as /opt/rocm",
+                    severity="warning",
+                )
+            )
+            rocm_path = None
+        else:
+            add(rocm_path, v, "ROCM_PATH")
     default = versions.parse_rocm_version_file(source.read("/opt/rocm/.info/version"))
     for name in sorted(source.listdir("/opt") or ()):
         folder_v = versions.version_from_folder(name)

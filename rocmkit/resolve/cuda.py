@@ -92,7 +92,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         return _finish(m, cons, notes, python, base, release, variant, toolkit, driver, refused)
     if wanted and not any(v.index == wanted for r in releases for v in r.of_kind("cuda")):
         have = sorted({v.index for r in releases for v in r.of_kind("cuda")}, key=lambda i: int(i[2:]))
-        what = f"torch {cons.torch}" if cons.torch else "no release in the matrix"
+        what = f"torch {cons.torch}" if cons.torch else "the matrix"
         raise NoPlanError(
             f"{what} has no {wanted} wheels for Python {python}", f"choose --cuda from: {join(have)}"
         )

@@ -80,7 +80,7 @@ def _stable(
             incomplete = index.incomplete_archs if index else ()
             candidates.append(_Candidate(release, variant, assess(gpus, variant.archs), incomplete))
     if not candidates:
-        what = f"torch {cons.torch}" if cons.torch else "no release in the matrix"
+        what = f"torch {cons.torch}" if cons.torch else "the matrix"
         have = sorted(
             {v.index for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
         )
@@ -127,9 +127,19 @@ def _no_wheel_for(gpus: tuple[AmdGpu, ...], m: Matrix, cons: Constraints, python
         )
     if on_therock:
         fixes.append("use --channel therock (AMD's multi-arch index has device code for it)")
+    unknown = [str(g.ordinal) for g in gpus if g.arch is None]
+    if unknown:
+        # "device code for unknown" names no fix; the override does.
+        fixes.append("set ROCMKIT_GFX=gfxNNNN to the GPU's gfx target if you know it")
     fixes.append("or --cpu for CPU wheels" if fixes else "use --cpu for CPU wheels")
     on = f" for ROCm {cons.rocm_version}" if cons.rocm else ""
-    if cons.torch:
+    if unknown and len(unknown) == len(gpus):
+        gpu_word = "GPU" if len(unknown) == 1 else "GPUs"
+        message = (
+            f"the gfx arch of AMD {gpu_word} {', '.join(unknown)} is unknown (neither detection nor the PCI ids in "
+            "matrices/gfx.toml name it), so no ROCm wheel can be matched to it"
+        )
+    elif cons.torch:
         message = f"torch {cons.torch} has no ROCm wheels{on} with device code for {archs}"
     else:
         message = f"no PyTorch release in the matrix has ROCm wheels{on} with device code for {archs}"

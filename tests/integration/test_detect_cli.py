@@ -143,6 +143,14 @@ def test_snapshot_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     assert (tmp_path / "x").read_text() == "keep me"
 
 
+def test_snapshot_that_cannot_write_a_file_is_one_line_exit_4(tmp_path: Path) -> None:
+    (tmp_path / "root" / "etc" / "os-release").mkdir(parents=True)  # a folder where a file goes
+    proc = _run(["snapshot", "--force", str(tmp_path)])
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.startswith("error: cannot write") and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_corrupt_matrix_is_one_line_exit_5(tmp_path: Path) -> None:
     repo = Path(__file__).resolve().parents[2]
     matrices = tmp_path / "matrices"

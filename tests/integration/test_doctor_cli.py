@@ -119,6 +119,16 @@ def test_list_and_capture(captures_dir: Path) -> None:
     assert report["hostname"] == capture.name  # never this host's name
 
 
+def test_misspelt_set_key_is_warned_about(captures_dir: Path) -> None:
+    capture = str(captures_dir / "mi250x-gfx90a-rocm6.2.1")
+    proc = _doctor("--capture", capture, "--level", "0", "--set", "shm_min_byte=1")
+    assert "warning: no built-in check reads --set shm_min_byte" in proc.stderr
+    proc = _doctor(
+        "--capture", capture, "--level", "0", "--set", "shm_min_bytes=1", "--set", "models.repeat=3"
+    )
+    assert "warning" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.slow
 def test_real_torch_and_triton_checks_in_children(tmp_path: Path) -> None:
     """torch and Triton imported for real, each in its own child, on this CPU."""

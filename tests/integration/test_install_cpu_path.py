@@ -126,9 +126,10 @@ def test_resolved_rocm_plan_for_a_capture_installs_and_dry_runs(
         args = ["--capture", str(capture), "--torch", "2.5", "--rocm", "6.2", "--index-base", base]
 
         venv = tmp_path / "venv"
-        code, out, err = rk(capsys, "--venv", str(venv), *args, "--dry-run", "--json")
+        code, out, err = rk(capsys, "--venv", str(venv), *args, "--with", "accelerate", "--dry-run", "--json")
         assert code == 0, err
         assert f"would create the virtual environment {venv}" in err
+        assert "together with --with: accelerate" in err
         assert json.loads(out)["requirements"] == list(plan.requirements)
         assert not venv.exists()
 

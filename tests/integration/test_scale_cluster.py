@@ -183,4 +183,6 @@ def test_onboard_node_script_arguments(tmp_path: Path) -> None:
     assert bad.returncode == 4 and "unknown option --bogus" in bad.stderr
     level = run(["bash", script, "--level", "7", "--out", str(tmp_path)], timeout=30)
     assert level.returncode == 4 and "--level must be 0-3" in level.stderr
+    missing = run(["bash", script, "--venv"], timeout=30)
+    assert missing.returncode == 4 and "error: --venv needs a folder" in missing.stderr
     assert os.access(script, os.X_OK)

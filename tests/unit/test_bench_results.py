@@ -102,6 +102,9 @@ def test_from_dict_rejects_other_documents() -> None:
     data["models"][0]["status"] = "great"
     with pytest.raises(DataError, match="status"):
         SuiteResult.from_dict(data)
+    with pytest.raises(DataError, match="field 'backend' is missing") as caught:
+        SuiteResult.from_dict({"schema": "rocmkit.bench/1"})
+    assert "rocmkit bench models --json" in caught.value.fix
 
 
 def test_csv_has_one_row_per_model_with_dynamo_leading_columns() -> None:

@@ -67,3 +67,11 @@ def test_machine_for_arch_list() -> None:
     m = machine_for(target_from_args(["gfx1031", "gfx1030"], None))
     assert [(g.index, g.arch, g.vendor) for g in m.gpus] == [(0, "gfx1031", "amd"), (1, "gfx1030", "amd")]
     assert m.backend_kind == "rocm"
+
+
+def test_an_arch_the_matrix_does_not_know_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Machine] = []
+    monkeypatch.setattr(rocmkit.resolve, "resolve", fake_resolve(None, seen))
+    sentence = wheel_coverage(target_from_args(["gfx90a", "gfx1301"], None), None, None)
+    assert sentence is not None and sentence.startswith("gfx1301 is not in matrices/gfx.toml")
+    assert not seen  # a typo is reported before resolve is asked

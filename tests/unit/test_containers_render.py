@@ -8,7 +8,15 @@ import pytest
 from click.testing import CliRunner
 
 from rocmkit.cli import cli
-from rocmkit.containers import Images, choose_spec, load_images, parse_images, render_all, render_dockerfile
+from rocmkit.containers import (
+    Images,
+    _check_torch_wheels,
+    choose_spec,
+    load_images,
+    parse_images,
+    render_all,
+    render_dockerfile,
+)
 from rocmkit.errors import DataError, UsageError
 from rocmkit.matrix import load_matrix
 
@@ -63,6 +71,8 @@ def test_shipped_images_are_sourced_and_their_archs_known() -> None:
     for spec in images.specs:
         for arch in spec.gfx:
             assert matrix.gfx_arch(arch) is not None, arch
+        # The image's `rocmkit install --rocm R --torch T` step has wheels to install.
+        _check_torch_wheels(spec.torch, spec.release)
     # The task's reference base image is there and confirmed.
     assert images.base("rocm", "6.2").image == "rocm/dev-ubuntu-22.04:6.2.4"
     assert images.base("rocm", "6.2").confirmed
@@ -95,9 +105,9 @@ def test_choose_spec_defaults_and_custom_names() -> None:
     assert spec.name == "rocm6.2-torch2.5" and spec.gfx == ("gfx90a", "gfx942", "gfx1100")
     custom = choose_spec(images, rocm="6.2", gfx=["GFX942", "gfx942"])
     assert custom.name == "rocm6.2-torch2.5-gfx942" and custom.gfx == ("gfx942",)
-    other_torch = choose_spec(images, rocm="6.2", torch="2.4")
-    assert other_torch.name == "rocm6.2-torch2.4-gfx90a-gfx942-gfx1100"
-    assert "--rocm 6.2 --torch 2.4\n" in render_dockerfile(other_torch, images)
+    other_torch = choose_spec(images, rocm="6.3", torch="2.8")
+    assert other_torch.name == "rocm6.3-torch2.8-gfx90a-gfx942-gfx1100-gfx1201"
+    assert "--rocm 6.3 --torch 2.8\n" in render_dockerfile(other_torch, images)
 
 
 @pytest.mark.parametrize(
@@ -106,6 +116,8 @@ def test_choose_spec_defaults_and_custom_names() -> None:
         ({"rocm": "6.9"}, r"no ROCm 6\.9 base image .*did you mean '6\.[0-4]'"),
         ({"rocm": "6.2", "gfx": ["gfx9422"]}, r"unknown gfx arch 'gfx9422' \(did you mean 'gfx942'\?\)"),
         ({"rocm": "6.2", "torch": "two"}, "is not a version"),
+        # No torch 2.4 wheels for ROCm 6.2: the image's install step would fail in docker build.
+        ({"rocm": "6.2", "torch": "2.4"}, r"no torch 2\.4 wheels for ROCm 6\.2"),
         ({"rocm": "6.2", "gfx": [" ", ""]}, "names no arch"),
         ({"rocm": "6.0"}, "has no image for ROCm 6.0"),
         ({}, "say which ROCm release"),

@@ -372,3 +372,68 @@ def test_snapshot_of_a_fake_gpu_machine_replays_identically(tmp_path: Path) -> N
     ]
     assert "`lspci -nn` exited with code 1: pcilib: nope" in messages
     assert not any("printed no JSON" in m for m in messages)  # a crash is one problem, not two
+
+
+def test_snapshot_force_over_an_older_snapshot_replays_only_the_new_one(tmp_path: Path) -> None:
+    # A capture replays every file it holds: stale files of an older snapshot in the same
+    # folder (a failed rocminfo, an /opt/rocm-X since removed) must not survive --force.
+    from dataclasses import replace
+
+    from rocmkit.sources import snapshot
+
+    def runner(argv: tuple[str, ...], timeout: float = 10.0) -> CommandResult:
+        if tuple(argv) == ("rocminfo",):
+            return CommandResult(argv=tuple(argv), status="ok", returncode=0, stdout=ROCMINFO_OVERRIDDEN)
+        return CommandResult(argv=tuple(argv), status="absent")
+
+    dest = tmp_path / "snap"
+    for rel, text in (
+        ("cmd/rocminfo.txt.rc", "1\n"),
+        ("cmd/rocminfo.txt.err", "HSA_STATUS_ERROR_OUT_OF_RESOURCES\n"),
+        ("cmd/amd-smi-list.txt", "GPU: 0\n"),
+        ("root/opt/rocm-6.0.0/.info/version", "6.0.0\n"),
+        ("notes.txt", "mine\n"),
+    ):
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text)
+    live_src = LiveSource(runner=runner, env={}, root=str(_fake_root(tmp_path)))
+    snapshot(live_src, dest)
+    replayed = detect_machine(CaptureSource(dest), environ={})
+    assert replace(replayed, source="live") == detect_machine(live_src, environ={})
+    assert replayed.rocm.installs == ()
+    assert not (dest / "cmd" / "rocminfo.txt.rc").exists()
+    assert (dest / "notes.txt").read_text() == "mine\n"  # not ours: kept
+
+
+def test_bad_override_in_a_capture_names_its_env_json(tmp_path: Path) -> None:
+    (tmp_path / "cmd").mkdir()
+    (tmp_path / "env.json").write_text(json.dumps({"ROCMKIT_GFX": "bogus"}))
+    with pytest.raises(UsageError) as exc:
+        detect_machine(CaptureSource(tmp_path), environ={})
+    assert str(tmp_path / "env.json") in exc.value.message
+    assert exc.value.fix and "env.json" in exc.value.fix
+    # A valid value in the shell wins over the capture's bad one.
+    m = detect_machine(CaptureSource(tmp_path), environ={"ROCMKIT_GFX": "gfx1100"})
+    assert [g.arch for g in m.gpus] == ["gfx1100"]
+
+
+def test_rocm_path_that_does_not_exist_is_a_warning_not_an_install(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from rocmkit.sources import snapshot
+
+    _opt(tmp_path, "rocm-6.2.4")
+    (tmp_path / "srv" / "rocm").mkdir(parents=True)  # exists, but holds no .info/version
+    for rocm_path, installs in (
+        ("/nowhere/rocm", ["/opt/rocm-6.2.4"]),
+        ("/srv/rocm", ["/srv/rocm", "/opt/rocm-6.2.4"]),
+    ):
+        src = LiveSource(runner=FakeRunner(), env={"ROCM_PATH": rocm_path}, root=str(tmp_path))
+        m = detect_machine(src, environ={})
+        assert [i.path for i in m.rocm.installs] == installs
+        missing = [p for p in m.problems if p.message == f"ROCM_PATH={rocm_path} does not exist"]
+        assert len(missing) == (1 if rocm_path == "/nowhere/rocm" else 0)
+        # ... and a snapshot replays the same either way.
+        dest = tmp_path / f"snap{len(installs)}"
+        snapshot(src, dest)
+        assert replace(detect_machine(CaptureSource(dest), environ={}), source="live") == m

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from rocmkit.cli import cli
 from rocmkit.doctor.result import CheckResult, Report, Status
+from rocmkit.errors import UsageError
 from rocmkit.fleet.labels import label_value, node_labels
 from rocmkit.machine import Gpu, Machine, RocmInfo
 
@@ -66,3 +71,13 @@ def test_label_value(text: str, value: str | None) -> None:
     assert label_value(text) == value
     if value:
         assert VALUE.match(value)
+
+
+@pytest.mark.parametrize("prefix", ["bad prefix!", "Example.com", "-a.io", "a..io", ""])
+def test_labels_cli_refuses_a_prefix_kubectl_would_refuse(tmp_path: Path, prefix: str) -> None:
+    path = tmp_path / "n1.json"
+    path.write_text(json.dumps(_report(Status.PASS, (), None).to_dict()))
+    bad = CliRunner().invoke(cli, ["fleet", "labels", str(path), "--prefix", prefix])
+    assert isinstance(bad.exception, UsageError) and "DNS subdomain" in bad.exception.message
+    good = CliRunner().invoke(cli, ["fleet", "labels", str(path), "--prefix", "gpu.example.com"])
+    assert good.exit_code == 0 and "gpu.example.com/doctor=pass" in good.output

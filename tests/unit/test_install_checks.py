@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import zipfile
 from pathlib import Path
 
@@ -221,3 +222,91 @@ def test_one_install_per_environment_at_a_time(tmp_path: Path) -> None:
         pass
     with _exclusive(target):  # released again
         pass
+
+
+def test_a_bad_lock_is_refused_before_a_venv_is_made(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rocmkit.cli.install import cli
+    from rocmkit.errors import DataError
+
+    bad = tmp_path / "bad.lock"
+    bad.write_text("garbage\n")
+    venv = tmp_path / "v"
+    # Making a venv would start a process, which this folder's conftest forbids.
+    result = CliRunner().invoke(cli, ["--from-lock", str(bad), "--venv", str(venv)])
+    assert isinstance(result.exception, DataError), result.output
+    assert "'garbage' is not `name==version" in result.exception.message
+    assert not venv.exists()
+
+
+def test_resolve_constraints_with_a_plan_file_are_refused(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rocmkit.cli.install import cli
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(Plan(backend="cpu", torch_version="2.13.0+cpu").to_dict()))
+    result = CliRunner().invoke(cli, ["--plan", str(plan), "--torch", "2.5", "--venv", str(tmp_path / "v")])
+    assert isinstance(result.exception, UsageError), result.output
+    assert "--torch/--rocm/--cpu/--capture do not apply" in result.exception.message
+
+
+@pytest.mark.parametrize("option", ["--net-timeout", "--timeout", "--probe-timeout"])
+def test_a_non_positive_timeout_is_refused(tmp_path: Path, option: str) -> None:
+    from click.testing import CliRunner
+
+    from rocmkit.cli.install import cli
+
+    result = CliRunner().invoke(cli, ["--cpu", option, "-1", "--dry-run", "--venv", str(tmp_path / "v")])
+    assert isinstance(result.exception, UsageError), result.output
+    assert f"{option} -1 is not a positive number of seconds" in result.exception.message
+
+
+def test_a_folder_that_is_no_wheelhouse_is_refused_before_a_venv_is_made(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rocmkit.cli.install import cli
+    from rocmkit.errors import DataError
+
+    venv = tmp_path / "v"
+    result = CliRunner().invoke(cli, ["--wheelhouse", str(tmp_path), "--venv", str(venv)])
+    assert isinstance(result.exception, DataError), result.output
+    assert "is not a rocmkit wheelhouse" in result.exception.message
+    assert not venv.exists()
+
+
+def test_venv_and_interpreter_together_are_refused_even_in_a_dry_run(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rocmkit.cli.install import cli
+
+    argv = ["--venv", str(tmp_path / "v"), "--interpreter", "/usr/bin/python3", "--cpu", "--dry-run"]
+    result = CliRunner().invoke(cli, argv)
+    assert isinstance(result.exception, UsageError), result.output
+    assert result.exception.message == "--venv and --interpreter name two targets"
+    with pytest.raises(UsageError) as info:
+        select_target(venv=None, python=None, environ={}, break_system_packages=False)
+    assert "or pass --interpreter PATH" in (info.value.fix or "")
+
+
+def test_a_failed_venv_creation_names_uvs_error_not_its_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rocmkit.errors import ToolError
+    from rocmkit.runner import CommandResult
+
+    stderr = (
+        "error: No interpreter found for Python 9.99 in managed installations or search path\n\n"
+        "hint: uv embeds available Python downloads and may require an update to install new versions.\n"
+    )
+
+    def fake_run(argv: list[str], **_: object) -> CommandResult:
+        return CommandResult(argv=tuple(argv), status="failed", returncode=2, stderr=stderr)
+
+    monkeypatch.setattr(venvmod, "find_uv", lambda env=None: "/bin/uv")
+    monkeypatch.setattr(venvmod, "run", fake_run)
+    with pytest.raises(ToolError) as info:
+        venvmod.create_venv(tmp_path / "v", base_python="9.99")
+    assert "failed: error: No interpreter found for Python 9.99" in info.value.message
+    assert "hint:" not in info.value.message

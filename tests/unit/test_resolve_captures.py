@@ -144,6 +144,7 @@ def test_cli_summary(capsys: pytest.CaptureFixture[str]) -> None:
         (("--torch", "2.8", "--python", "3.11"), 6, "has no ROCm wheels with device code for gfx1151"),
         (("--torch", "banana"), 4, "is not a version"),
         (("--python", "3.7"), 6, "Python 3.7"),
+        (("--json", "--format", "requirements"), 4, "ask for two outputs"),
     ],
 )
 def test_cli_errors_are_one_line(
@@ -163,3 +164,17 @@ def test_cli_errors_are_one_line(
 def test_cli_missing_capture(capsys: pytest.CaptureFixture[str], tmp_path: object) -> None:
     code, _, err = run(capsys, "resolve", "--capture", "/nonexistent/capture")
     assert code == 4 and err.startswith("error:")
+
+
+def test_a_gpu_of_unknown_arch_is_named_as_such_with_the_override_as_fix() -> None:
+    """The RX 580 capture's PCI id is not in gfx.toml: say so, not "device code for unknown"."""
+    from rocmkit.errors import NoPlanError
+
+    with pytest.raises(NoPlanError) as info:
+        resolve(
+            load_machine(CAPTURES / "synthetic-rx580-gfx803-chipset-slot-pcie-atomics"),
+            Constraints(python="3.11"),
+        )
+    assert "gfx arch of AMD GPU 0 is unknown" in info.value.message
+    assert "for unknown" not in info.value.message
+    assert "ROCMKIT_GFX=" in (info.value.fix or "")

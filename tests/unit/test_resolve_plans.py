@@ -331,6 +331,13 @@ def test_constraint_mismatch_messages_name_what_exists() -> None:
     with pytest.raises(NoPlanError) as info:
         go(amd("gfx1100"), torch="2.5", rocm="6.4")
     assert info.value.fix == "choose --rocm from: 6.1, 6.2"
+    # Without --torch the subject is the matrix (once read "no release ... has no ...").
+    with pytest.raises(NoPlanError) as info:
+        go(nvidia("NVIDIA H100 80GB HBM3", "580.65.06"), cuda="99.9")
+    assert info.value.message == "the matrix has no cu999 wheels for Python 3.11"
+    with pytest.raises(NoPlanError) as info:
+        go(amd("gfx1100"), rocm="1.0")
+    assert info.value.message == "the matrix has no ROCm 1.0 wheels for Python 3.11"
     plan = go(amd("gfx1100"), channel="nightly", torch="2.5")
     assert any("--torch 2.5 is not applied to nightly" in w for w in plan.warnings)
 
