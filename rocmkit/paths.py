@@ -14,11 +14,34 @@ def matrices_dir() -> Path:
     override = os.environ.get("ROCMKIT_MATRICES_DIR")
     if override:
         return Path(override)
+    shipped = shipped_matrices_dir()
+    overlay = overlay_dir()
+    # `matrix refresh --write` without --dir writes here: newer data without a rocmkit upgrade.
+    # Used only while it is newer than the shipped data, so upgrading rocmkit wins over an old refresh.
+    try:
+        if (overlay / "torch.toml").stat().st_mtime > (shipped / "torch.toml").stat().st_mtime:
+            return overlay
+    except OSError:
+        pass
+    return shipped
+
+
+def shipped_matrices_dir() -> Path:
     here = Path(__file__).resolve().parent
     packaged = here / "matrices"
     if packaged.is_dir():
         return packaged
     return here.parent / "matrices"
+
+
+def overlay_dir() -> Path:
+    """Where `rocmkit matrix refresh --write` puts refreshed data (ROCMKIT_DATA_DIR overrides)."""
+    override = os.environ.get("ROCMKIT_DATA_DIR")
+    if override:
+        return Path(override) / "matrices"
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("rocmkit")) / "matrices"
 
 
 def cache_dir() -> Path:

@@ -101,11 +101,58 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> Non
 )
 @click.option("--timeout", type=float, default=20.0, show_default=True, help="Seconds per HTTP request.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Generate torch.toml and channels.toml from upstream's sources, show the diff, write atomically "
+    "(into --dir, else an overlay in rocmkit's user data folder).",
+)
+@click.option("--dry-run", is_flag=True, help="With --write: show the diff, write nothing.")
+@click.option(
+    "--simple",
+    "simple_url",
+    metavar="URL",
+    help="With --write: the simple index for release facts (default: channels.toml [pytorch].pypi).",
+)
+@click.option(
+    "--from",
+    "recording",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --write: replay recorded upstream files (the layout of tests/data/upstream).",
+)
+@click.option(
+    "--test-infra",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --write: a clone of pytorch/test-infra (its build-matrix history).",
+)
+@click.option(
+    "--therock",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --write: a clone of ROCm/TheRock.",
+)
 def refresh(
-    directory: Path | None, index_base: str, only: tuple[str, ...], timeout: float, as_json: bool
+    directory: Path | None,
+    index_base: str,
+    only: tuple[str, ...],
+    timeout: float,
+    as_json: bool,
+    write: bool,
+    dry_run: bool,
+    simple_url: str | None,
+    recording: Path | None,
+    test_infra: Path | None,
+    therock: Path | None,
 ) -> None:
     """Compare the matrix with a live package index and report what it lacks or has wrong:
-    new releases, variants, Triton pins (from Requires-Dist), Pythons (from wheel tags)."""
+    new releases, variants, Triton pins (from Requires-Dist), Pythons (from wheel tags).
+
+    With --write, generate the data instead: releases, Pythons, dates and companions from the
+    simple index, variants from pytorch/test-infra's build-matrix history, TheRock's arch extras
+    and Pythons; every fact with its source. Exit 9 when an index does not answer (nothing written).
+    """
+    if write:
+        _refresh_write(directory, simple_url, recording, test_infra, therock, timeout, dry_run)
+        return
     from rocmkit.matrix import load_matrix
     from rocmkit.matrix.refresh import compare
 
@@ -120,3 +167,54 @@ def refresh(
         click.echo(f"the matrix agrees with {index_base} ({len(report.indexes)} indexes read)")
     for finding in report.findings:
         click.echo(f"{finding.kind:<11} {finding.message}")
+
+
+def _refresh_write(
+    directory: Path | None,
+    simple_url: str | None,
+    recording: Path | None,
+    test_infra: Path | None,
+    therock: Path | None,
+    timeout: float,
+    dry_run: bool,
+) -> None:
+    from rocmkit.matrix import load_matrix
+    from rocmkit.matrix.inputs import (
+        build_inputs,
+        clone_upstream,
+        index_inputs,
+        recorded_index,
+        recorded_upstream,
+        recording_meta,
+    )
+    from rocmkit.matrix.write import plan_refresh, write_refresh
+    from rocmkit.paths import matrices_dir, overlay_dir
+
+    source_dir = directory or matrices_dir()
+    upstream = recorded_upstream(recording) if recording else {}
+    upstream.update(clone_upstream(test_infra, therock))
+    read_on = None
+    if simple_url is None and recording is not None:
+        meta = recording_meta(recording)
+        pages, metadata = recorded_index(recording)
+        index_url, read_on = meta["index_url"], meta["read_on"]
+    else:
+        index_url = simple_url or load_matrix(source_dir).pypi_url or "https://pypi.org/simple"
+        click.echo(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/", err=True)
+        pages, metadata = index_inputs(index_url, timeout=timeout)
+    inputs = build_inputs(index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on)
+    result = plan_refresh(source_dir, inputs)
+    click.echo(result.diff(), nl=False)
+    for note in result.outcome.notes:
+        click.echo(f"note: {note}", err=True)
+    if not result.changed:
+        click.echo(f"the data in {source_dir} is what the sources say: nothing to write", err=True)
+        return
+    if dry_run:
+        click.echo(f"--dry-run: {len(result.changed)} file(s) would change; nothing written", err=True)
+        return
+    target = directory or overlay_dir()
+    written = write_refresh(target, result, source_dir=source_dir)
+    click.echo(f"wrote {', '.join(written)}", err=True)
+    if directory is None:
+        click.echo(f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)", err=True)

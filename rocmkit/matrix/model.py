@@ -70,8 +70,9 @@ class NvidiaGpu(Fact):
 @dataclass(frozen=True, kw_only=True)
 class CudaToolkit(Fact):
     version: str  # "12.8"
-    min_driver: str  # "570.26"
+    min_driver: str  # "525.60.13": the floor under CUDA minor-version compatibility
     min_compute_capability: str | None = None  # toolkits drop old GPUs
+    ga_driver: str | None = None  # the GA release's driver; below it PTX JIT of newer code may fail
 
     @property
     def tag(self) -> str:
