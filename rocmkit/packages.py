@@ -221,16 +221,16 @@ class _Links(HTMLParser):
 def parse_project_page(page_url: str, body: bytes, content_type: str) -> list[IndexFile]:
     """The files of a PEP 691 JSON or PEP 503 HTML project page; NetworkError if it is neither."""
     if JSON_TYPE in content_type or content_type.startswith("application/json"):
-        return _files_from_json(page_url, body)
+        return files_from_json(page_url, body)
     if content_type and "html" not in content_type:
         raise NetworkError(
-            f"{page_url} answered {content_type.split(';')[0]}, not a simple-index page",
+            f"{page_url} answered {content_type.split(';', maxsplit=1)[0]}, not a simple-index page",
             "check that the URL is a PEP 503/691 package index",
         )
-    return _files_from_html(page_url, body)
+    return files_from_html(page_url, body)
 
 
-def _files_from_json(page: str, body: bytes) -> list[IndexFile]:
+def files_from_json(page: str, body: bytes) -> list[IndexFile]:
     try:
         data = json.loads(body)
         out = []
@@ -256,7 +256,7 @@ def _files_from_json(page: str, body: bytes) -> list[IndexFile]:
         ) from None
 
 
-def _files_from_html(page: str, body: bytes) -> list[IndexFile]:
+def files_from_html(page: str, body: bytes) -> list[IndexFile]:
     text = body.decode("utf-8", "replace")
     parser = _Links()
     try:
@@ -420,7 +420,7 @@ def _metadata_from_tail(url: str, filename: str, tail: bytes, *, timeout: float)
     total_end = at + (len(tail) - at)  # position of tail end relative to tail
     file_size = _file_size_from_tail(tail, at, cd_offset, cd_size)
     start_in_tail = cd_offset - (file_size - len(tail)) if file_size is not None else -1
-    if 0 <= start_in_tail and start_in_tail + cd_size <= total_end:
+    if start_in_tail >= 0 and start_in_tail + cd_size <= total_end:
         cdir = tail[start_in_tail : start_in_tail + cd_size]
     else:
         if cd_size > MAX_METADATA_BYTES:

@@ -202,7 +202,9 @@ def _refresh_write(
         index_url = simple_url or load_matrix(source_dir).pypi_url or "https://pypi.org/simple"
         click.echo(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/", err=True)
         pages, metadata = index_inputs(index_url, timeout=timeout)
-    inputs = build_inputs(index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on)
+    inputs = build_inputs(
+        index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on
+    )
     result = plan_refresh(source_dir, inputs)
     click.echo(result.diff(), nl=False)
     for note in result.outcome.notes:
@@ -217,4 +219,6 @@ def _refresh_write(
     written = write_refresh(target, result, source_dir=source_dir)
     click.echo(f"wrote {', '.join(written)}", err=True)
     if directory is None:
-        click.echo(f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)", err=True)
+        click.echo(
+            f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)", err=True
+        )

@@ -29,9 +29,9 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from rocmkit.packages import IndexFile, Metadata, ProjectPage, Wheel, torch_requirement
-from rocmkit.matrix.upstream.testinfra import ReleaseBuild, Snapshot, releases_from_history
 from rocmkit.matrix.upstream import testinfra, therock
+from rocmkit.matrix.upstream.testinfra import ReleaseBuild, Snapshot, releases_from_history
+from rocmkit.packages import IndexFile, Metadata, ProjectPage, Wheel, torch_requirement
 
 GENERATED_PREFIXES = ("pypi_", "ti_", "therock_gen_")
 COMPANION_WINDOW_DAYS = 1  # a companion is published with its torch (same day, give or take)
@@ -212,7 +212,10 @@ def generate(torch_doc: dict[str, Any], channels_doc: dict[str, Any], inputs: In
                         f"TORCHAUDIO_VERSION={rv.get('TORCHAUDIO_VERSION')}, TRITON_VERSION={rv.get('TRITON_VERSION')})",
                     ),
                 )
-                if rv.get("TORCHVISION_VERSION") and row.get("torchvision") not in (None, rv["TORCHVISION_VERSION"]):
+                if rv.get("TORCHVISION_VERSION") and row.get("torchvision") not in (
+                    None,
+                    rv["TORCHVISION_VERSION"],
+                ):
                     out.notes.append(
                         f"torch {version}: release_versions.sh says torchvision {rv['TORCHVISION_VERSION']}, "
                         f"the index says {row.get('torchvision')}"
@@ -275,7 +278,10 @@ def _series_build(builds: dict[str, ReleaseBuild], version: str) -> ReleaseBuild
         return None
     newest = max(same, key=lambda b: _key(b.version))
     return ReleaseBuild(
-        version=version, build=newest.build, channel="series", snapshot=newest.snapshot,
+        version=version,
+        build=newest.build,
+        channel="series",
+        snapshot=newest.snapshot,
         linux_only=newest.linux_only,
     )
 
@@ -290,9 +296,7 @@ def _ti_source(build: ReleaseBuild, version: str) -> tuple[str, str]:
     }[build.channel]
     return (
         f"ti_{snap.commit[:8]}",
-        f"{snap.url()} (committed {snap.date[:10]}; {what})"
-        if build.channel != "series"
-        else f"{snap.url()} (committed {snap.date[:10]}; {what})",
+        f"{snap.url()} (committed {snap.date[:10]}; {what})",
     )
 
 
@@ -302,6 +306,16 @@ def _canonical_sources(names: list[str]) -> list[str]:
     hand = [n for n in names if not n.startswith(GENERATED_PREFIXES)]
     gen = sorted({n for n in names if n.startswith(GENERATED_PREFIXES)})
     return list(dict.fromkeys(hand)) + gen
+
+
+def _lift_whole(variant: Mapping[str, Any]) -> list[str]:
+    """A source now confirms the variant exists: "*" becomes the fields it still cannot
+    vouch for (a Triton pin is read from the index, not from a build list)."""
+    unconf = list(variant.get("unconfirmed", []))
+    if "*" not in unconf:
+        return unconf
+    rest = [u for u in unconf if u != "*"]
+    return [*(["triton"] if "triton" in variant and "triton" not in rest else []), *rest]
 
 
 def _own_confirmed(variant: Mapping[str, Any]) -> bool:
@@ -327,7 +341,7 @@ def _variants(
         v = by_index.pop(index, {"index": index})
         srcs = [s for s in v.get("sources", []) if not str(s).startswith("ti_")]
         v["sources"] = _add(srcs, src(ti_name, ti_text))
-        unconf = [u for u in v.get("unconfirmed", []) if u != "*"]
+        unconf = _lift_whole(v)
         if not confirmed and not _own_confirmed(v) and index != pypi_cuda:
             unconf = ["*", *unconf]
         if unconf:
@@ -350,7 +364,9 @@ def _variants(
     return [result[k] for k in sorted(result, key=_index_order)]
 
 
-def _confirm_cuda(variants: list[dict[str, Any]], tag: str, src: Callable[[str, str], str]) -> list[dict[str, Any]]:
+def _confirm_cuda(
+    variants: list[dict[str, Any]], tag: str, src: Callable[[str, str], str]
+) -> list[dict[str, Any]]:
     """PyPI's torch is the cuXYZ build its Requires-Dist names: that variant exists."""
     out = [dict(v) for v in variants]
     hit = next((v for v in out if v["index"] == tag), None)
@@ -358,7 +374,7 @@ def _confirm_cuda(variants: list[dict[str, Any]], tag: str, src: Callable[[str, 
         hit = {"index": tag}
         out.append(hit)
     hit["sources"] = _add([s for s in hit.get("sources", [])], "pypi_torch")
-    unconf = [u for u in hit.get("unconfirmed", []) if u != "*"]
+    unconf = _lift_whole(hit)
     if unconf:
         hit["unconfirmed"] = unconf
     else:
@@ -368,8 +384,13 @@ def _confirm_cuda(variants: list[dict[str, Any]], tag: str, src: Callable[[str, 
 
 def _ensure_rocm_indexes(tdoc: dict[str, Any], rows: dict[str, dict[str, Any]], out: Outcome) -> None:
     known = {str(r["name"]): r for r in tdoc.get("rocm_index", [])}
-    needed = {str(v["index"]) for r in rows.values() for v in r.get("variants", []) if str(v["index"]).startswith("rocm")}
-    for name in sorted(needed - set(known), key=lambda n: _index_order(n)):
+    needed = {
+        str(v["index"])
+        for r in rows.values()
+        for v in r.get("variants", [])
+        if str(v["index"]).startswith("rocm")
+    }
+    for name in sorted(needed - set(known), key=_index_order):
         newest = max(known.values(), key=lambda r: _index_order(str(r["name"])))
         known[name] = {
             "name": name,
@@ -378,12 +399,16 @@ def _ensure_rocm_indexes(tdoc: dict[str, Any], rows: dict[str, dict[str, Any]], 
             "unconfirmed": ["archs"],
             "note": f"new index: archs copied from {newest['name']} until PYTORCH_ROCM_ARCH of a release is read",
         }
-        out.notes.append(f"{name}: new ROCm index; its arch list is copied from {newest['name']} (unconfirmed)")
+        out.notes.append(
+            f"{name}: new ROCm index; its arch list is copied from {newest['name']} (unconfirmed)"
+        )
     tdoc["rocm_index"] = [known[k] for k in sorted(known, key=_index_order)]
 
 
 def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBuild], out: Outcome) -> None:
-    csrc: dict[str, str] = {k: v for k, v in cdoc.get("sources", {}).items() if not k.startswith(GENERATED_PREFIXES)}
+    csrc: dict[str, str] = {
+        k: v for k, v in cdoc.get("sources", {}).items() if not k.startswith(GENERATED_PREFIXES)
+    }
     used: dict[str, str] = {}
     chans = {str(c["name"]): c for c in cdoc.get("channel", [])}
     if inputs.build_history:
@@ -392,7 +417,9 @@ def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBui
         nightly = chans.get("nightly")
         if nightly is not None and "nightly" in bm.channels and bm.nightly:
             key = f"ti_{head.commit[:8]}"
-            used[key] = f"{head.url()} (committed {head.date[:10]}; CURRENT_NIGHTLY_VERSION = {bm.nightly}, nightly lists)"
+            used[key] = (
+                f"{head.url()} (committed {head.date[:10]}; CURRENT_NIGHTLY_VERSION = {bm.nightly}, nightly lists)"
+            )
             nightly["indexes"] = sorted(bm.channels["nightly"].indexes, key=_index_order)
             nightly["torch_min"] = f"{bm.nightly}.dev0"
             nightly["sources"] = _add([s for s in nightly.get("sources", []) if not s.startswith("ti_")], key)

@@ -26,7 +26,9 @@ from rocmkit.packages import IndexFile, Metadata, ProjectPage, parse_metadata, p
 PROJECTS = ("torch", "torchvision", "torchaudio")
 
 
-def _cached_metadata(reader: Callable[[IndexFile], Metadata | None]) -> Callable[[IndexFile], Metadata | None]:
+def _cached_metadata(
+    reader: Callable[[IndexFile], Metadata | None],
+) -> Callable[[IndexFile], Metadata | None]:
     cache: dict[str, Metadata | None] = {}
 
     def read(file: IndexFile) -> Metadata | None:
@@ -37,14 +39,20 @@ def _cached_metadata(reader: Callable[[IndexFile], Metadata | None]) -> Callable
     return read
 
 
-def index_inputs(index_url: str, *, timeout: float, read_on: str | None = None) -> tuple[dict[str, ProjectPage], Callable[[IndexFile], Metadata | None]]:
+def index_inputs(
+    index_url: str, *, timeout: float, read_on: str | None = None
+) -> tuple[dict[str, ProjectPage], Callable[[IndexFile], Metadata | None]]:
     """The three project pages of ``index_url`` (read concurrently) and a metadata reader."""
     url = index_url.rstrip("/")
     with ThreadPoolExecutor(max_workers=len(PROJECTS)) as pool:
-        pages = dict(zip(PROJECTS, pool.map(lambda p: project_page(url, p, timeout=timeout), PROJECTS), strict=True))
+        pages = dict(
+            zip(PROJECTS, pool.map(lambda p: project_page(url, p, timeout=timeout), PROJECTS), strict=True)
+        )
     missing = [p for p, page in pages.items() if page is None]
     if "torch" in missing:
-        raise NetworkError(f"{url}/torch/ does not exist (404)", "pass the simple index that serves torch (--index)")
+        raise NetworkError(
+            f"{url}/torch/ does not exist (404)", "pass the simple index that serves torch (--index)"
+        )
     found = {p: page for p, page in pages.items() if page is not None}
     return found, _cached_metadata(lambda f: read_metadata(f, timeout=timeout))
 
@@ -83,7 +91,11 @@ def recording_meta(folder: Path) -> dict[str, str]:
         data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DataError(f"{folder}/manifest.json cannot be read: {exc}", "record the sources again") from None
-    if not isinstance(data, dict) or not isinstance(data.get("index_url"), str) or not isinstance(data.get("read_on"), str):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("index_url"), str)
+        or not isinstance(data.get("read_on"), str)
+    ):
         raise DataError(f"{folder}/manifest.json must name index_url and read_on", "record the sources again")
     return {"index_url": data["index_url"], "read_on": data["read_on"]}
 
@@ -101,7 +113,9 @@ def recorded_index(folder: Path) -> tuple[dict[str, ProjectPage], Callable[[Inde
             url = f"{base}/{name}/"
             pages[name] = ProjectPage(
                 url=url,
-                files=tuple(parse_project_page(url, file.read_bytes(), "application/vnd.pypi.simple.v1+json")),
+                files=tuple(
+                    parse_project_page(url, file.read_bytes(), "application/vnd.pypi.simple.v1+json")
+                ),
             )
 
     def meta(f: IndexFile) -> Metadata | None:

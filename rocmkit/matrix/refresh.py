@@ -3,46 +3,43 @@
 For each index the matrix knows (rocm6.2, cu124, cpu ...), read the simple page
 of torch (PEP 691 JSON when offered, else PEP 503 HTML), list the versions and
 CPython tags of its wheels, and read one wheel's metadata per release (PEP 658
-``.metadata`` file, else the wheel itself when it is small) for the Triton pin
-in ``Requires-Dist``. Report what the matrix lacks, lists wrongly, or marks
-unconfirmed although the index now confirms it. Nothing is written: a person
-edits torch.toml, with the index as the source.
+``.metadata`` file, else its ``METADATA`` by HTTP range requests) for the Triton
+pin in ``Requires-Dist``. Report what the matrix lacks, lists wrongly, or marks
+unconfirmed although the index now confirms it. This report writes nothing;
+``--write`` generates the data instead (rocmkit/matrix/generate.py). The index
+client is rocmkit/packages.py.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import re
-import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from email.parser import Parser
-from html.parser import HTMLParser
 from typing import Any
-from urllib.error import HTTPError, URLError
-from urllib.parse import unquote, urljoin
-from urllib.request import Request, urlopen
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from rocmkit.errors import NetworkError
 from rocmkit.matrix.model import Matrix, TorchRelease, release_key
+from rocmkit.packages import (
+    TRITON_DISTRIBUTIONS,
+    IndexFile,
+    files_from_html,
+    project_page,
+    read_metadata,
+    triton_pin,
+)
 
-JSON_TYPE = "application/vnd.pypi.simple.v1+json"
-ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
-TRITON_NAMES = ("pytorch-triton-rocm", "triton-rocm", "pytorch-triton", "triton")
-MAX_WHEEL_BYTES = 64 * 1024 * 1024  # without PEP 658 metadata, read only small wheels
-
-
-@dataclass(frozen=True, kw_only=True)
-class IndexFile:
-    filename: str
-    url: str
-    metadata_url: str | None = None  # PEP 658/714
-    size: int | None = None
+TRITON_NAMES = TRITON_DISTRIBUTIONS  # kept for callers of the old name
+__all__ = [
+    "IndexFile",
+    "RefreshReport",
+    "compare",
+    "files_from_html",
+    "project_files",
+    "triton_pin",
+    "wheel_requires",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,126 +65,16 @@ class RefreshReport:
         }
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[dict[str, str | None]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.links.append(dict(attrs))
-
-
-def _get(url: str, *, timeout: float, accept: str = "*/*") -> tuple[bytes, str]:
-    request = Request(url, headers={"Accept": accept, "User-Agent": "rocmkit-matrix-refresh"})
-    try:
-        with urlopen(request, timeout=timeout) as response:
-            return response.read(), response.headers.get("Content-Type", "")
-    except HTTPError:
-        raise  # an answer (404 ...), not silence: callers decide what it means
-    except (URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise NetworkError(
-            f"index {url} does not answer: {reason}", "check the URL and the network, or raise --timeout"
-        ) from None
-
-
 def project_files(index_url: str, project: str, *, timeout: float) -> list[IndexFile] | None:
     """The files on ``<index_url>/<project>/``; None when the index has no such project (404)."""
-    page = index_url.rstrip("/") + f"/{project}/"
-    try:
-        body, ctype = _get(page, timeout=timeout, accept=ACCEPT)
-    except HTTPError as exc:
-        if exc.code == 404:
-            return None
-        raise NetworkError(f"{page} answered HTTP {exc.code}", "check the index URL") from None
-    if JSON_TYPE in ctype:
-        return _files_from_json(page, body)
-    return _files_from_html(page, body)
-
-
-def _files_from_json(page: str, body: bytes) -> list[IndexFile]:
-    try:
-        data = json.loads(body)
-        out = []
-        for f in data["files"]:
-            url = urljoin(page, f["url"])
-            # PEP 714 "core-metadata" (or PEP 658's older key): true or a dict of hashes.
-            has_meta = bool(f.get("core-metadata") or f.get("dist-info-metadata"))
-            out.append(
-                IndexFile(
-                    filename=f["filename"],
-                    url=url,
-                    metadata_url=url.split("#", 1)[0] + ".metadata" if has_meta else None,
-                    size=f.get("size"),
-                )
-            )
-        return out
-    except (ValueError, KeyError, TypeError) as exc:
-        raise NetworkError(f"{page} is not a PEP 691 simple page: {exc}", "check the index URL") from None
-
-
-def _files_from_html(page: str, body: bytes) -> list[IndexFile]:
-    parser = _Links()
-    parser.feed(body.decode("utf-8", "replace"))
-    out = []
-    for link in parser.links:
-        href = link.get("href")
-        if not href:
-            continue
-        url = urljoin(page, href)
-        filename = url.split("#", 1)[0].rsplit("/", 1)[-1]
-        filename = unquote(filename)
-        has_meta = bool(link.get("data-core-metadata") or link.get("data-dist-info-metadata"))
-        out.append(
-            IndexFile(
-                filename=filename,
-                url=url,
-                metadata_url=url.split("#", 1)[0] + ".metadata" if has_meta else None,
-            )
-        )
-    return out
+    page = project_page(index_url, project, timeout=timeout)
+    return list(page.files) if page is not None else None
 
 
 def wheel_requires(file: IndexFile, *, timeout: float) -> list[str] | None:
-    """Requires-Dist of a wheel: from its PEP 658 file, else from the wheel when small; None if neither."""
-    text: str | None = None
-    if file.metadata_url:
-        try:
-            text = _get(file.metadata_url, timeout=timeout)[0].decode("utf-8", "replace")
-        except HTTPError:
-            text = None
-    if text is None and (file.size is None or file.size <= MAX_WHEEL_BYTES):
-        try:
-            data = _get(file.url.split("#", 1)[0], timeout=timeout)[0]
-        except HTTPError:
-            return None
-        if len(data) > MAX_WHEEL_BYTES:
-            return None
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-                text = zf.read(name).decode("utf-8", "replace")
-        except (zipfile.BadZipFile, StopIteration):
-            return None
-    if text is None:
-        return None
-    return Parser().parsestr(text).get_all("Requires-Dist") or []
-
-
-def triton_pin(requires: Iterable[str]) -> str | None:
-    """The Triton requirement torch pins ("triton-rocm==3.6.0"), markers dropped."""
-    for line in requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        name = re.sub(r"[-_.]+", "-", req.name).lower()
-        if name in TRITON_NAMES:
-            specs = [s for s in req.specifier if s.operator == "=="]
-            if specs:
-                return f"{name}=={specs[0].version}"
-    return None
+    """Requires-Dist of a wheel: its PEP 658 file, else its METADATA by range requests; None if neither."""
+    meta = read_metadata(file, timeout=timeout)
+    return list(meta.requires_dist) if meta is not None else None
 
 
 @dataclass

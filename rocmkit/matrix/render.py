@@ -30,7 +30,15 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
         "note",
         "variants",
     ),
-    "rocm_index": ("name", "archs", "incomplete_archs", "incomplete_sources", "sources", "unconfirmed", "note"),
+    "rocm_index": (
+        "name",
+        "archs",
+        "incomplete_archs",
+        "incomplete_sources",
+        "sources",
+        "unconfirmed",
+        "note",
+    ),
     "channel": (
         "name",
         "kind",
@@ -49,7 +57,16 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
     ),
     "family_index": ("name", "url", "archs", "sources", "unconfirmed", "note"),
 }
-VARIANT_ORDER = ("index", "triton", "interpreter_triton", "archs", "sources", "confirmed", "unconfirmed", "note")
+VARIANT_ORDER = (
+    "index",
+    "triton",
+    "interpreter_triton",
+    "archs",
+    "sources",
+    "confirmed",
+    "unconfirmed",
+    "note",
+)
 
 
 def header_of(text: str) -> str:
@@ -102,7 +119,7 @@ def render(doc: Mapping[str, Any], *, header: str = "", top_order: Sequence[str]
             out.append(f"\n[{key}]\n")
             for k, v in value.items():
                 out.append(f"{k} = {scalar(v)}\n")
-        elif _is_table_array(value):
+        elif isinstance(value, list) and _is_table_array(value):
             for row in value:
                 out.append(f"\n[[{key}]]\n")
                 for k, v in _ordered(row, KEY_ORDER.get(key, ())):

@@ -21,7 +21,10 @@ from rocmkit.matrix.load import parse_matrix, read_toml
 from rocmkit.matrix.render import header_of, render
 
 GENERATED = ("torch.toml", "channels.toml")
-TOP_ORDER = {"torch.toml": ("sources", "rocm_index", "release"), "channels.toml": ("sources", "pytorch", "channel", "family_index")}
+TOP_ORDER = {
+    "torch.toml": ("sources", "rocm_index", "release"),
+    "channels.toml": ("sources", "pytorch", "channel", "family_index"),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +53,9 @@ def plan_refresh(directory: Path, inputs: Inputs) -> Refresh:
     old = {n: (directory / n).read_text(encoding="utf-8") for n in GENERATED}
     outcome = generate(read_toml(directory / "torch.toml"), read_toml(directory / "channels.toml"), inputs)
     texts = {
-        "torch.toml": render(outcome.torch_doc, header=header_of(old["torch.toml"]), top_order=TOP_ORDER["torch.toml"]),
+        "torch.toml": render(
+            outcome.torch_doc, header=header_of(old["torch.toml"]), top_order=TOP_ORDER["torch.toml"]
+        ),
         "channels.toml": render(
             outcome.channels_doc, header=header_of(old["channels.toml"]), top_order=TOP_ORDER["channels.toml"]
         ),

@@ -175,6 +175,9 @@ def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str 
         variant = release.variant("cpu")
         if variant is None:
             continue
+        if not variant.is_confirmed() and not cons.torch:
+            # Known only from a candidate's build lists: not a default (--torch X.Y takes it).
+            continue
         reqs, _ = requirements_for(release, variant, notes, with_triton=False)
         notes.why(f"torch {release.version} is the newest release with CPU wheels for Python {python}")
         companions = companions_of(reqs)

@@ -21,8 +21,16 @@ def _driver_ok(toolkit: CudaToolkit, driver: str | None, driver_cuda: str | None
         except ValueError:
             pass
     if driver_cuda:
-        return release_key(toolkit.version) <= release_key(driver_cuda)[:2]
+        # Minor-version compatibility: a driver for CUDA X.y runs every X.* wheel.
+        return release_key(toolkit.version)[0] <= release_key(driver_cuda)[0]
     return True  # unknown driver: nothing to exclude on (a warning says so)
+
+
+def _older(driver: str, other: str) -> bool:
+    try:
+        return release_key(driver) < release_key(other)
+    except ValueError:
+        return False
 
 
 def _gpu_capabilities(machine: Machine, m: Matrix, notes: Notes) -> list[tuple[str, str]]:
@@ -85,9 +93,10 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
                 continue
             fits.append((release, variant, toolkit))
     if fits:
-        # The newest CUDA the driver supports, then the newest release built for it.
+        # CUDA minor-version compatibility lets any cu12x (cu13x) wheel run on one driver floor,
+        # so the newest release wins, then the newest CUDA it was built with.
         release, variant, toolkit = max(
-            fits, key=lambda f: (release_key(f[2].version), Version(f[0].version))
+            fits, key=lambda f: (Version(f[0].version), release_key(f[2].version))
         )
         return _finish(m, cons, notes, python, base, release, variant, toolkit, driver, refused)
     if wanted and not any(v.index == wanted for r in releases for v in r.of_kind("cuda")):
@@ -126,6 +135,11 @@ def _finish(
             else ""
         )
     )
+    if driver and toolkit.ga_driver and _older(driver, toolkit.ga_driver):
+        notes.why(
+            f"driver {driver} is older than CUDA {toolkit.version}'s GA driver {toolkit.ga_driver}: the wheel "
+            "runs under minor-version compatibility, but code that needs PTX JIT for newer features may fail"
+        )
     notes.relies_on(variant, "torch.toml", f"torch {tag} exists", "*")
     notes.relies_on(toolkit, "nvidia.toml", f"CUDA {toolkit.version} needs driver {toolkit.min_driver}", "*")
     reqs, triton = requirements_for(release, variant, notes)

@@ -31,9 +31,9 @@ def _index(root: Path) -> Path:
     make_wheel(rocm62, "torchaudio", "2.5.1+rocm6.2", tag=TAGS[1])
     # Out of scope: older than the matrix covers, and a pre-release.
     make_torch_set(rocm62, "1.13.1+rocm6.2", tag=TAGS[1])
-    make_torch_set(rocm62, "2.15.0.dev20261001+rocm6.2", tag=TAGS[1])
+    make_torch_set(rocm62, "2.17.0.dev20261101+rocm6.2", tag=TAGS[1])
     # A release the matrix does not know yet.
-    make_torch_set(rocm62, "2.14.0+rocm6.2", triton="triton-rocm==3.8.0", hip="6.2", tag=TAGS[1])
+    make_torch_set(rocm62, "2.16.0+rocm6.2", triton="triton-rocm==3.8.0", hip="6.2", tag=TAGS[1])
     # rocm6.1: 2.5.1 exists (the matrix marks it unconfirmed) but pins another Triton.
     rocm61 = root / "whl" / "rocm6.1"
     make_torch_set(rocm61, "2.5.1+rocm6.1", triton="pytorch-triton-rocm==3.0.0", hip="6.1", tag=TAGS[1])
@@ -47,14 +47,13 @@ def test_refresh_reports_what_the_matrix_lacks_or_has_wrong(tmp_path: Path) -> N
     kinds = {(f.kind, f.index, f.release) for f in report.findings}
     messages = "\n".join(f.message for f in report.findings)
     assert report.indexes == ("rocm6.2", "rocm6.1")
-    assert ("new-release", "rocm6.2", "2.14.0") in kinds
-    assert not any(f.release in ("1.13.1", "2.15.0.dev20261001") for f in report.findings)
-    assert "torch 2.14.0+rocm6.2 is on the index (Python 3.11-3.11) but not in torch.toml" in messages
+    assert ("new-release", "rocm6.2", "2.16.0") in kinds
+    assert not any(f.release in ("1.13.1", "2.17.0.dev20261101") for f in report.findings)
+    assert "torch 2.16.0+rocm6.2 is on the index (Python 3.11-3.11) but not in torch.toml" in messages
     assert ("python", "rocm6.2", "2.5.1") in kinds  # wheels for 3.10-3.12, matrix says 3.9-3.12
     assert ("missing", "rocm6.2", "2.5.0") in kinds  # listed in torch.toml, not on this index
     assert ("triton", "rocm6.1", "2.5.1") in kinds
     assert "requires pytorch-triton-rocm==3.0.0; torch.toml says pytorch-triton-rocm==3.1.0" in messages
-    assert ("confirms", "rocm6.1", "2.5.1") in kinds  # the unconfirmed variant exists
     assert ("missing", "rocm7.2", None) in kinds  # the index has no rocm7.2 at all
     # The 2.5.1+rocm6.2 Triton pin matches: no triton finding for it.
     assert ("triton", "rocm6.2", "2.5.1") not in kinds
@@ -94,5 +93,5 @@ def test_refresh_cli_json_and_unreachable_index(tmp_path: Path, capsys: pytest.C
     assert (
         info.value.code == 9
         and err.count("\n") >= 1
-        and err.strip().splitlines()[-1].startswith("error: index ")
+        and "does not answer" in err.strip().splitlines()[-1]
     )

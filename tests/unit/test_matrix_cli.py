@@ -9,7 +9,7 @@ import pytest
 
 from rocmkit.cli import main
 from rocmkit.matrix import FILES
-from rocmkit.matrix.refresh import _files_from_html, triton_pin
+from rocmkit.packages import files_from_html, triton_pin
 from rocmkit.paths import matrices_dir
 
 
@@ -25,7 +25,7 @@ def test_check_ok(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "matrix", "check", "--unconfirmed")
     assert code == 0
     assert "ok  gfx.toml:" in out and "ok  torch.toml:" in out and "ok  channels.toml" in out
-    assert "entries with unconfirmed facts" in out and "torch.toml: release 2.13.0" in out
+    assert "entries with unconfirmed facts" in out and "torch.toml: release 2.14.0" in out
 
 
 def test_check_bad_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ HTML = """<!DOCTYPE html><html><body>
 
 
 def test_html_simple_page() -> None:
-    files = _files_from_html("https://download.pytorch.org/whl/rocm6.2/torch/", HTML.encode())
+    files = files_from_html("https://download.pytorch.org/whl/rocm6.2/torch/", HTML.encode())
     assert [f.filename for f in files] == [
         "torch-2.5.1+rocm6.2-cp311-cp311-linux_x86_64.whl",
         "torch-2.5.0+rocm6.2-cp312-cp312-linux_x86_64.whl",

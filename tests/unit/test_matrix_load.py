@@ -150,7 +150,7 @@ BAD = [
     ),
     ("gfx.toml", 'hsa_override = "10.3.0"', 'hsa_override = "ten"', "hsa_override = 'ten' is not a version"),
     ("gfx.toml", 'sources = ["amdgpu_ids", "llvm"]', 'sources = ["amdgpu_idz"]', "did you mean 'amdgpu_ids'"),
-    ("nvidia.toml", 'min_driver = "570.26"', 'min_driver = "570.x"', "cuda '12.8': min_driver = '570.x'"),
+    ("nvidia.toml", 'ga_driver = "570.26"', 'ga_driver = "570.x"', "cuda '12.8': ga_driver = '570.x'"),
     ("nvidia.toml", 'pattern = "P100"', 'pattern = "P100("', "not a valid regular expression"),
     (
         "torch.toml",
@@ -176,7 +176,7 @@ BAD = [
     ("torch.toml", 'unconfirmed = ["triton"]', 'unconfirmed = ["tritn"]', "unconfirmed names 'tritn'"),
     (
         "torch.toml",
-        '{ index = "cu121", sources = ["moi90"] }',
+        '{ index = "cu121", sources = ["moi90", "ti_29912dec"] }',
         '{ index = "cu118" }',
         "duplicate variant in release",
     ),

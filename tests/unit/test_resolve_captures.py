@@ -47,7 +47,7 @@ TABLE = {
     "mi50x4-gfx906-rocky8-rocm5.7-grep": ({"torch": "2.4"}, "rocm6.1", {}, ("gfx906",), ()),
     "rx6800-gfx1030-rocm5.3": ({"torch": "2.3"}, "rocm6.0", {}, ("gfx1030",), ()),
     "ryzen2400g-gtx1050ti-centos7-rocm3.8-rock-not-loaded": ({}, "cpu", {}, (), ()),
-    "synthetic-h100x2-nvidia-550": ({}, "cu124", {}, (), ()),
+    "synthetic-h100x2-nvidia-550": ({}, "cu126", {}, (), ()),
     "synthetic-rx7900xtx-kfd-amdsmi-rocm6.2.4": ({"rocm": "6.2.4"}, "rocm6.2.4", {}, ("gfx1100",), ()),
     "synthetic-container-mi250x-no-kfd-access": ({"torch": "2.6"}, "rocm6.2.4", {}, ("gfx90a",), ()),
 }

@@ -99,7 +99,7 @@ def test_native_wheel_preferred_over_override_in_the_same_release() -> None:
     plan = go(amd("gfx1101"), torch="2.7")
     assert plan.env == {} and plan.target_archs == ("gfx1101",)
     # torch 2.5's rocm6.2 wheels lack gfx1101: override to gfx1100.
-    plan = go(amd("gfx1101"), torch="2.5")
+    plan = go(amd("gfx1101"), torch="2.5", rocm="6.2")
     assert plan.env == {"HSA_OVERRIDE_GFX_VERSION": "11.0.0"} and plan.target_archs == ("gfx1100",)
 
 
@@ -118,8 +118,8 @@ def test_therock_channel_uses_device_extras() -> None:
     assert plan.channel == "therock" and plan.backend == "therock-gfx1100-gfx1151"
     assert plan.requirements[0] == "torch[device-gfx1100,device-gfx1151]"
     assert plan.index_urls == ("https://rocm.nightlies.amd.com/whl-multi-arch/",)
-    with pytest.raises(NoPlanError, match=r"Python 3\.10 to 3\.13"):
-        go(amd("gfx1151"), channel="therock", python="3.14")
+    with pytest.raises(NoPlanError, match=r"Python 3\.10 to 3\.14"):
+        go(amd("gfx1151"), channel="therock", python="3.15")
 
 
 def test_arch_from_pci_id_when_detection_lacks_it() -> None:
@@ -145,8 +145,14 @@ def test_no_gpu_gives_cpu_wheels() -> None:
 
 def test_cpu_plan_offers_the_interpreter_triton_as_a_companion() -> None:
     plan = go(Machine(), torch="2.13")
-    assert plan.requirements == ("torch==2.13.0+cpu", "torchvision==0.28.0+cpu", "triton==3.8.0", "numpy")
-    assert plan.companions == ("torchvision==0.28.0+cpu", "triton==3.8.0", "numpy")
+    assert plan.requirements == (
+        "torch==2.13.0+cpu",
+        "torchvision==0.28.0+cpu",
+        "torchaudio==2.11.0+cpu",
+        "triton==3.8.0",
+        "numpy",
+    )
+    assert plan.companions == ("torchvision==0.28.0+cpu", "torchaudio==2.11.0+cpu", "triton==3.8.0", "numpy")
     assert plan.triton is None  # torch itself pins none on the CPU
     assert any("TRITON_INTERPRET=1" in r for r in plan.reasons)
     # A release without a recorded interpreter Triton gets none, and no PyPI index.
@@ -178,11 +184,13 @@ def test_rocm_constraint() -> None:
 
 
 def test_unconfirmed_variant_only_when_asked() -> None:
-    # 2.5.1+rocm6.1 is listed by uv but unconfirmed: not chosen by default, chosen with a warning when asked.
-    assert go(amd("gfx1101"), torch="2.5").backend == "rocm6.2"
-    plan = go(amd("gfx1101"), torch="2.5", rocm="6.1")
-    assert plan.backend == "rocm6.1"
-    assert any("unconfirmed" in w and "2.5.1+rocm6.1" in w for w in plan.warnings)
+    # 2.14.0+cu126 is only in the candidate's build lists (unconfirmed): not chosen by default,
+    # chosen with a warning when asked.
+    h100 = nvidia("NVIDIA H100 80GB HBM3", "580.65.06")
+    assert go(h100, torch="2.14.0").backend == "cu130"  # PyPI's 2.14.0 is the cu130 build
+    plan = go(h100, torch="2.14.0", cuda="12.6")
+    assert plan.backend == "cu126"
+    assert any("unconfirmed" in w and "2.14.0+cu126" in w for w in plan.warnings)
 
 
 def test_unconfirmed_triton_pin_is_left_to_torch_and_warned() -> None:
@@ -224,7 +232,7 @@ def test_old_userspace_is_fine() -> None:
 def test_nightly_channel() -> None:
     plan = go(amd("gfx1100"), channel="nightly")
     assert plan.channel == "nightly" and plan.index_urls == (
-        "https://download.pytorch.org/whl/nightly/rocm7.2",
+        "https://download.pytorch.org/whl/nightly/rocm7.14",
     )
     assert plan.requirements[0].startswith("torch>=") and plan.torch_version is None
     assert go(Machine(), channel="nightly").index_urls[0].endswith("/nightly/cpu")
@@ -233,11 +241,14 @@ def test_nightly_channel() -> None:
 @pytest.mark.parametrize(
     ("driver", "cuda", "expected"),
     [
-        ("580.65.06", None, "2.13.0+cu130"),
-        ("570.86.10", None, "2.11.0+cu128"),  # 2.12/2.13 cu128 are unconfirmed, so not chosen
-        ("550.54.15", None, "2.6.0+cu124"),
-        ("535.104.05", None, "2.5.1+cu121"),
-        (None, "12.4", "2.6.0+cu124"),  # only nvidia-smi's "CUDA Version"
+        # CUDA minor-version compatibility: the newest release whose cu13x (driver >= 580) or
+        # cu12x (>= 525.60.13) build is confirmed; 2.14's cu126 is only in a candidate's lists.
+        ("580.65.06", None, "2.15.0+cu132"),
+        ("570.86.10", None, "2.13.0+cu126"),
+        ("550.54.15", None, "2.13.0+cu126"),
+        ("525.60.13", None, "2.13.0+cu126"),
+        ("520.61.05", None, "2.7.1+cu118"),
+        (None, "12.4", "2.13.0+cu126"),  # only nvidia-smi's "CUDA Version"
     ],
 )
 def test_nvidia_newest_cuda_the_driver_supports(driver: str | None, cuda: str | None, expected: str) -> None:
@@ -254,7 +265,7 @@ def test_nvidia_old_gpu_skips_cuda13() -> None:
 
 def test_nvidia_driver_too_old() -> None:
     with pytest.raises(NoPlanError) as info:
-        go(nvidia("Tesla T4", "450.80.02"))
+        go(nvidia("Tesla T4", "418.67"))
     assert "update the NVIDIA driver" in (info.value.fix or "")
 
 
@@ -352,7 +363,7 @@ def test_index_whose_bundled_library_lacks_the_arch_is_passed_over() -> None:
     plan = go(amd("gfx906"))
     check_against_matrix(plan)
     assert plan.backend != "rocm7.2"
-    assert any("2.13.0+rocm7.2 was passed over" in r and "gfx906" in r for r in plan.reasons)
+    assert any("2.14.0+rocm7.2 was passed over" in r and "gfx906" in r for r in plan.reasons)
     forced = go(amd("gfx906"), rocm="7.2")
     assert forced.backend == "rocm7.2"
     assert any(
@@ -363,13 +374,17 @@ def test_index_whose_bundled_library_lacks_the_arch_is_passed_over() -> None:
     assert go(amd("gfx942")).backend == "rocm7.2"
 
 
-def test_unknown_companion_is_left_out_and_said() -> None:
-    plan = go(amd("gfx942"), torch="2.13")
-    assert not any(r.startswith("torchaudio") for r in plan.requirements)
-    assert any("no source pairs a torchaudio version with torch 2.13.0" in w for w in plan.warnings)
+def test_companions_come_from_the_data() -> None:
+    # torchaudio had no 2.12-2.14 releases: 2.11.0 (no torch requirement on PyPI) serves them.
+    assert "torchaudio==2.11.0+rocm7.2" in go(amd("gfx942"), torch="2.13").requirements
     assert "torchaudio==2.11.0+rocm7.2" in go(amd("gfx942"), torch="2.12.0", rocm="7.2").requirements
-    # A patch release whose companions are unknown: torch and Triton only.
-    assert go(amd("gfx942"), torch="2.12").requirements == ("torch==2.12.1+rocm7.2", "triton-rocm==3.7.1")
+    # The patch release gets its own torchvision (0.27.1 requires torch==2.12.1 on PyPI).
+    assert go(amd("gfx942"), torch="2.12").requirements == (
+        "torch==2.12.1+rocm7.2",
+        "torchvision==0.27.1+rocm7.2",
+        "torchaudio==2.11.0+rocm7.2",
+        "triton-rocm==3.7.1",
+    )
 
 
 def test_amd_and_nvidia_together_says_which_backend() -> None:

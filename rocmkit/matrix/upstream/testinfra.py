@@ -63,7 +63,9 @@ def _assignments(text: str, *, where: str) -> dict[str, object]:
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
-        raise DataError(f"{where}: not valid Python ({exc.msg}, line {exc.lineno})", "record another commit") from None
+        raise DataError(
+            f"{where}: not valid Python ({exc.msg}, line {exc.lineno})", "record another commit"
+        ) from None
     out: dict[str, object] = {}
     for node in tree.body:
         target = None
@@ -102,7 +104,9 @@ def read_build_matrix(text: str, *, where: str = BUILD_MATRIX_PATH) -> BuildMatr
     for key in ("CUDA_ARCHES_DICT", "ROCM_ARCHES_DICT", "PYTHON_ARCHES_DICT"):
         d = vals.get(key)
         if not isinstance(d, dict):
-            raise DataError(f"{where}: {key} is missing (an older layout?)", "use a revision from 2024 or later")
+            raise DataError(
+                f"{where}: {key} is missing (an older layout?)", "use a revision from 2024 or later"
+            )
         dicts[key] = d
     channels = {}
     for ch in CHANNELS:
@@ -175,7 +179,10 @@ def releases_from_history(snapshots: Iterable[Snapshot]) -> dict[str, ReleaseBui
             out[bm.stable] = None  # type: ignore[assignment]
         elif bm.stable not in out and "release" in bm.channels:
             out[bm.stable] = ReleaseBuild(
-                version=bm.stable, build=bm.channels["release"], channel="release", snapshot=snap,
+                version=bm.stable,
+                build=bm.channels["release"],
+                channel="release",
+                snapshot=snap,
                 linux_only=linux_only,
             )
         for version, ch in ((bm.candidate, "test"), (bm.nightly, "nightly")):
@@ -184,7 +191,11 @@ def releases_from_history(snapshots: Iterable[Snapshot]) -> dict[str, ReleaseBui
                 # A candidate's test lists beat its earlier nightly lists.
                 if prev is None or prev.channel == "nightly" or ch == "test":
                     pending[version] = ReleaseBuild(
-                        version=version, build=bm.channels[ch], channel=ch, snapshot=snap, linux_only=linux_only
+                        version=version,
+                        build=bm.channels[ch],
+                        channel=ch,
+                        snapshot=snap,
+                        linux_only=linux_only,
                     )
     for version, rb in pending.items():
         if out.get(version) is None:
