@@ -81,6 +81,19 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
     if kind == "cuda":
         return cuda.plan(machine, m, cons, notes, python, base)
     hidden = [g for g in machine.gpus if not g.visible]
+    if not hidden and machine.nvidia is not None and machine.nvidia.driver_version:
+        # The NVIDIA kernel driver is loaded (/sys/module/nvidia/version or /proc/driver/nvidia/version)
+        # but no tool listed a GPU (nvidia-smi absent, as in minimal containers and some HPC images):
+        # the driver is the machine's CUDA capability, so CUDA wheels for that driver, not CPU ones.
+        notes.why(
+            f"the NVIDIA driver {machine.nvidia.driver_version} is loaded but no tool listed its GPUs "
+            "(nvidia-smi absent?): CUDA wheels for that driver"
+        )
+        notes.warn(
+            "NVIDIA GPUs were not listed (no nvidia-smi), so their compute capability is not checked "
+            "against the wheels; install nvidia-smi (the driver's utils package) for a full check"
+        )
+        return cuda.plan(machine, m, cons, notes, python, base)
     if hidden:
         notes.why(f"{len(hidden)} GPU(s) are hidden by *_VISIBLE_DEVICES; none is visible, so CPU wheels")
     else:

@@ -48,6 +48,8 @@ TABLE = {
     "rx6800-gfx1030-rocm5.3": ({"torch": "2.3"}, "rocm6.0", {}, ("gfx1030",), ()),
     "ryzen2400g-gtx1050ti-centos7-rocm3.8-rock-not-loaded": ({}, "cpu", {}, (), ()),
     "synthetic-h100x2-nvidia-550": ({}, "cu126", {}, (), ()),
+    # Only /proc/driver/nvidia/version, no nvidia-smi: CUDA wheels for driver 580 (cu13x), not CPU.
+    "synthetic-nvidia-driver-only-580": ({}, "cu132", {}, (), ()),
     "synthetic-rx7900xtx-kfd-amdsmi-rocm6.2.4": ({"rocm": "6.2.4"}, "rocm6.2.4", {}, ("gfx1100",), ()),
     "synthetic-container-mi250x-no-kfd-access": ({"torch": "2.6"}, "rocm6.2.4", {}, ("gfx90a",), ()),
 }
