@@ -90,8 +90,4 @@ def test_refresh_cli_json_and_unreachable_index(tmp_path: Path, capsys: pytest.C
     with pytest.raises(SystemExit) as info:
         main(["matrix", "refresh", "--index", url + "/whl", "--only", "cpu", "--timeout", "2"])
     out, err = capsys.readouterr()
-    assert (
-        info.value.code == 9
-        and err.count("\n") >= 1
-        and "does not answer" in err.strip().splitlines()[-1]
-    )
+    assert info.value.code == 9 and err.count("\n") >= 1 and "does not answer" in err.strip().splitlines()[-1]

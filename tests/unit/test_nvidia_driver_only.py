@@ -57,5 +57,7 @@ def test_driver_only_550_gets_cuda_12() -> None:
 def test_no_driver_stays_cpu() -> None:
     assert resolve(Machine(), Constraints(python="3.11")).backend == "cpu"
     # --cpu still wins over a loaded driver.
-    plan = resolve(Machine(nvidia=NvidiaInfo(driver_version="550.54.15")), Constraints(python="3.11", cpu=True))
+    plan = resolve(
+        Machine(nvidia=NvidiaInfo(driver_version="550.54.15")), Constraints(python="3.11", cpu=True)
+    )
     assert plan.backend == "cpu"
