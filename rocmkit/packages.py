@@ -256,7 +256,9 @@ def files_from_json(page: str, body: bytes) -> list[IndexFile]:
         ) from None
 
 
-def files_from_html(page: str, body: bytes) -> list[IndexFile]:
+def files_from_html(page: str, body: bytes, *, strict: bool = True) -> list[IndexFile]:
+    """The links of a PEP 503 page (``strict``: refuse a page that is not one) or of a
+    pip ``--find-links`` page (any HTML listing wheels)."""
     text = body.decode("utf-8", "replace")
     parser = _Links()
     try:
@@ -281,7 +283,12 @@ def files_from_html(page: str, body: bytes) -> list[IndexFile]:
         )
     # An HTML error page ("502 Bad Gateway", a login wall) has no distribution links:
     # that is not an empty project, it is not an index.
-    if not parser.simple and not any(_is_dist(f.filename) for f in out) and "Links for" not in text:
+    if (
+        strict
+        and not parser.simple
+        and not any(_is_dist(f.filename) for f in out)
+        and "Links for" not in text
+    ):
         raise NetworkError(
             f"{page} answered an HTML page that is not a simple-index page",
             "check that the URL is a PEP 503/691 package index (a proxy or login page answered)",
@@ -500,6 +507,24 @@ def _read_member(url: str, offset: int, csize: int, usize: int, method: int, *, 
     else:
         return None
     return raw.decode("utf-8", "replace")
+
+
+def wheel_matches(filename: str, name: str, version: str, python: str | None) -> bool:
+    """Is ``filename`` a wheel of ``name`` == ``version`` (PEP 440 equality, local part included)
+    installable on CPython ``python`` ("3.11"; None: any)?"""
+    wheel = parse_wheel(IndexFile(filename=filename, url=filename))
+    if wheel is None or wheel.name != canonical(name):
+        return False
+    try:
+        if wheel.version != Version(version):
+            return False
+    except InvalidVersion:
+        return False
+    if python is None:
+        return True
+    major, minor = python.split(".")[:2]
+    interpreters = {t.split("-")[0] for t in wheel.tags}
+    return bool(interpreters & {f"cp{major}{minor}", f"py{major}", f"py{major}{minor}"})
 
 
 # -- requirements --------------------------------------------------------------

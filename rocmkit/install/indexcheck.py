@@ -20,18 +20,18 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 
 from rocmkit.errors import NetworkError
-from rocmkit.install.base import Sources, canonical
+from rocmkit.install.base import Sources
+from rocmkit.packages import IndexFile, canonical, files_from_html, http_get, parse_wheel, wheel_matches
+
+__all__ = ["decide_sources", "probe_index", "read_pip_config", "wheel_matches"]
+
 
 DEFAULT_PROBE_TIMEOUT_S = 5.0
 PYPI_SIMPLE = "https://pypi.org/simple"
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^\s;]+)")
-_WHEEL = re.compile(
-    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$"
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,13 +75,6 @@ def _reason(exc: BaseException, timeout: float) -> str:
     if isinstance(inner, socket.gaierror):
         return "host name does not resolve"
     return str(inner) or type(inner).__name__
-
-
-def _fetch(url: str, timeout: float) -> str:
-    req = urllib.request.Request(url, headers={"Accept": "text/html", "User-Agent": "rocmkit"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        data: bytes = resp.read()
-    return data.decode(errors="replace")
 
 
 def probe_index(index_url: str, project: str, timeout: float = DEFAULT_PROBE_TIMEOUT_S) -> Probe:
@@ -154,16 +147,6 @@ def read_pip_config(environ: Mapping[str, str] | None = None, home: Path | None 
     )
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.hrefs += [v for k, v in attrs if k == "href" and v]
-
-
 def _wheel_names(source: str, project: str, timeout: float, *, is_index: bool) -> list[str]:
     """Wheel filenames that ``source`` offers (a folder, a flat links page, or a simple index)."""
     parsed = urllib.parse.urlsplit(source)
@@ -181,30 +164,17 @@ def _wheel_names(source: str, project: str, timeout: float, *, is_index: bool) -
     else:
         url = source.rstrip("/") + "/" + canonical(project) + "/" if is_index else source
         try:
-            page = _fetch(url, timeout)
-        except (urllib.error.URLError, OSError, ValueError):
+            resp = http_get(url, timeout=timeout, accept="text/html")
+        except NetworkError:
             return []
-    links = _Links()
-    links.feed(page)
-    names = []
-    for href in links.hrefs:
-        name = urllib.parse.unquote(urllib.parse.urlsplit(href).path.rsplit("/", 1)[-1])
-        if name.endswith(".whl"):
-            names.append(name)
-    return names
-
-
-def wheel_matches(filename: str, name: str, version: str, python: str | None) -> bool:
-    match = _WHEEL.match(filename)
-    if match is None:
-        return False
-    if canonical(match.group("name")) != canonical(name) or match.group("version") != version:
-        return False
-    if python is None:
-        return True
-    major, minor = python.split(".")[:2]
-    tags = set(match.group("py").split("."))
-    return bool(tags & {f"cp{major}{minor}", f"py{major}", f"py{major}{minor}"})
+        if resp.status != 200:
+            return []
+        page = resp.body.decode(errors="replace")
+    return [
+        f.filename
+        for f in files_from_html(source, page.encode(), strict=False)
+        if f.filename.endswith(".whl")
+    ]
 
 
 def _project(requirement: str) -> str:
@@ -214,8 +184,8 @@ def _project(requirement: str) -> str:
 
 def _project_matches(filename: str, name: str, python: str | None) -> bool:
     """A wheel of ``name`` in any version, for ``python`` (unpinned nightly companions)."""
-    match = _WHEEL.match(filename)
-    return match is not None and wheel_matches(filename, name, match.group("version"), python)
+    wheel = parse_wheel(IndexFile(filename=filename, url=filename))
+    return wheel is not None and wheel_matches(filename, name, str(wheel.version), python)
 
 
 def pinned(requirements: Sequence[str]) -> list[tuple[str, str]]:
