@@ -229,9 +229,33 @@ def generate(torch_doc: dict[str, Any], channels_doc: dict[str, Any], inputs: In
             out.notes.append(f"torch {version}: no source lists its variants; cpu kept as unconfirmed")
     _ensure_rocm_indexes(tdoc, rows, out)
     tdoc["release"] = _release_sort(list(rows.values()))
-    tdoc["sources"] = {**sources, **dict(sorted(used.items()))}
+    tdoc["sources"] = _sources_table(torch_doc.get("sources", {}), sources, used, tdoc)
     _channels(cdoc, inputs, builds, out)
     return out
+
+
+def _referenced(doc: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if key in ("sources", "incomplete_sources", "override_sources") and isinstance(value, list):
+                found |= {str(v) for v in value}
+            elif key != "sources":
+                found |= _referenced(value)
+    elif isinstance(doc, list):
+        for item in doc:
+            found |= _referenced(item)
+    return found
+
+
+def _sources_table(
+    old: Mapping[str, str], hand: dict[str, str], used: dict[str, str], doc: dict[str, Any]
+) -> dict[str, str]:
+    """Hand-kept sources, then the generated ones used now, sorted; a generated source that this
+    run did not re-read (an index without metadata) stays while a kept fact still names it."""
+    refs = _referenced(doc)
+    kept = {k: v for k, v in old.items() if k.startswith(GENERATED_PREFIXES) and k in refs and k not in used}
+    return {**hand, **dict(sorted({**kept, **used}.items()))}
 
 
 def _companion(
@@ -449,4 +473,4 @@ def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBui
             rock["python_min"], rock["python_max"] = pys[0], pys[-1]
             srcs = _add(srcs, pkey)
         rock["sources"] = srcs
-    cdoc["sources"] = {**csrc, **dict(sorted(used.items()))}
+    cdoc["sources"] = _sources_table(dict(cdoc.get("sources", {})), csrc, used, cdoc)
