@@ -36,7 +36,9 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     return int(info.value.code or 0), out, err
 
 
-def _generated_over(server: RecordedIndex, folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def _generated_over(
+    server: RecordedIndex, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
     code, _, err = _run(
         capsys,
         "matrix", "refresh", "--write", "--dir", str(folder), "--from", str(RECORDING),

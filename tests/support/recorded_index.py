@@ -17,6 +17,7 @@ downloaded whole.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import json
@@ -62,7 +63,9 @@ class RecordedIndex:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
         return self
 
     def __exit__(
@@ -99,7 +102,9 @@ class RecordedIndex:
                 buf = io.BytesIO()
                 with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
                     # A member before METADATA, as in a real wheel (code first, dist-info last).
-                    zf.writestr("torch/_padding.bin", bytes(range(256)) * 2048, compress_type=zipfile.ZIP_STORED)
+                    zf.writestr(
+                        "torch/_padding.bin", bytes(range(256)) * 2048, compress_type=zipfile.ZIP_STORED
+                    )
                     zf.writestr(_dist_info(filename), meta.read_text())
                 self._zips[filename] = buf.getvalue()
             return self._zips[filename]
@@ -201,7 +206,5 @@ class RecordedIndex:
         h.send_header("Content-Type", ctype)
         h.send_header("Content-Length", str(len(body)))
         h.end_headers()
-        try:
+        with contextlib.suppress(OSError):
             h.wfile.write(body)
-        except OSError:
-            pass
