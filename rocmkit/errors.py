@@ -17,7 +17,9 @@ Exit codes (documented in README.md):
 7    an external tool or command failed (pip, uv, git, a build step)
 8    the environment is unsafe to modify (PEP 668, no venv)
 9    network: an index or URL does not answer
-10   interrupted / state left to resume
+10   interrupted (Ctrl-C, SIGTERM, SIGHUP); an install restores the environment
+11   another rocmkit install holds this environment's lock
+12   cannot write: the disk is full or the file system is read-only
 ==== ==========================================================
 """
 
@@ -86,3 +88,42 @@ class InterruptedStateError(RocmkitError):
     """A long operation stopped; its state is kept so that it can resume."""
 
     exit_code = 10
+
+
+class LockHeldError(RocmkitError):
+    """Another rocmkit process holds the lock of the environment to change."""
+
+    exit_code = 11
+
+
+class StorageError(RocmkitError):
+    """A write failed for want of space or of a writable file system."""
+
+    exit_code = 12
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C would be, so that every cleanup that
+    handles an interrupt (restore the venv, stop the child's process group) runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def storage_error(exc: OSError) -> RocmkitError | None:
+    """The user-facing form of a failed write (full disk, read-only file system,
+    no permission), or None for an OSError that is a bug to show in full."""
+    import errno
+
+    where = exc.filename or "a file"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageError(f"no space left to write {where}", "free some disk space (or quota) and run again")
+    if exc.errno == errno.EROFS:
+        return StorageError(
+            f"cannot write {where}: the file system is read-only",
+            "point rocmkit at a writable folder (ROCMKIT_CACHE_DIR for its cache)",
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return UsageError(f"permission denied: {where}", "run as a user who may write there, or pick another path")
+    return None

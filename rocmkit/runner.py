@@ -5,10 +5,18 @@ Every external command rocmkit runs goes through :func:`run`: an argument list
 for reports, a missing binary reported as ``absent`` rather than raised, and a
 timeout that escalates from SIGTERM to SIGKILL on the whole process group so a
 hung tool (or its children) never hangs rocmkit.
+
+Output is bounded too: each stream keeps at most ``max_output`` bytes (its
+head and its tail); a command that prints past that is stopped, like a hung
+one, with the status ``overflow``, so a tool that prints without end costs a
+few MiB of memory, never all of it. A command that exits while a grandchild
+still holds its pipes is reported by its own exit code, and the grandchild's
+process group is stopped instead of being mistaken for a hang and left behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -22,8 +30,14 @@ from typing import Literal
 DEFAULT_TIMEOUT_S = 10.0
 # After SIGTERM, how long a process group gets before SIGKILL.
 KILL_GRACE_S = 2.0
+# Per stream. The largest real output a parser reads (amd-smi static on 16 GPUs) is a few MiB.
+MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+# After the command exits, how long its pipes may stay open (a grandchild holding them).
+PIPE_GRACE_S = 1.0
+# A line longer than this is split when streamed (a tool printing with no newline).
+MAX_LINE_BYTES = 64 * 1024
 
-Status = Literal["ok", "failed", "absent", "timeout", "signal", "error"]
+Status = Literal["ok", "failed", "absent", "timeout", "signal", "error", "overflow"]
 
 # ROCm tools are often installed without being on PATH.
 EXTRA_BIN_DIRS = ("/opt/rocm/bin",)
@@ -59,6 +73,8 @@ class CommandResult:
             return f"`{cmd}` was killed by signal {-(self.returncode or 0)}"
         if self.status == "error":
             return f"`{cmd}` could not be started: {self.error}"
+        if self.status == "overflow":
+            return f"`{cmd}` printed more than {self.error or 'the output limit'} and was stopped"
         tail = _last_line(self.stderr) or _last_line(self.stdout)
         return f"`{cmd}` exited with code {self.returncode}" + (f": {tail}" if tail else "")
 
@@ -116,13 +132,15 @@ def run(
     input_text: str | None = None,
     log_path: str | os.PathLike[str] | None = None,
     on_line: Callable[[str], None] | None = None,
+    max_output: int = MAX_OUTPUT_BYTES,
 ) -> CommandResult:
     """Run ``argv`` and return what happened; never raises for the command's sake.
 
     ``log_path``: stdout and stderr go to that file as they come (for long
     builds and installs); the result then keeps only the log's last 8 KiB in
     ``stdout``. ``on_line``: called with each line of output as it arrives
-    (progress display); output is still kept.
+    (progress display); output is still kept. ``max_output``: bytes kept per
+    stream, past which the command is stopped (status ``overflow``).
     """
     args = tuple(str(a) for a in argv)
     if not args:
@@ -147,31 +165,128 @@ def run(
     except OSError as exc:
         return CommandResult(argv=args, status="error", error=str(exc), duration_s=time.monotonic() - start)
     try:
-        out, err = proc.communicate(
-            input=input_text.encode() if input_text is not None else None, timeout=timeout
-        )
+        return _collect(proc, args, timeout, input_text, start, max_output)
     except KeyboardInterrupt:
         # The child has its own session, so Ctrl-C reaches only us: stop its group as well.
         _kill_group(proc)
         raise
-    except subprocess.TimeoutExpired:
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+class _Capped:
+    """One stream's output: the first and the last ``limit / 2`` bytes, and the total seen."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(1, limit // 2)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        data = bytes(self.head)
+        if self.total > len(self.head) + len(self.tail):
+            data += f"\n[... {self.total - len(self.head) - len(self.tail)} bytes left out ...]\n".encode()
+        return (data + bytes(self.tail)).decode(errors="replace")
+
+
+def _collect(
+    proc: subprocess.Popen[bytes],
+    args: tuple[str, ...],
+    timeout: float,
+    input_text: str | None,
+    start: float,
+    max_output: int,
+) -> CommandResult:
+    """Read both pipes with a bound on time and on bytes; end with the group stopped if needed."""
+    import selectors
+
+    if proc.stdin is not None:
+        # From a thread: an input larger than the pipe buffer must not block the reads below.
+        import threading
+
+        stdin, data = proc.stdin, (input_text or "").encode()
+
+        def feed() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.write(data)
+            with contextlib.suppress(OSError, ValueError):
+                stdin.close()
+
+        threading.Thread(target=feed, daemon=True, name="rocmkit-stdin").start()
+    assert proc.stdout is not None and proc.stderr is not None
+    streams = {proc.stdout.fileno(): _Capped(max_output), proc.stderr.fileno(): _Capped(max_output)}
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    sel = selectors.DefaultSelector()
+    for fd in streams:
+        sel.register(fd, selectors.EVENT_READ)
+    ended: str | None = None  # "timeout" | "overflow" | "held"
+    exited_at: float | None = None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if now - start >= timeout:
+                ended = "timeout"
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at >= PIPE_GRACE_S:
+                ended = "held"  # the command is gone; something it started holds the pipes
+                break
+            wait = min(0.25, timeout - (now - start))
+            for key, _ in sel.select(timeout=wait):
+                fd = int(key.fd)
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                streams[fd].add(chunk)
+                if streams[fd].total > max_output:
+                    ended = "overflow"
+                    break
+            if ended:
+                break
+    finally:
+        sel.close()
+    if ended is not None:
         _kill_group(proc)
+    rc: int | None
+    if ended in ("timeout", "overflow"):
+        rc = proc.returncode
+    else:
         try:
-            out, err = proc.communicate(timeout=KILL_GRACE_S)
-        except (subprocess.TimeoutExpired, ValueError):
-            out, err = b"", b""
+            rc = proc.wait(timeout=max(0.1, timeout - (time.monotonic() - start)))
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            ended, rc = "timeout", proc.returncode
+    out, err = streams[out_fd].text(), streams[err_fd].text()
+    duration = time.monotonic() - start
+    if ended == "timeout":
         return CommandResult(
-            argv=args,
-            status="timeout",
-            returncode=proc.returncode,
-            stdout=out.decode(errors="replace"),
-            stderr=err.decode(errors="replace"),
-            duration_s=time.monotonic() - start,
-            timeout_s=timeout,
-        )
-    return _finish(
-        args, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), start, timeout
-    )
+            argv=args, status="timeout", returncode=rc, stdout=out, stderr=err,
+            duration_s=duration, timeout_s=timeout,
+        )  # fmt: skip
+    if ended == "overflow":
+        return CommandResult(
+            argv=args, status="overflow", returncode=rc, stdout=out, stderr=err,
+            duration_s=duration, timeout_s=timeout, error=f"{max_output} bytes",
+        )  # fmt: skip
+    assert rc is not None
+    return _finish(args, rc, out, err, start, timeout)
 
 
 def _finish(
@@ -239,6 +354,9 @@ def _run_streaming(
             if not chunk:
                 break
             buf += chunk
+            if b"\n" not in chunk and len(buf) > MAX_LINE_BYTES:
+                # No newline in sight (a tool printing without end): keep memory bounded.
+                buf += b"\n"
             *lines, buf = buf.split(b"\n")
             for raw in lines:
                 line = raw.decode(errors="replace")

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from rocmkit.errors import CaptureError
+from rocmkit.atomicio import write_text_atomic
+from rocmkit.boundedio import BoundedReadError, inside, read_bounded
+from rocmkit.errors import CaptureError, DataError
 from rocmkit.runner import CommandResult, run
 from rocmkit.runner import Status as RunStatus
 
@@ -104,6 +106,11 @@ RELEVANT_ENV = (
     "container",
 )
 
+# Read caps. Live files are cut at the cap (only their head matters); a capture file
+# over its cap is refused (a capture is a few hundred KiB; rocminfo on 16 GPUs ~1 MiB).
+LIVE_MAX_BYTES = 4 * 1024 * 1024
+CAPTURE_MAX_BYTES = 16 * 1024 * 1024
+
 # Per-command timeouts (seconds). rocminfo can hang on a wedged GPU; keep it short.
 # dmesg only copies a kernel buffer: seconds mean something is badly wrong.
 TIMEOUTS: dict[str, float] = {
@@ -115,11 +122,17 @@ TIMEOUTS: dict[str, float] = {
 
 
 def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
-    return {
-        k: v
-        for k, v in sorted(environ.items())
-        if k in RELEVANT_ENV or any(k.startswith(p) for p in RELEVANT_ENV_PREFIXES)
-    }
+    """The variables that matter to detection and checks, with credentials masked: the
+    result goes into snapshots (``env.json``), ``detect --json`` and doctor reports."""
+    from rocmkit.redact import redact_env
+
+    return redact_env(
+        {
+            k: v
+            for k, v in sorted(environ.items())
+            if k in RELEVANT_ENV or any(k.startswith(p) for p in RELEVANT_ENV_PREFIXES)
+        }
+    )
 
 
 class Source(Protocol):
@@ -221,21 +234,13 @@ class LiveSource:
         return Path(self.root) / path.lstrip("/")
 
     def read(self, path: str) -> str | None:
+        # Regular files only (a FIFO or device here would hang or never end), and only
+        # their head: /proc/cpuinfo on 256 cores is ~1 MB, nothing detection reads is larger.
         try:
-            with open(self._path(path), "rb") as fh:
-                # sysfs files are small; /proc/cpuinfo on 256 cores is ~1 MB, cap it. Read in
-                # 64 KiB chunks: /proc/sys files fail with ENOMEM on one 4 MiB read.
-                chunks: list[bytes] = []
-                size = 0
-                while size < 4 * 1024 * 1024:
-                    chunk = fh.read(65536)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    size += len(chunk)
-                return b"".join(chunks).decode(errors="replace")
-        except (OSError, ValueError):
+            data = read_bounded(self._path(path), max_bytes=LIVE_MAX_BYTES, truncate=True)
+        except BoundedReadError:
             return None
+        return data.decode(errors="replace")
 
     def listdir(self, path: str) -> list[str] | None:
         try:
@@ -274,17 +279,17 @@ class CaptureSource:
         return f"capture:{self.path}"
 
     def _load_env(self) -> dict[str, str]:
+        from rocmkit.safeload import loads_json
+
         env_file = self.path / "env.json"
-        if not env_file.exists():
+        if not env_file.exists() and not env_file.is_symlink():
             return {}
+        text = self._read_text(env_file)
         try:
-            data = json.loads(env_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CaptureError(f"cannot read {env_file}: {exc}", "check the file's permissions") from exc
-        except json.JSONDecodeError as exc:
+            data = loads_json(text, str(env_file), max_bytes=1024 * 1024)
+        except DataError as exc:
             raise CaptureError(
-                f"{env_file} is not valid JSON ({exc.msg} at line {exc.lineno})",
-                "fix or delete env.json: it must be an object of variable names to strings",
+                exc.message, "fix or delete env.json: it must be an object of variable names to strings"
             ) from exc
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             raise CaptureError(f"{env_file} must be a JSON object of strings", "fix or delete env.json")
@@ -292,23 +297,26 @@ class CaptureSource:
 
     def _read_text(self, p: Path) -> str:
         try:
-            return p.read_bytes().decode(errors="replace")
-        except OSError as exc:
-            raise CaptureError(
-                f"cannot read {p}: {exc.strerror}", "check the capture's file permissions"
-            ) from exc
+            data = read_bounded(p, max_bytes=CAPTURE_MAX_BYTES, root=self.path)
+        except BoundedReadError as exc:
+            raise CaptureError(f"cannot use {p}: {exc}", exc.fix) from exc
+        return data.decode(errors="replace")
+
+    def _exists(self, p: Path) -> bool:
+        # A dangling or escaping link still "exists" here: reading it then says why it is refused.
+        return p.exists() or p.is_symlink()
 
     def command(self, name: str) -> CommandResult:
         argv = COMMANDS.get(name, (name,))
         out_file = self.path / "cmd" / name
         err_file = self.path / "cmd" / f"{name}.err"
         rc_file = self.path / "cmd" / f"{name}.rc"
-        if not out_file.exists() and not err_file.exists():
+        if not self._exists(out_file) and not self._exists(err_file):
             return CommandResult(argv=argv, status="absent", error=f"{argv[0]}: not in capture")
-        stdout = self._read_text(out_file) if out_file.exists() else ""
-        stderr = self._read_text(err_file) if err_file.exists() else ""
+        stdout = self._read_text(out_file) if self._exists(out_file) else ""
+        stderr = self._read_text(err_file) if self._exists(err_file) else ""
         rc = 0
-        if rc_file.exists():
+        if self._exists(rc_file):
             raw = self._read_text(rc_file).strip()
             if raw.split()[:1] == ["timeout"]:
                 # "timeout" or "timeout <seconds>" (the limit the tool ran under).
@@ -316,6 +324,8 @@ class CaptureSource:
                 try:
                     timeout_s = float(limit) if limit else TIMEOUTS.get(name, 10.0)
                 except ValueError:
+                    timeout_s = TIMEOUTS.get(name, 10.0)
+                if not 0 < timeout_s < 1e6:  # nan, inf, negative: not a limit a tool ran under
                     timeout_s = TIMEOUTS.get(name, 10.0)
                 return CommandResult(
                     argv=argv,
@@ -326,6 +336,8 @@ class CaptureSource:
                 )
             try:
                 rc = int(raw)
+                if not -255 <= rc <= 255:
+                    raise ValueError(raw)
             except ValueError as exc:
                 raise CaptureError(
                     f"{rc_file} should hold an exit code, not {raw[:40]!r}", "write the number alone"
@@ -335,14 +347,18 @@ class CaptureSource:
 
     def read(self, path: str) -> str | None:
         p = self.path / "root" / path.lstrip("/")
-        if not p.is_file():
-            return None
+        if not self._exists(p) or (p.is_dir() and not p.is_symlink()):
+            return None  # absent (or a folder a probe lists): "not on that machine"
         return self._read_text(p)
 
     def listdir(self, path: str) -> list[str] | None:
         p = self.path / "root" / path.lstrip("/")
         try:
-            return sorted(os.listdir(p))
+            real = inside(p, self.path)
+        except BoundedReadError as exc:
+            raise CaptureError(f"cannot use {p}: {exc}", exc.fix) from exc
+        try:
+            return sorted(os.listdir(real))
         except OSError:
             return None
 
@@ -363,7 +379,7 @@ def _copy_tree(src: Source, path: str, dest_root: Path, depth: int = 0) -> None:
         if text is not None:
             target = dest_root / child.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            write_text_atomic(target, text)
         else:
             _copy_tree(src, child, dest_root, depth + 1)
 
@@ -414,6 +430,7 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
     exactly as the format says ("absent means not installed").
     """
     dest = Path(dest)
+    created = not dest.exists()
     try:
         (dest / "cmd").mkdir(parents=True, exist_ok=True)
         (dest / "root").mkdir(parents=True, exist_ok=True)
@@ -423,7 +440,14 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         ) from exc
     try:
         return _write_snapshot(source, dest, extra_files)
-    except OSError as exc:
+    except BaseException as exc:
+        # A half-written capture would replay as a machine with half its tools: leave none.
+        if created:
+            shutil.rmtree(dest, ignore_errors=True)
+        else:
+            _clear_previous_snapshot(dest, extra_files)
+        if not isinstance(exc, OSError):
+            raise
         raise CaptureError(
             f"cannot write {exc.filename or dest}: {exc.strerror or exc}",
             "choose a new folder you can write to",
@@ -443,22 +467,22 @@ def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) ->
         if res.status in ("absent", "error"):
             continue
         stdout = gpu_kernel_lines(res.stdout) if name == "dmesg.txt" else res.stdout
-        (dest / "cmd" / name).write_text(stdout, encoding="utf-8")
+        write_text_atomic(dest / "cmd" / name, stdout)
         written.append(f"cmd/{name}")
         if res.stderr:
-            (dest / "cmd" / f"{name}.err").write_text(res.stderr, encoding="utf-8")
+            write_text_atomic(dest / "cmd" / f"{name}.err", res.stderr)
         if res.status == "timeout":
             limit = f" {res.timeout_s:g}" if res.timeout_s is not None else ""
-            (dest / "cmd" / f"{name}.rc").write_text(f"timeout{limit}\n", encoding="utf-8")
+            write_text_atomic(dest / "cmd" / f"{name}.rc", f"timeout{limit}\n")
         elif res.returncode not in (0, None):
-            (dest / "cmd" / f"{name}.rc").write_text(f"{res.returncode}\n", encoding="utf-8")
+            write_text_atomic(dest / "cmd" / f"{name}.rc", f"{res.returncode}\n")
     for path in (*FILES, *extra_files):
         text = source.read(path)
         if text is None:
             continue
         target = dest / "root" / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        write_text_atomic(target, text)
         written.append(f"root{path}")
     for tree in TREES:
         _copy_tree(source, tree, dest / "root")
@@ -474,11 +498,11 @@ def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) ->
             if text is not None:
                 target = dest / "root" / "opt" / name / ".info" / "version"
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, encoding="utf-8")
+                write_text_atomic(target, text)
             else:
                 (dest / "root" / "opt" / name).mkdir(parents=True, exist_ok=True)
     env = relevant_env(source.environ())
-    (dest / "env.json").write_text(json.dumps(env, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_text_atomic(dest / "env.json", json.dumps(env, indent=2, sort_keys=True) + "\n")
     written.append("env.json")
     return written
 

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from rocmkit import __version__
-from rocmkit.errors import RocmkitError
+from rocmkit.errors import RocmkitError, Terminated, UsageError, storage_error
 
 # name -> (module, short help). Each module defines a click command named ``cli``.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -72,8 +72,28 @@ def cli() -> None:
     """
 
 
+INTERRUPTED_EXIT = 10
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C (an install restores the venv), not die mid-step."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _on_signal)
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: runs the CLI and turns rocmkit's errors into one line and an exit code."""
+    _install_signal_handlers()
     try:
         return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
     except RocmkitError as exc:
@@ -81,14 +101,25 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("error: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(INTERRUPTED_EXIT)
+    except click.UsageError as exc:
+        # A bad argument is bad input like any other (exit 4); 2 means "doctor: warnings".
+        exc.show()
+        sys.exit(UsageError.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("error: interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        what = f"signal {exc.signum}" if isinstance(exc, Terminated) else "Ctrl-C"
+        click.echo(f"error: interrupted ({what})", err=True)
+        sys.exit(INTERRUPTED_EXIT)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:
+        error = storage_error(exc)
+        if error is None:
+            raise
+        click.echo(error.one_line(), err=True)
+        sys.exit(error.exit_code)

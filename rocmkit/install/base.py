@@ -120,8 +120,32 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+# Where pip and uv would find packages on their own (environment or config files).
+# rocmkit passes every source on the command line, after checking it
+# (indexcheck.decide_sources, which names any substitute loudly). Left in place,
+# these would add an index behind that check: an unreachable --index-base mirror
+# would be silently replaced by the index in the user's pip configuration.
+_SOURCE_ENV = (
+    "PIP_INDEX_URL",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_INDEX",
+    "UV_DEFAULT_INDEX",
+    "UV_FIND_LINKS",
+)
+# Set to a blank: an environment value outranks pip's config files, and a blank
+# splits to no URL at all (pip appends the command line's --extra-index-url to
+# it; an empty string would be ignored). Find-links stay: a local wheel of the
+# exact pinned version is the same build, and a lock checks its hash.
+_BLANKED_ENV = ("PIP_EXTRA_INDEX_URL",)
+
+
 def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if environ is None else environ)
-    for var in _DROPPED_ENV:
+    for var in (*_DROPPED_ENV, *_SOURCE_ENV):
         env.pop(var, None)
+    for var in _BLANKED_ENV:
+        env[var] = " "
+    # uv.toml / pyproject [tool.uv] may name indexes too; rocmkit passes its own.
+    env["UV_NO_CONFIG"] = "1"
     return env
