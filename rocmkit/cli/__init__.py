@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("rocmkit.cli.bench", "Benchmarks: torch.compile vs eager on a built-in model set."),
     "docker": ("rocmkit.cli.docker", "Render container images from the matrix."),
     "fleet": ("rocmkit.cli.fleet", "Summarize doctor reports from many nodes."),
+    "slurm": ("rocmkit.cli.slurm", "Slurm node health check, prolog and onboarding task."),
 }
 
 

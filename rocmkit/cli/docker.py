@@ -27,7 +27,14 @@ def cli() -> None:
 @click.option(
     "--check", is_flag=True, help="Write nothing; exit 1 if the files in --out differ from the generator."
 )
-def render_cmd(rocm: str | None, torch: str | None, gfx: str | None, out: Path | None, check: bool) -> None:
+@click.option(
+    "--syntax",
+    is_flag=True,
+    help="Start with `# syntax=docker/dockerfile:1` (BuildKit then pulls that frontend: not air-gapped).",
+)
+def render_cmd(
+    rocm: str | None, torch: str | None, gfx: str | None, out: Path | None, check: bool, syntax: bool
+) -> None:
     """Render Dockerfiles that install rocmkit, run `rocmkit install` for a ROCm/torch/arch
     set and `rocmkit doctor --level 0` at build time, and run `rocmkit doctor` at run time.
 
@@ -42,13 +49,13 @@ def render_cmd(rocm: str | None, torch: str | None, gfx: str | None, out: Path |
     images = load_images()
     if rocm or torch or gfx:
         spec = choose_spec(images, rocm=rocm, torch=torch, gfx=gfx.split(",") if gfx is not None else None)
-        rendered = {spec.filename: render_dockerfile(spec, images)}
+        rendered = {spec.filename: render_dockerfile(spec, images, syntax=syntax)}
     else:
         if out is None:
             raise UsageError(
                 "nothing to render", "pass --rocm X.Y (one file on stdout) or --out DIR (every image)"
             )
-        rendered = render_all(images)
+        rendered = render_all(images, syntax=syntax)
     if out is None:
         if check:
             raise UsageError("--check needs --out DIR", "name the folder that holds the Dockerfiles")

@@ -76,6 +76,31 @@ def summarize_cmd(
         sys.exit(1)
 
 
+@cli.command("drain")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of NODE<TAB>REASON lines.")
+def drain_cmd(paths: tuple[Path, ...], as_json: bool) -> None:
+    """Print the nodes to drain, with their reasons (`rocmkit: CHECK`), from REPORT
+    files and/or folders: one NODE<TAB>REASON line each, nothing when all are fine.
+
+    \b
+    rocmkit fleet drain reports/ | while IFS=$'\\t' read -r node reason; do
+      scontrol update NodeName="$node" State=DRAIN Reason="$reason"; done
+    """
+    from rocmkit.fleet import render_text
+    from rocmkit.fleet.load import load_reports
+    from rocmkit.fleet.summarize import drain_list
+
+    loaded = load_reports(paths)
+    for p in loaded.skipped:
+        click.echo(f"note: {p} is not a rocmkit.report/1 file; skipped", err=True)
+    entries = drain_list([lr.report for lr in loaded.reports])
+    if as_json:
+        click.echo(json.dumps([d.to_dict() for d in entries], indent=2))
+        return
+    click.echo(render_text.render_drain(entries), nl=False)
+
+
 @cli.command("labels")
 @click.argument("report", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--prefix", default="rocmkit.io", show_default=True, help="Label key prefix.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rocmkit.fleet.summarize import FleetSummary, NodeRow
+from rocmkit.fleet.summarize import DrainEntry, FleetSummary, NodeRow
 
 MAX_FIGURE_COLUMNS = 4
 
@@ -14,9 +14,14 @@ def fmt_number(value: float) -> str:
 
 
 def short_figure(key: str) -> str:
-    """ "triton.vector_add:bandwidth" -> "vector_add.bandwidth" for a column head."""
+    """ "triton.vector_add:bandwidth" -> "vector_add.bandwidth" for a column head. Most
+    checks already prefix their figures ("attention.sdpa.flash:sdpa.flash.max_abs_error"),
+    so the check's part is added only where the figure does not start with it."""
     check, _, fig = key.partition(":")
-    return f"{check.split('.', 1)[-1]}.{fig}"
+    short = check.split(".", 1)[-1]
+    if fig == short or fig.startswith(short + ".") or fig.startswith(check.rsplit(".", 1)[-1] + "."):
+        return fig
+    return f"{short}.{fig}"
 
 
 def node_cells(n: NodeRow, figures: Sequence[str]) -> list[str]:
@@ -68,6 +73,9 @@ def render(summary: FleetSummary) -> str:
                 f"  {o.hostname}: {o.figure} = {fmt_number(o.value)} {o.unit}, median "
                 f"{fmt_number(o.median)} {o.unit} over {o.nodes_compared} {o.peers} nodes ({o.deviation:.0%} worse)"
             )
+    if summary.drain:
+        lines += ["", "Drain list (node, reason):"]
+        lines += [f"  {d.hostname}  {d.reason}" for d in summary.drain]
     if summary.superseded:
         lines += [
             "",
@@ -75,3 +83,9 @@ def render(summary: FleetSummary) -> str:
         ]
     lines += ["", "healthy" if summary.healthy else "NOT healthy"]
     return "\n".join(lines) + "\n"
+
+
+def render_drain(entries: Sequence[DrainEntry]) -> str:
+    """One ``NODE<TAB>REASON`` line per node to drain, e.g. for
+    ``scontrol update NodeName=NODE State=DRAIN Reason="REASON"``."""
+    return "".join(f"{d.hostname}\t{d.reason}\n" for d in entries)

@@ -131,6 +131,25 @@ class Outlier:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DrainEntry:
+    """A node to take out of service, with the reason a scheduler shows for it
+    (the same ``rocmkit: CHECK`` reason ``rocmkit slurm healthcheck`` drains with)."""
+
+    hostname: str
+    reason: str
+    checks: tuple[str, ...]
+    verdict: Status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hostname": self.hostname,
+            "reason": self.reason,
+            "checks": list(self.checks),
+            "verdict": self.verdict.value,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
 class FleetSummary:
     nodes: tuple[NodeRow, ...]
     failures: tuple[FailureGroup, ...]
@@ -141,6 +160,7 @@ class FleetSummary:
     skipped: tuple[str, ...] = ()
     superseded: tuple[str, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)  # verdict -> nodes
+    drain: tuple[DrainEntry, ...] = ()
 
     @property
     def healthy(self) -> bool:
@@ -162,6 +182,7 @@ class FleetSummary:
             "failures": [f.to_dict() for f in self.failures],
             "drift": [d.to_dict() for d in self.drift],
             "outliers": [o.to_dict() for o in self.outliers],
+            "drain": [d.to_dict() for d in self.drain],
             "skipped": list(self.skipped),
             "superseded": list(self.superseded),
         }
@@ -305,6 +326,29 @@ def pick_key_figures(nodes: Sequence[NodeRow]) -> tuple[str, ...]:
     return tuple(sorted(k for k in per_check.values() if seen[k] * 2 >= len(nodes)))
 
 
+def drain_list(reports: Sequence[Report]) -> tuple[DrainEntry, ...]:
+    """Nodes with a failed check or one that could not run, with the checks named."""
+    from rocmkit.slurm.checks import Finding, drain_reason
+
+    out = []
+    for rep in reports:
+        bad = [r for r in rep.results if r.status in (Status.FAIL, Status.ERROR)]
+        if not bad:
+            continue
+        # Failures first: they are defects; an error only says a check could not run.
+        bad.sort(key=lambda r: _SEVERITY[r.status])
+        findings = [Finding(check=r.name, status=r.status, message=r.message) for r in bad]
+        out.append(
+            DrainEntry(
+                hostname=rep.hostname,
+                reason=drain_reason(findings),
+                checks=tuple(dict.fromkeys(r.name for r in bad)),
+                verdict=rep.verdict,
+            )
+        )
+    return tuple(sorted(out, key=lambda d: d.hostname))
+
+
 def summarize(
     loaded: Sequence[LoadedReport],
     *,
@@ -326,4 +370,5 @@ def summarize(
         skipped=tuple(skipped),
         superseded=tuple(superseded),
         counts=counts,
+        drain=drain_list([lr.report for lr in loaded]),
     )

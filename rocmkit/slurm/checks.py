@@ -1,0 +1,178 @@
+"""The fast checks a health check or prolog runs, within a strict time budget.
+
+Level 0 (static facts, milliseconds) and the quick level-1 device checks
+(torch imports, sees its GPUs, runs one small kernel). The doctor runs as a
+child process under :func:`rocmkit.runner.run`, so the budget holds even when a
+check hangs in a driver call; a doctor killed at the budget is itself a
+finding (a hung GPU is the commonest reason for one).
+
+A recent full doctor report (``rocmkit doctor --level 2/3 --json``, written by
+onboarding or a cron job) adds its failures, so a node that failed the slow
+checks an hour ago is not declared healthy by the fast ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rocmkit.doctor.result import CheckResult, Report, Status
+from rocmkit.errors import DataError
+from rocmkit.runner import run
+from rocmkit.slurm.scontrol import DEFAULT_PATH
+
+# The level-1 checks quick enough for a health check: seconds, not minutes.
+QUICK_LEVEL1 = ("torch.import", "torch.devices", "torch.arch_list", "torch.device_smoke")
+DEFAULT_BUDGET_S = 45.0  # slurmd kills a HealthCheckProgram after 60 s
+DEFAULT_MAX_AGE_S = 24 * 3600.0
+BAD = (Status.FAIL, Status.ERROR)
+
+
+def quick_checks() -> tuple[str, ...]:
+    """Every level-0 check and the quick level-1 ones, by name (no check is run)."""
+    from rocmkit.doctor.registry import check_modules
+    from rocmkit.doctor.run import discover, select
+
+    found = discover(check_modules()).checks
+    names = [c.name for c in select(found, level=0)]
+    names += [n for n in QUICK_LEVEL1 if n in found]
+    return tuple(names)
+
+
+def hook_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for the doctor child: slurmd gives its hooks no PATH and no HOME."""
+    env = dict(os.environ if environ is None else environ)
+    env.setdefault("PATH", DEFAULT_PATH)
+    if not env.get("HOME"):
+        try:
+            env["HOME"] = pwd.getpwuid(os.getuid()).pw_dir or "/"
+        except KeyError:
+            env["HOME"] = "/"
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    check: str
+    status: Status
+    message: str
+    remedy: str | None = None
+    source: str = "health check"  # or "report <path>"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...] = ()  # what the log should say besides the findings
+    ran: int = 0  # checks run
+    unchecked: bool = False  # the doctor itself broke: no verdict on the node
+
+    @property
+    def healthy(self) -> bool:
+        return not self.findings
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuickOptions:
+    budget_s: float = DEFAULT_BUDGET_S
+    strict: bool = False  # warnings count as failures too
+    doctor_args: Sequence[str] = ()  # --venv V, --set K=V, --skip NAME ...
+    report: Path | None = None
+    max_age_s: float = DEFAULT_MAX_AGE_S
+    host: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def bad(status: Status, strict: bool) -> bool:
+    return status in BAD or (strict and status is Status.WARN)
+
+
+def run_quick(opts: QuickOptions, names: Sequence[str] | None = None) -> Outcome:
+    """Run the fast checks in a child doctor and read the recent report; never raises
+    for the node's sake (whatever goes wrong is a finding or a note)."""
+    picked = tuple(names) if names is not None else quick_checks()
+    argv = [sys.executable, "-m", "rocmkit", "doctor", "--json", "--level", "1"]
+    for name in picked:
+        argv += ["--only", name]
+    argv += list(opts.doctor_args)
+    res = run(argv, timeout=opts.budget_s, env=dict(opts.env) or hook_env())
+    findings: list[Finding] = []
+    notes: list[str] = []
+    ran = 0
+    if res.status == "timeout":
+        findings.append(
+            Finding(
+                check="timeout",
+                status=Status.ERROR,
+                message=f"the fast checks did not finish within {opts.budget_s:g} s (a hung GPU or driver?)",
+                remedy="run `rocmkit doctor --level 1 -v` on the node to see which check hangs",
+            )
+        )
+    else:
+        try:
+            report = Report.from_dict(json.loads(res.stdout))
+        except (ValueError, DataError):
+            # rocmkit itself broke (bad option, crash): no reason to drain a node.
+            notes.append(f"the doctor wrote no report: {res.describe()}")
+            return Outcome(findings=(), notes=tuple(notes), unchecked=True)
+        ran = len(report.results)
+        findings += [_finding(r, "health check") for r in report.results if bad(r.status, opts.strict)]
+    if opts.report is not None:
+        extra, note = report_findings(opts.report, opts.max_age_s, opts.host, opts.strict)
+        findings += extra
+        if note:
+            notes.append(note)
+    return Outcome(findings=tuple(findings), notes=tuple(notes), ran=ran)
+
+
+def _finding(r: CheckResult, source: str) -> Finding:
+    return Finding(check=r.name, status=r.status, message=r.message, remedy=r.remedy, source=source)
+
+
+def report_findings(
+    path: Path, max_age_s: float, host: str, strict: bool, now: datetime | None = None
+) -> tuple[list[Finding], str | None]:
+    """The failures of the last full doctor report, when it is this node's and recent enough."""
+    try:
+        report = Report.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return [], f"no full report at {path} yet"
+    except (OSError, ValueError, DataError) as exc:
+        return [], f"cannot read the full report {path}: {getattr(exc, 'message', exc)}"
+    if host and report.hostname.split(".")[0] != host:
+        return [], f"{path} is {report.hostname}'s report, not {host}'s: ignored"
+    try:
+        finished = datetime.fromisoformat(report.finished_at.replace("Z", "+00:00"))
+    except ValueError:
+        return [], f"{path} has no valid finished_at: ignored"
+    if finished.tzinfo is None:
+        finished = finished.replace(tzinfo=timezone.utc)
+    age = ((now or datetime.now(timezone.utc)) - finished).total_seconds()
+    if age > max_age_s:
+        return [], f"{path} is {age / 3600:.1f} h old (over {max_age_s / 3600:g} h): ignored"
+    source = f"report {path} (level {report.level}, {age / 60:.0f} min old)"
+    return [_finding(r, source) for r in report.results if bad(r.status, strict)], None
+
+
+def drain_reason(findings: Sequence[Finding], limit: int = 120) -> str:
+    """``rocmkit: env.device_nodes`` (more checks comma-separated, cut to ``limit``)."""
+    from rocmkit.slurm.scontrol import REASON_PREFIX
+
+    names: list[str] = []
+    for f in findings:
+        if f.check not in names:
+            names.append(f.check)
+    reason = f"{REASON_PREFIX} {names[0]}"
+    for i, name in enumerate(names[1:], start=1):
+        more = f" (+{len(names) - i} more)"
+        if len(reason) + len(name) + 2 + len(more) > limit:
+            return reason + more
+        reason += f",{name}"
+    return reason

@@ -1,0 +1,73 @@
+"""``rocmkit slurm config``: the slurm.conf lines and the hook scripts they name.
+
+slurmd runs ``HealthCheckProgram``/``Prolog`` without arguments and with an
+empty environment, so each hook is a two-line script holding absolute paths
+(this Python, its rocmkit) and the options, which a site writes once with
+``--write DIR`` and names in slurm.conf.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+HEALTHCHECK_FILE = "rocmkit-healthcheck"
+PROLOG_FILE = "rocmkit-prolog"
+DEFAULT_INTERVAL_S = 300
+DEFAULT_NODE_STATE = "ANY,CYCLE"
+DEFAULT_LOG = "/var/log/slurm/rocmkit-healthcheck.log"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookConfig:
+    folder: Path  # where the hook scripts go (/etc/slurm)
+    python: str = sys.executable
+    interval_s: int = DEFAULT_INTERVAL_S
+    node_state: str = DEFAULT_NODE_STATE
+    log: str = DEFAULT_LOG
+    args: Sequence[str] = ()  # --venv V, --report R, --strict, --set K=V ...
+
+
+def hook_script(cfg: HookConfig, command: str) -> str:
+    argv = [cfg.python, "-m", "rocmkit", "slurm", command, "--log", cfg.log, *cfg.args]
+    return (
+        "#!/bin/sh\n"
+        f"# Written by `rocmkit slurm config --write`: slurmd runs this as root, with no\n"
+        f"# arguments and an empty environment, so every path in it is absolute.\n"
+        f"exec {shlex.join(argv)}\n"
+    )
+
+
+def scripts(cfg: HookConfig) -> dict[str, str]:
+    return {HEALTHCHECK_FILE: hook_script(cfg, "healthcheck"), PROLOG_FILE: hook_script(cfg, "prolog")}
+
+
+def conf_lines(cfg: HookConfig, *, prolog: bool = False) -> str:
+    """The slurm.conf lines: the health check, or (``prolog``) the per-job variant."""
+    if prolog:
+        pro = cfg.folder / PROLOG_FILE
+        return "\n".join(
+            [
+                "# rocmkit per-job check (slurm.conf on every node; then `scontrol reconfigure`).",
+                '# A failing prolog makes slurmd drain the node (Reason="Prolog error") and',
+                "# requeue the job; the reason rocmkit found is in the log named in the script.",
+                f"Prolog={pro}",
+                "# The same script works after each job too:",
+                f"#Epilog={pro}",
+                "",
+            ]
+        )
+    hc = cfg.folder / HEALTHCHECK_FILE
+    return "\n".join(
+        [
+            "# rocmkit node health check (slurm.conf on every node; then `scontrol reconfigure`).",
+            '# It drains a failing node with Reason="rocmkit: CHECK" and resumes only those.',
+            f"HealthCheckProgram={hc}",
+            f"HealthCheckInterval={cfg.interval_s}",
+            f"HealthCheckNodeState={cfg.node_state}",
+            "",
+        ]
+    )
