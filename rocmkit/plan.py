@@ -49,29 +49,16 @@ class Plan:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Plan:
+    def from_dict(cls, data: dict[str, Any], *, allow_env: frozenset[str] = frozenset()) -> Plan:
+        """A plan from its JSON form, every field checked (a plan may come from anyone):
+        see :mod:`rocmkit.planschema`. ``allow_env``: variable names the user allowed
+        beyond the allow-list (``install --allow-env NAME``)."""
+        from rocmkit.planschema import check_plan_dict
+
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise DataError(f"not a {SCHEMA} object", "pass the output of `rocmkit resolve --json`")
-        try:
-            return cls(
-                backend=str(data["backend"]),
-                channel=str(data.get("channel", "stable")),
-                torch_version=data.get("torch_version"),
-                triton=data.get("triton"),
-                requirements=tuple(data.get("requirements", ())),
-                index_urls=tuple(data.get("index_urls", ())),
-                env=dict(data.get("env") or {}),
-                warnings=tuple(data.get("warnings", ())),
-                reasons=tuple(data.get("reasons", ())),
-                python=data.get("python"),
-                target_archs=tuple(data.get("target_archs", ())),
-                unsupported_gpus=tuple(data.get("unsupported_gpus", ())),
-                companions=tuple(data.get("companions", ())),
-            )
-        except (KeyError, TypeError) as exc:
-            raise DataError(
-                f"malformed {SCHEMA} object: {exc}", "regenerate it with `rocmkit resolve --json`"
-            ) from exc
+        fields = check_plan_dict(data, allow_env)
+        return cls(**fields)
 
     def _index_args(self) -> list[str]:
         args: list[str] = []

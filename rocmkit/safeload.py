@@ -158,7 +158,7 @@ def read_text(path: Path, what: str | None = None, *, max_bytes: int = MAX_BYTES
         data = read_bounded(Path(path), max_bytes=max_bytes)
     except BoundedReadError as exc:
         cls = DataError if exc.kind == "too-big" else UsageError
-        raise cls(f"cannot use {label}: {exc}", exc.fix) from exc
+        raise cls(f"cannot read {label}: {exc}", exc.fix) from exc
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -24,18 +24,15 @@ def _echo(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _load_plan_file(path: Path, index_base: str | None) -> Plan:
+def _load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str] = frozenset()) -> Plan:
     from rocmkit.plan import Plan
+    from rocmkit.safeload import load_json_file
 
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read plan {path}: {exc.strerror}", "pass the output of `rocmkit resolve --json`"
-        ) from exc
-    except ValueError as exc:
-        raise DataError(f"{path} is not JSON: {exc}", "pass the output of `rocmkit resolve --json`") from exc
-    plan = Plan.from_dict(data)
+        data = load_json_file(path, f"plan {path}", max_bytes=4 * 1024 * 1024)
+    except DataError as exc:
+        raise DataError(exc.message, "pass the output of `rocmkit resolve --json`") from exc
+    plan = Plan.from_dict(data, allow_env=allow_env)
     if index_base:
         import dataclasses
 
@@ -164,6 +161,18 @@ def _resolve(
     show_default=True,
     help="Index reachability check timeout (s).",
 )
+@click.option(
+    "--allow-env",
+    "allow_env",
+    multiple=True,
+    metavar="NAME",
+    help="Let a plan or lock set NAME in bin/activate (beyond HSA_OVERRIDE_GFX_VERSION, *_VISIBLE_DEVICES).",
+)
+@click.option(
+    "--allow-insecure-index",
+    is_flag=True,
+    help="Allow plain-http and file:// indexes (warned about). Env: ROCMKIT_ALLOW_INSECURE_INDEX=1.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Do not stream pip/uv output.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the outcome as JSON (rocmkit.install/1) on stdout."
@@ -195,6 +204,8 @@ def cli(
     probe_timeout: float,
     quiet: bool,
     as_json: bool,
+    allow_env: tuple[str, ...] = (),
+    allow_insecure_index: bool = False,
 ) -> None:
     """Install the resolved torch/triton builds into a virtual environment.
 
@@ -212,6 +223,14 @@ def cli(
 
     from rocmkit.install import flow
     from rocmkit.install.base import Limits
+    from rocmkit.install.sources_policy import ALLOW_ENV, check_source_urls
+
+    if allow_insecure_index:
+        # Read where the URLs are used (flow.checked_sources), as the environment variable is.
+        os.environ[ALLOW_ENV] = "1"
+    if index_base:
+        check_source_urls([index_base], _echo)
+    allowed_env = frozenset(allow_env)
     from rocmkit.install.venv import inspect_python, select_target, venv_python
 
     sources_given = [
@@ -271,12 +290,12 @@ def cli(
     )
     if plan_file is not None:
         # A plan file that cannot be used is an error before anything is created.
-        _load_plan_file(plan_file, index_base)
+        _load_plan_file(plan_file, index_base, allowed_env)
     if from_lock is not None:
         # Likewise a lock file or wheelhouse that does not parse.
         from rocmkit.install import lock as lockmod
 
-        lockmod.parse(from_lock)
+        lockmod.parse(from_lock, allow_env=allowed_env)
     elif wheelhouse is not None and not download_only:
         from rocmkit.install import wheelhouse as whmod
 
@@ -306,7 +325,7 @@ def cli(
     try:
         _carry_out(
             target, opts, plan_file, from_lock, wheelhouse, download_only, lock_file, with_packages,
-            capture, torch, rocm, channel, cpu, index_base, as_json, would_create,
+            capture, torch, rocm, channel, cpu, index_base, as_json, would_create, allowed_env,
         )  # fmt: skip
     except BaseException:
         if created:
@@ -335,6 +354,7 @@ def _carry_out(
     index_base: str | None,
     as_json: bool,
     would_create: Path | None,
+    allowed_env: frozenset[str] = frozenset(),
 ) -> None:
     import dataclasses
 
@@ -346,7 +366,11 @@ def _carry_out(
 
     spec = None
     if from_lock or (wheelhouse and not download_only):
-        parsed = whmod.open_wheelhouse(wheelhouse) if wheelhouse else lockmod.parse(from_lock)  # type: ignore[arg-type]
+        parsed = (
+            whmod.open_wheelhouse(wheelhouse)
+            if wheelhouse
+            else lockmod.parse(from_lock, allow_env=allowed_env)  # type: ignore[arg-type]
+        )
         if parsed.plan is None:
             pins = tuple(f"{e.name}=={e.version}" for e in parsed.entries)
             plan = Plan(backend="unknown", requirements=pins)
@@ -358,13 +382,15 @@ def _carry_out(
 
         spec = flow.locked_spec(parsed, Path(tempfile.mkdtemp(prefix="rocmkit-lock-")), with_packages)
     elif plan_file:
-        plan = _load_plan_file(plan_file, index_base)
+        plan = _load_plan_file(plan_file, index_base, allowed_env)
     else:
         plan = _resolve(capture, target.short_version, torch, rocm, channel, cpu, index_base)
 
+    from rocmkit.redact import redact_text
+
     _echo(
         f"rocmkit: plan {plan.backend}: {' '.join(plan.requirements)}"
-        + (f" from {', '.join(plan.index_urls)}" if plan.index_urls else "")
+        + (f" from {redact_text(', '.join(plan.index_urls))}" if plan.index_urls else "")
     )
     for warning in plan.warnings:
         _echo(f"rocmkit: warning: {warning}")

@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rocmkit.errors import InterruptedStateError, RocmkitError, ToolError, UsageError
+from rocmkit.atomicio import write_text_atomic
+from rocmkit.errors import LockHeldError, RocmkitError, ToolError, UsageError
 from rocmkit.install import guard, lock, wheelhouse
-from rocmkit.install.base import Installer, InstallSpec, Limits, LineSink, Sources
+from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources, canonical
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
 from rocmkit.install.pip import PipInstaller, pip_available
+from rocmkit.install.sources_policy import check_source_urls, is_url
 from rocmkit.install.state import diff
 from rocmkit.install.transaction import Transaction
 from rocmkit.install.uv import UvInstaller
@@ -146,7 +148,7 @@ def _exclusive(target: Target) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise InterruptedStateError(
+            raise LockHeldError(
                 f"another rocmkit install is changing {target.prefix} right now",
                 "wait for it to finish, then run this again",
             ) from exc
@@ -184,6 +186,9 @@ def checked_sources(
     """Probe the indexes (short timeout); substitute the user's own sources where needed, saying so.
 
     Returns the sources and the companions (of ``companions``) that no reachable source holds."""
+    check_source_urls(
+        (*sources.index_urls, *(u for u in sources.find_links if is_url(u))), lambda m: echo(f"rocmkit: {m}")
+    )
     decision = decide_sources(
         sources,
         requirements,
@@ -274,7 +279,7 @@ def write_lock(plan: Plan, target: Target, path: Path, opts: Options, echo: Echo
     entries, result = installer.lock(spec)
     if not result.ok or not entries:
         raise ToolError(f"could not resolve the lock: {result.describe()}")
-    path.write_text(lock.render(entries, sources, plan))
+    write_text_atomic(path, lock.render(entries, sources, plan))
     echo(f"rocmkit: wrote {path} ({len(entries)} packages, with hashes)")
     return Outcome(
         messages=tuple(notes),
@@ -361,7 +366,7 @@ def install(
     if opts.dry_run:
         if guarded:
             dry_pins = Path(tempfile.mkdtemp(prefix="rocmkit-dry-")) / guard.CONSTRAINTS_NAME
-            dry_pins.write_text(guard.constraints_text(plan))
+            write_text_atomic(dry_pins, guard.constraints_text(plan))
             spec = _with_constraints(spec, dry_pins)
         outcome = _dry_run(plan, target, installer, spec, guarded, echo, notes)
         return dataclasses.replace(outcome, left_out=left_out)
@@ -398,7 +403,7 @@ def _transaction(
         changes, result = installer.dry_run(spec)
         if not result.ok:
             raise _failed(f"{installer.name} (resolving)", result)
-        backup = tx.backup(changes)
+        backup = tx.backup(_forced_changes(spec, changes))
         if backup.wheels:
             echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
         echo(f"rocmkit: installing with {installer.name}: {' '.join(spec.requirements) or '(lock file)'}")
@@ -440,7 +445,7 @@ def _transaction(
     after = tx.after_state()
     changed = diff(tx.before, after)
     tx.discard_backups()
-    (workdir / "state-after.json").write_text(json.dumps(after.to_dict(), indent=2) + "\n")
+    write_text_atomic(workdir / "state-after.json", json.dumps(after.to_dict(), indent=2) + "\n")
     if guarded:
         echo(
             f"rocmkit: guarded {', '.join(guard.pins_for(plan))} against later pip/uv installs ({files.constraints})"
@@ -508,5 +513,20 @@ def locked_spec(parsed: lock.LockFile, workdir: Path, extra: tuple[str, ...] = (
     if extra:
         raise UsageError("--with cannot add packages to a lock", "lock them together: --lock FILE --with PKG")
     req = workdir / "locked-requirements.txt"
-    req.write_text(parsed.requirements_text())
-    return InstallSpec(requirement_files=(req,), sources=parsed.sources, no_deps=True, require_hashes=True)
+    write_text_atomic(req, parsed.requirements_text())
+    # reinstall: pip and uv check hashes only of what they download, and skip what is
+    # installed already; a lock whose every hash is wrong would then "succeed". Forcing
+    # the reinstall makes every locked file go through the hash check.
+    return InstallSpec(
+        requirement_files=(req,), sources=parsed.sources, no_deps=True, require_hashes=True, reinstall=True
+    )
+
+
+def _forced_changes(spec: InstallSpec, changes: Changes) -> Changes:
+    """With a forced reinstall every named pin is replaced: back up those installed too."""
+    if not spec.reinstall:
+        return changes
+    named = [(canonical(n), v) for f in spec.requirement_files for n, v in lock.pins_in(f.read_text())]
+    named += [(canonical(n), v) for n, v in (r.split("==", 1) for r in spec.requirements if "==" in r)]
+    seen = {n for n, _ in changes.install}
+    return dataclasses.replace(changes, install=(*changes.install, *(p for p in named if p[0] not in seen)))

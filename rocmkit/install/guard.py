@@ -25,7 +25,10 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocmkit.atomicio import write_text_atomic
+from rocmkit.errors import DataError
 from rocmkit.plan import Plan
+from rocmkit.planschema import FIX, IDENTIFIER
 
 CONSTRAINTS_NAME = "rocmkit-constraints.txt"
 BEGIN = "# >>> rocmkit guard >>>"
@@ -102,17 +105,23 @@ def _pip_conf_text(existing: str | None, constraints: Path) -> str:
 
 def _activate_block(constraints: Path, env: dict[str, str]) -> str:
     # deactivate is wrapped so that UV_CONSTRAINT (and the plan's variables) leave with the venv.
+    # Names are checked here too, not only when a plan is loaded: a name goes into the
+    # script as code, and `A=1; touch /tmp/x; B` would run on `source activate`.
+    bad = [k for k in env if not IDENTIFIER.match(k)]
+    if bad:
+        raise DataError(f"the plan's env sets {bad[0][:60]!r}, which is not a variable name", FIX)
+    quoted = shlex.quote(str(constraints))
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()))
     unsets = "".join(f"        unset {k}\n" for k in sorted(env))
     plan_note = "# The plan's environment (`rocmkit resolve` says why):\n" if env else ""
     return f"""{BEGIN}
 # uv reads no per-venv config; this keeps `uv pip install` from swapping torch.
-export UV_CONSTRAINT="{constraints}"
+export UV_CONSTRAINT={quoted}
 {plan_note}{exports}if command -v deactivate >/dev/null 2>&1; then
     # activate has just (re)defined deactivate: wrap that definition.
     eval "_rocmkit_$(declare -f deactivate)"
     deactivate () {{
-        if [ "${{UV_CONSTRAINT:-}}" = "{constraints}" ]; then unset UV_CONSTRAINT; fi
+        if [ "${{UV_CONSTRAINT:-}}" = {quoted} ]; then unset UV_CONSTRAINT; fi
 {unsets}        _rocmkit_deactivate "$@"
         if [ "${{1:-}}" != "nondestructive" ]; then unset -f _rocmkit_deactivate 2>/dev/null; fi
     }}
@@ -134,12 +143,14 @@ def _strip_block(text: str) -> str:
 def write_guard(prefix: Path, plan: Plan) -> GuardFiles:
     """Write (or rewrite) the guard of the venv at ``prefix`` for ``plan``."""
     files = guard_files(prefix)
-    files.constraints.write_text(constraints_text(plan))
+    write_text_atomic(files.constraints, constraints_text(plan))
     existing = files.pip_conf.read_text() if files.pip_conf.is_file() else None
-    files.pip_conf.write_text(_pip_conf_text(existing, files.constraints))
+    write_text_atomic(files.pip_conf, _pip_conf_text(existing, files.constraints))
     if files.activate.is_file():
         text = _strip_block(files.activate.read_text())
-        files.activate.write_text(text.rstrip("\n") + "\n\n" + _activate_block(files.constraints, plan.env))
+        write_text_atomic(
+            files.activate, text.rstrip("\n") + "\n\n" + _activate_block(files.constraints, plan.env)
+        )
     return files
 
 
@@ -160,7 +171,7 @@ def remove_guard(prefix: Path) -> bool:
             if parser.sections():
                 out = io.StringIO()
                 parser.write(out)
-                files.pip_conf.write_text(out.getvalue())
+                write_text_atomic(files.pip_conf, out.getvalue())
             else:
                 files.pip_conf.unlink()
     if files.activate.is_file():
@@ -168,5 +179,5 @@ def remove_guard(prefix: Path) -> bool:
         stripped = _strip_block(text)
         if stripped != text:
             found = True
-            files.activate.write_text(stripped.rstrip("\n") + "\n")
+            write_text_atomic(files.activate, stripped.rstrip("\n") + "\n")
     return found

@@ -3,11 +3,15 @@
 The file is an ordinary requirements file that pip and uv both accept with
 ``--require-hashes``; a ``# rocmkit-plan:`` comment carries the plan so that
 ``rocmkit install --from-lock`` can verify the result (torch build, Triton pin)
-on another node without resolving again.
+on another node without resolving again. pip ignores comments, so the plan
+line is covered by a ``# rocmkit-plan-sha256:`` line, the sha256 of the plan
+line and of every pin with its hashes: an edit to the plan (its ``env`` goes
+into ``bin/activate``) or to the pins alone is refused on load.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -18,6 +22,8 @@ from rocmkit.install.base import Locked, Sources
 from rocmkit.plan import Plan
 
 PLAN_PREFIX = "# rocmkit-plan: "
+PLAN_HASH_PREFIX = "# rocmkit-plan-sha256: "
+MAX_LOCK_BYTES = 4 * 1024 * 1024
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
 _HASH = re.compile(r"^--hash=sha256:([0-9a-f]{64})$")
 
@@ -48,23 +54,43 @@ def render(entries: list[Locked], sources: Sources, plan: Plan | None) -> str:
         "# Written by `rocmkit install --lock`: every package pinned, with its sha256.\n",
         "# Install: rocmkit install --from-lock FILE   (or: pip install --require-hashes -r FILE)\n",
     ]
+    body = LockFile(entries=tuple(sorted(entries, key=lambda e: e.name)), sources=sources).requirements_text()
+    src: list[str] = []
+    if sources.index_urls:
+        src.append(f"--index-url {sources.index_urls[0]}\n")
+        src += [f"--extra-index-url {url}\n" for url in sources.index_urls[1:]]
+    src += [f"--find-links {link}\n" for link in sources.find_links]
     if plan is not None:
         data = {k: v for k, v in plan.to_dict().items() if k not in ("pip_command", "uv_command")}
-        head.append(PLAN_PREFIX + json.dumps(data, sort_keys=True) + "\n")
-    if sources.index_urls:
-        head.append(f"--index-url {sources.index_urls[0]}\n")
-        head += [f"--extra-index-url {url}\n" for url in sources.index_urls[1:]]
-    head += [f"--find-links {link}\n" for link in sources.find_links]
-    body = LockFile(entries=tuple(sorted(entries, key=lambda e: e.name)), sources=sources).requirements_text()
-    return "".join(head) + body
+        plan_json = json.dumps(data, sort_keys=True)
+        head.append(PLAN_PREFIX + plan_json + "\n")
+        head.append(PLAN_HASH_PREFIX + _plan_digest(plan_json, _pins_of("".join(src) + body)) + "\n")
+    return "".join(head) + "".join(src) + body
 
 
-def parse(path: Path) -> LockFile:
+def _pins_of(text: str) -> list[str]:
+    """The pin and source lines of a lock, one logical line each, whitespace normalised."""
+    logical = re.sub(r"\\\n", " ", text).splitlines()
+    return sorted(
+        " ".join(ln.split()) for ln in logical if ln.strip() and not ln.lstrip().startswith("#")
+    )
+
+
+def _plan_digest(plan_json: str, pins: list[str]) -> str:
+    return hashlib.sha256((plan_json.strip() + "\n" + "\n".join(pins)).encode()).hexdigest()
+
+
+def parse(path: Path, *, allow_env: frozenset[str] = frozenset()) -> LockFile:
+    from rocmkit.errors import UsageError
+    from rocmkit.safeload import loads_json, read_text
+
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise DataError(f"cannot read lock file {path}: {exc.strerror}", "check the path") from exc
+        text = read_text(path, f"lock file {path}", max_bytes=MAX_LOCK_BYTES)
+    except UsageError as exc:
+        raise DataError(exc.message, "check the path") from exc
     plan: Plan | None = None
+    plan_json: str | None = None
+    plan_hash: str | None = None
     index_urls: list[str] = []
     find_links: list[str] = []
     entries: list[Locked] = []
@@ -72,11 +98,18 @@ def parse(path: Path) -> LockFile:
     logical = re.sub(r"\\\n", " ", text).splitlines()
     for lineno, raw in enumerate(logical, 1):
         line = raw.strip()
+        if line.startswith(PLAN_HASH_PREFIX.strip()):
+            plan_hash = line[len(PLAN_HASH_PREFIX.strip()) :].strip()
+            continue
         if line.startswith(PLAN_PREFIX.strip()):
-            try:
-                plan = Plan.from_dict(json.loads(line[len(PLAN_PREFIX.strip()) :]))
-            except ValueError as exc:
-                raise DataError(f"{path}: the rocmkit-plan comment is not valid JSON: {exc}") from exc
+            if plan_json is not None:
+                raise DataError(
+                    f"{path} holds two rocmkit-plan lines", "regenerate it with `rocmkit install --lock FILE`"
+                )
+            plan_json = line[len(PLAN_PREFIX.strip()) :]
+            plan = Plan.from_dict(
+                loads_json(plan_json, f"{path}: the rocmkit-plan line"), allow_env=allow_env
+            )
             continue
         if not line or line.startswith("#"):
             continue
@@ -96,8 +129,24 @@ def parse(path: Path) -> LockFile:
         entries.append(Locked(name=pin.group(1).lower(), version=pin.group(2), hashes=tuple(hashes)))
     if not entries:
         raise DataError(f"{path} locks no package", "regenerate it with `rocmkit install --lock FILE`")
+    if plan_json is not None and plan_hash != _plan_digest(plan_json, _pins_of(text)):
+        raise DataError(
+            f"{path}: the rocmkit-plan line or the pins were changed after the lock was written "
+            f"({'no' if plan_hash is None else 'a wrong'} rocmkit-plan-sha256 line)",
+            "regenerate the lock with `rocmkit install --lock FILE` from a plan you trust",
+        )
     return LockFile(
         entries=tuple(entries),
         sources=Sources(index_urls=tuple(index_urls), find_links=tuple(find_links)),
         plan=plan,
     )
+
+
+def pins_in(text: str) -> list[tuple[str, str]]:
+    """The ``(name, version)`` pins of a requirements text written by this module."""
+    out = []
+    for line in _pins_of(text):
+        match = _PIN.match(line.split()[0])
+        if match:
+            out.append((match.group(1), match.group(2)))
+    return out

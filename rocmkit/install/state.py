@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import ToolError
 from rocmkit.install.venv import Target
 from rocmkit.runner import run
@@ -303,7 +304,7 @@ class Backup:
 
     def write_manifest(self) -> Path:
         path = self.folder / "state-before.json"
-        path.write_text(json.dumps(self.state.to_dict(), indent=2) + "\n")
+        write_text_atomic(path, json.dumps(self.state.to_dict(), indent=2) + "\n")
         return path
 
 

@@ -14,6 +14,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
+from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import DataError, ToolError
 from rocmkit.install.base import InstallSpec, LineSink, Locked, Sources, canonical
 from rocmkit.install.lock import LockFile, parse, render
@@ -56,7 +57,7 @@ def download(
     if not entries:
         raise ToolError(f"pip download left no wheel in {folder}")
     lock = folder / LOCK_NAME
-    lock.write_text(render(entries, Sources(find_links=(str(folder),)), plan))
+    write_text_atomic(lock, render(entries, Sources(find_links=(str(folder),)), plan))
     return lock
 
 

@@ -207,7 +207,7 @@ def test_heartbeat_speaks_while_a_step_runs() -> None:
 
 
 def test_one_install_per_environment_at_a_time(tmp_path: Path) -> None:
-    from rocmkit.errors import InterruptedStateError
+    from rocmkit.errors import LockHeldError
     from rocmkit.install.flow import _exclusive
 
     target = Target(
@@ -216,7 +216,7 @@ def test_one_install_per_environment_at_a_time(tmp_path: Path) -> None:
     )  # fmt: skip
     with (
         _exclusive(target),
-        pytest.raises(InterruptedStateError, match="another rocmkit install is changing"),
+        pytest.raises(LockHeldError, match="another rocmkit install is changing"),
         _exclusive(target),
     ):
         pass

@@ -82,7 +82,9 @@ def test_guard_keeps_the_users_pip_conf_and_one_activate_block(tmp_path: Path) -
     assert conf.get("install", "constraint") == str(files.constraints)
     text = activate.read_text()
     assert text.count(guard.BEGIN) == 1 and text.count(guard.END) == 1
-    assert f'export UV_CONSTRAINT="{files.constraints}"' in text
+    import shlex
+
+    assert f"export UV_CONSTRAINT={shlex.quote(str(files.constraints))}" in text
     assert "export HSA_OVERRIDE_GFX_VERSION=10.3.0\n" in text
     assert "        unset HSA_OVERRIDE_GFX_VERSION\n" in text
     assert text.startswith("deactivate () {\n    unset VIRTUAL_ENV\n}")
