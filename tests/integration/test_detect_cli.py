@@ -120,7 +120,7 @@ def test_unreadable_capture_file_is_one_line_exit_4(tmp_path: Path) -> None:
     (cap / "cmd" / "rocminfo.txt").mkdir(parents=True)  # a folder where a file should be
     proc = _run(["detect", "--capture", str(cap)])
     assert proc.returncode == 4, proc.stderr
-    assert proc.stderr.startswith("error: cannot read") and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: cannot ") and "Traceback" not in proc.stderr
 
 
 def test_corrupt_env_json_and_bad_override_and_unknown_option(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_corrupt_env_json_and_bad_override_and_unknown_option(tmp_path: Path) ->
     proc = _run(["detect"], env=env)
     assert proc.returncode == 4 and "ROCMKIT_GFX" in proc.stderr and "Traceback" not in proc.stderr
     proc = _run(["detect", "--frobnicate"])
-    assert proc.returncode == 2 and "No such option" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 4 and "No such option" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_snapshot_refuses_a_non_empty_folder(tmp_path: Path) -> None:

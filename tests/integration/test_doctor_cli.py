@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -34,13 +33,37 @@ def _doctor(
     )
 
 
-def test_level0_is_fast_and_writes_every_format(tmp_path: Path) -> None:
+# Runs the CLI in this interpreter, then says whether torch or triton got imported: what makes
+# level 0 fast is that it never imports them (timing belongs in benchmarks/, not in a test).
+_IMPORTS_PROBE = """
+import sys
+from rocmkit.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+else:
+    code = 0
+heavy = sorted(m for m in ("torch", "triton") if m in sys.modules)
+sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
+sys.exit(code)
+"""
+
+
+def test_level0_imports_no_torch_and_writes_every_format(tmp_path: Path) -> None:
     junit, prom = tmp_path / "doctor.xml", tmp_path / "doctor.prom"
-    start = time.monotonic()
-    proc = _doctor("--level", "0", "--json", "--junit", str(junit), "--prom", str(prom))
-    took = time.monotonic() - start
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_PROBE, "doctor", "--level", "0", "--json",
+         "--junit", str(junit), "--prom", str(prom)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode in (0, 2), proc.stderr
-    assert took < 2.0, f"level 0 took {took:.2f} s"
+    assert "HEAVY=\n" in proc.stderr, proc.stderr
     report = json.loads(proc.stdout)
     assert report["schema"] == "rocmkit.report/1"
     assert report["level"] == 0
