@@ -34,6 +34,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     for var in list(os.environ):
         if var.startswith("ROCMKIT_") and var != "ROCMKIT_CACHE_DIR":
             monkeypatch.delenv(var, raising=False)
+    # resolve/install ask the live index what it serves; tests use the packaged data
+    # unless they serve an index themselves (and delete this).
+    monkeypatch.setenv("ROCMKIT_OFFLINE", "1")
 
 
 @pytest.fixture

@@ -60,7 +60,21 @@ def _resolve(
     constraints = Constraints(
         torch=torch, rocm=rocm, python=python, channel=channel, cpu=cpu, index_base=index_base
     )
-    return resolve(machine, constraints)
+    plan = resolve(machine, constraints)
+    from rocmkit.resolve.live import check_plan, offline_requested
+
+    if offline_requested():
+        return plan
+    from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
+    from rocmkit.matrix import load_matrix
+
+    # Where pip will look when the planned index does not answer: the user's own sources.
+    user = read_pip_config()
+    fallbacks = [(link, False) for link in user.find_links]
+    fallbacks += [
+        (url, True) for url in dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
+    ]
+    return check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
 
 
 @click.command("install")

@@ -36,6 +36,12 @@ from rocmkit.resolve.constraints import CHANNELS
     envvar="ROCMKIT_INDEX_BASE",
     help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.",
 )
+@click.option(
+    "--offline",
+    is_flag=True,
+    envvar="ROCMKIT_OFFLINE",
+    help="Plan from rocmkit's data only; do not ask the index what it serves now. Env: ROCMKIT_OFFLINE=1.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (schema rocmkit.plan/1).")
 @click.option(
     "--format",
@@ -54,6 +60,7 @@ def cli(
     python: str | None,
     channel: str,
     index_base: str | None,
+    offline: bool,
     as_json: bool,
     fmt: str,
 ) -> None:
@@ -84,6 +91,13 @@ def cli(
     ).validated()
     machine = load_machine(capture)
     plan = resolve(machine, constraints)
+    if not offline:
+        # What the index serves now: one request (2 s at most, cached) that settles
+        # whether the planned build exists and whether a newer one does.
+        from rocmkit.matrix import load_matrix
+        from rocmkit.resolve.live import check_plan
+
+        plan = check_plan(plan, machine, constraints, load_matrix())
     if as_json or fmt == "json":
         click.echo(json.dumps(plan.to_dict(), indent=2))
     elif fmt == "requirements":

@@ -213,9 +213,15 @@ class _Handler(BaseHTTPRequestHandler):
             status, ctype, body = owner._respond(path, self.headers.get("Accept", ""))
         except OSError:
             status, ctype, body = 500, "text/plain", b"error"
+        # An ETag on every answer and 304 for a matching If-None-Match, as real indexes do.
+        etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        if status == 200 and self.headers.get("If-None-Match") == etag:
+            status, body = 304, b""
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
+        if status in (200, 304):
+            self.send_header("ETag", etag)
         self.end_headers()
         if not head:
             self.wfile.write(body)

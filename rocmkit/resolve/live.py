@@ -1,0 +1,352 @@
+"""What the reachable indexes serve now, and a plan held to it.
+
+The packaged data says which builds were published; an index says which
+exist *now* and where this machine can reach them. After ``resolve`` has
+decided from the data, :func:`check_plan` reads the torch page of each index
+the plan uses (one request per index, all at once, a 2 s limit), and:
+
+* the planned build is served for this Python: the plan stands, and it says where it was seen;
+* it is not, but the index answered: the variants that index lacks are dropped and the
+  plan is resolved again (an unconfirmed variant the index does serve counts as confirmed);
+* torch releases on the index that the data lacks are named, with the command that adds them;
+* no index answers (air-gapped, offline, a wheelhouse): the packaged data, as before.
+
+``install`` also passes the user's own pip sources (find-links folders, a mirror, PyPI):
+when the planned index does not answer, those are what pip will really use, so the plan is
+held to what *they* hold, by exact local version (a PyPI ``torch==2.14.1`` is a CUDA
+build and never stands in for ``+cpu``).
+
+Answers are cached in ``<cache>/indexes/`` with their ETag: a fresh entry (under
+``TTL_S``) is used without a request, an older one is revalidated with
+``If-None-Match``; an index that did not answer is remembered for ``DOWN_TTL_S``, so
+an offline ``resolve`` pays for the attempt once. ``ROCMKIT_OFFLINE=1`` (or
+``resolve --offline``) skips all of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from rocmkit.atomicio import write_text_atomic
+from rocmkit.errors import NetworkError, NoPlanError
+from rocmkit.machine import Machine
+from rocmkit.matrix import Matrix, TorchRelease
+from rocmkit.packages import ACCEPT, IndexFile, canonical, http_get, parse_project_page, parse_wheel
+from rocmkit.plan import Plan
+from rocmkit.resolve.constraints import Constraints
+
+OFFLINE_ENV = "ROCMKIT_OFFLINE"
+INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"  # as rocmkit.resolve.core reads it
+TIMEOUT_S = 2.0
+TTL_S = 15 * 60
+DOWN_TTL_S = 5 * 60
+_ROUNDS = 6  # each round reads only indexes not read before, so this bounds nothing real
+
+Build = tuple[str, str]  # ("2.13.0+cpu", "3.11")
+
+
+def offline_requested() -> bool:
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seen:
+    """What one source said about torch."""
+
+    url: str
+    answered: bool
+    builds: frozenset[Build] = frozenset()
+    detail: str = ""  # "answered", "cached 3 min ago", "did not answer: ..."
+
+    def serves(self, version: str, python: str) -> bool:
+        return (version, python) in self.builds
+
+    def versions(self, local: str | None) -> set[Version]:
+        out = set()
+        for text, _ in self.builds:
+            v = Version(text)
+            if v.local == local and not v.is_prerelease:
+                out.add(v)
+        return out
+
+
+def _builds(files: Iterable[IndexFile]) -> frozenset[Build]:
+    out: set[Build] = set()
+    for f in files:
+        wheel = parse_wheel(f)
+        if wheel is None or wheel.name != "torch" or not wheel.is_linux_x86_64():
+            continue
+        for py in wheel.cpythons():
+            out.add((str(wheel.version), py))
+    return frozenset(out)
+
+
+def _cache_file(cache: Path, url: str) -> Path:
+    return cache / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.json"
+
+
+def _read_cache(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_cache(path: Path, entry: dict[str, object]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(entry))
+    except OSError:
+        pass  # a read-only cache folder costs a request next time, nothing else
+
+
+def _cached_builds(entry: dict[str, object]) -> frozenset[Build]:
+    raw = entry.get("builds")
+    if not isinstance(raw, list):
+        return frozenset()
+    return frozenset((str(b[0]), str(b[1])) for b in raw if isinstance(b, list) and len(b) == 2)
+
+
+def _folder(source: str) -> Path | None:
+    parsed = urllib.parse.urlsplit(source)
+    if parsed.scheme == "file":
+        return Path(urllib.parse.unquote(parsed.path))
+    if parsed.scheme == "" and source.startswith("/"):
+        return Path(source)
+    return None
+
+
+def _read_folder(source: str, folder: Path, *, is_index: bool) -> Seen:
+    where = folder / "torch" if is_index else folder
+    if not where.is_dir():
+        return Seen(url=source, answered=False, detail=f"{where} is not a folder")
+    files = [IndexFile(filename=p.name, url=p.as_uri()) for p in where.iterdir() if p.suffix == ".whl"]
+    return Seen(url=source, answered=True, builds=_builds(files), detail="local folder")
+
+
+def observe_one(source: str, *, is_index: bool = True, timeout: float, cache: Path | None) -> Seen:
+    """Read ``<source>/torch/`` (an index) or ``source`` (a find-links folder or page)."""
+    folder = _folder(source)
+    if folder is not None:
+        return _read_folder(source, folder, is_index=is_index)
+    page = source.rstrip("/") + "/" + canonical("torch") + "/" if is_index else source
+    path = _cache_file(cache, page) if cache is not None else None
+    entry = _read_cache(path) if path is not None else None
+    now = time.time()
+    headers: dict[str, str] = {}
+    if entry is not None:
+        fetched = entry.get("fetched")
+        age = now - fetched if isinstance(fetched, (int, float)) else float("inf")
+        if entry.get("answered") is False and age < DOWN_TTL_S:
+            return Seen(url=source, answered=False, detail=f"did not answer {age / 60:.0f} min ago (cached)")
+        if entry.get("answered") is True and age < TTL_S:
+            return Seen(
+                url=source, answered=True, builds=_cached_builds(entry), detail=f"read {age / 60:.0f} min ago"
+            )
+        if entry.get("answered") is True and isinstance(entry.get("etag"), str):
+            headers["If-None-Match"] = str(entry["etag"])
+    try:
+        resp = http_get(page, timeout=timeout, accept=ACCEPT if is_index else "text/html", headers=headers)
+        if resp.status == 304 and entry is not None:
+            builds, etag, detail = _cached_builds(entry), entry.get("etag"), "not modified since last read"
+        elif resp.status == 200:
+            builds = _builds(parse_project_page(page, resp.body, resp.content_type))
+            etag, detail = resp.etag, "answered"
+        elif resp.status == 404:
+            builds, etag, detail = frozenset(), None, "has no torch (404)"
+        else:
+            raise NetworkError(f"{page} answered HTTP {resp.status}")
+    except NetworkError as exc:
+        if path is not None:
+            _write_cache(path, {"url": page, "fetched": now, "answered": False})
+        return Seen(url=source, answered=False, detail=f"did not answer: {exc.message}")
+    if path is not None:
+        _write_cache(
+            path, {"url": page, "fetched": now, "answered": True, "etag": etag, "builds": sorted(builds)}
+        )
+    return Seen(url=source, answered=True, builds=builds, detail=detail)
+
+
+Observer = Callable[[Sequence[tuple[str, bool]]], list[Seen]]
+
+
+def observer(*, timeout: float = TIMEOUT_S, cache: Path | None = None) -> Observer:
+    """Reads several sources at once (one thread and one request each)."""
+
+    def read(sources: Sequence[tuple[str, bool]]) -> list[Seen]:
+        if not sources:
+            return []
+        with ThreadPoolExecutor(max_workers=min(8, len(sources))) as pool:
+            return list(
+                pool.map(lambda s: observe_one(s[0], is_index=s[1], timeout=timeout, cache=cache), sources)
+            )
+
+    return read
+
+
+def default_cache() -> Path:
+    from rocmkit.paths import cache_dir
+
+    return cache_dir() / "indexes"
+
+
+# -- holding a plan to what was seen --------------------------------------------------
+
+
+def _torch_pin(plan: Plan) -> str | None:
+    for req in plan.requirements:
+        name, sep, version = req.partition("==")
+        if sep and canonical(name.strip()) == "torch":
+            return version.strip()
+    return None
+
+
+def _keep(matrix: Matrix, served: Callable[[TorchRelease, str], bool | None]) -> Matrix:
+    """The matrix with each variant ``served`` says is absent dropped; present ones confirmed."""
+    releases = []
+    for rel in matrix.torch_releases:
+        variants = []
+        for v in rel.variants:
+            answer = served(rel, v.index)
+            if answer is False:
+                continue
+            if answer is True and "*" in v.unconfirmed:
+                # The index serves it: the build's existence is no longer in doubt.
+                variants.append(
+                    dataclasses.replace(v, unconfirmed=tuple(u for u in v.unconfirmed if u != "*"))
+                )
+            else:
+                variants.append(v)
+        releases.append(dataclasses.replace(rel, variants=tuple(variants)))
+    return dataclasses.replace(matrix, torch_releases=tuple(releases))
+
+
+def check_plan(
+    plan: Plan,
+    machine: Machine,
+    constraints: Constraints,
+    matrix: Matrix,
+    *,
+    fallbacks: Sequence[tuple[str, bool]] = (),
+    read: Observer | None = None,
+) -> Plan:
+    """``plan`` held to what its torch index serves now; when that index does not answer,
+    to what ``fallbacks`` ((source, is_index): the user's pip sources) hold."""
+    from rocmkit.resolve.core import resolve
+
+    if _torch_pin(plan) is None or plan.channel != "stable" or not plan.python or not plan.index_urls:
+        return plan  # nightly and TheRock plans are not pinned to one build
+    read = read or observer(cache=default_cache())
+    python = plan.python
+    cons = dataclasses.replace(constraints, python=python)
+    seen: dict[str, Seen] = {}
+    current, m = plan, matrix
+    for _ in range(_ROUNDS):
+        pin = _torch_pin(current)
+        assert pin is not None
+        torch_url = current.index_urls[0]
+        if torch_url not in seen:
+            seen.update((s.url, s) for s in read([(torch_url, True)]))
+        direct = seen[torch_url].answered
+        if not direct and fallbacks:
+            seen.update((s.url, s) for s in read([f for f in fallbacks if f[0] not in seen]))
+        used = [seen[torch_url]] if direct else [seen[f[0]] for f in fallbacks if f[0] in seen]
+        answering = [s for s in used if s.answered]
+        if not answering:
+            return _noted(
+                current,
+                reasons=[
+                    f"{torch_url} {seen[torch_url].detail}; no other source answered, so the plan rests on "
+                    "rocmkit's packaged data"
+                ],
+            )
+        if direct:
+            base = constraints.index_base or os.environ.get(INDEX_BASE_ENV) or None
+            served = _served_by_index(m, seen, base, python)
+        else:
+            served = _served_by_any(frozenset().union(*(s.builds for s in answering)), python)
+        m = _keep(m, served)
+        names = ", ".join(s.url for s in answering)
+        try:
+            replanned = resolve(machine, cons, matrix=m)
+        except NoPlanError:
+            return _noted(
+                current,
+                warnings=[
+                    f"{names} hold(s) no torch build of this kind for Python {python} that rocmkit's data "
+                    f"names (not {pin} either); the plan keeps {pin} from the data"
+                ],
+            )
+        moved = _torch_pin(replanned)
+        if moved == pin and replanned.index_urls == current.index_urls:
+            holder = next((s for s in answering if s.serves(pin, python)), None)
+            if holder is None:
+                return current
+            return _noted(
+                current,
+                reasons=[f"{holder.url} serves torch {pin} for Python {python} ({holder.detail})"],
+                warnings=_newer(m, answering, pin),
+            )
+        if any(s.serves(pin, python) for s in answering):
+            why = f"{names} serve(s) torch {moved}, which rocmkit's data had not confirmed: planned it over {pin}"
+        else:
+            why = f"{names} do(es) not serve torch {pin} for Python {python}: planned {moved} instead"
+        current = _noted(replanned, reasons=[*_carried(current), why])
+    return current
+
+
+def _served_by_index(
+    m: Matrix, seen: dict[str, Seen], base: str | None, python: str
+) -> Callable[[TorchRelease, str], bool | None]:
+    def served(rel: TorchRelease, index: str) -> bool | None:
+        s = seen.get(m.index_url("stable", index, base))
+        if s is None or not s.answered:
+            return None  # not read (yet): the data stands; a later round reads it if the plan moves there
+        return s.serves(f"{rel.version}+{index}", python)
+
+    return served
+
+
+def _served_by_any(pool: frozenset[Build], python: str) -> Callable[[TorchRelease, str], bool | None]:
+    def served(rel: TorchRelease, index: str) -> bool | None:
+        return (f"{rel.version}+{index}", python) in pool
+
+    return served
+
+
+def _newer(m: Matrix, answering: list[Seen], pin: str) -> list[str]:
+    try:
+        local = Version(pin).local
+    except InvalidVersion:
+        return []
+    newest = max((Version(r.version) for r in m.torch_releases), default=Version("0"))
+    found: set[Version] = set()
+    for s in answering:
+        found |= {v for v in s.versions(local) if Version(v.public) > newest}
+    if not found:
+        return []
+    return [
+        f"torch {max(found).public} is on the index but not in rocmkit's data: "
+        "run `rocmkit matrix refresh --write`"
+    ]
+
+
+def _carried(plan: Plan) -> list[str]:
+    """The live-check reasons of an earlier round (what was seen stays said)."""
+    return [r for r in plan.reasons if "planned" in r and ("serve" in r)]
+
+
+def _noted(plan: Plan, *, reasons: Sequence[str] = (), warnings: Sequence[str] = ()) -> Plan:
+    return dataclasses.replace(plan, reasons=(*plan.reasons, *reasons), warnings=(*plan.warnings, *warnings))
