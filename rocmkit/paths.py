@@ -26,6 +26,17 @@ def matrices_dir() -> Path:
     return shipped
 
 
+def matrices_origin() -> str:
+    """Why :func:`matrices_dir` is the folder it is, for ``rocmkit matrix show``."""
+    if os.environ.get("ROCMKIT_MATRICES_DIR"):
+        return "from ROCMKIT_MATRICES_DIR"
+    if matrices_dir() != shipped_matrices_dir():
+        return "an overlay written by `rocmkit matrix refresh --write`, newer than the shipped data"
+    if (overlay_dir() / "torch.toml").exists():
+        return f"shipped with rocmkit; the older overlay in {overlay_dir()} is not used"
+    return "shipped with rocmkit"
+
+
 def shipped_matrices_dir() -> Path:
     here = Path(__file__).resolve().parent
     packaged = here / "matrices"

@@ -76,6 +76,13 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> Non
     from rocmkit.matrix.show import gfx_lines, releases_table, torch_lines
 
     m = load_matrix(directory)
+    from rocmkit.matrix.show import origin_line
+    from rocmkit.paths import matrices_dir, matrices_origin
+
+    # Which data, and how old: a message (stderr), so stdout stays the table.
+    click.echo(
+        origin_line(m, directory or matrices_dir(), "from --dir" if directory else matrices_origin()), err=True
+    )
     lines: list[str] = []
     if torch_spec:
         lines += torch_lines(m, torch_spec)

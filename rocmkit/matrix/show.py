@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+from pathlib import Path
+
 from rocmkit.errors import UsageError
 from rocmkit.matrix.fields import did_you_mean
 from rocmkit.matrix.model import Fact, Matrix
@@ -9,6 +13,25 @@ from rocmkit.matrix.model import Fact, Matrix
 
 def _mark(fact: Fact, field_name: str | None = None) -> str:
     return "" if fact.is_confirmed(field_name) else " (unconfirmed)"
+
+
+def data_age(m: Matrix) -> str | None:
+    """The newest date an index was read for torch.toml (its sources say "read YYYY-MM-DD")."""
+    dates = re.findall(r"\bread (\d{4}-\d{2}-\d{2})\b", " ".join(m.sources.get("torch.toml", {}).values()))
+    return max(dates) if dates else None
+
+
+def origin_line(m: Matrix, folder: Path, origin: str, today: dt.date | None = None) -> str:
+    """Which data is in use and how old it is."""
+    line = f"data: {folder} ({origin})"
+    read = data_age(m)
+    if read:
+        days = ((today or dt.date.today()) - dt.date.fromisoformat(read)).days
+        line += f"; its index was read on {read} ({days} day{'s' if days != 1 else ''} ago)"
+    if m.torch_releases:
+        newest = m.torch_releases[-1]
+        line += f"; newest torch {newest.version}" + (f" ({newest.released})" if newest.released else "")
+    return line + "; `rocmkit matrix refresh --write` updates it"
 
 
 def summary_lines(m: Matrix) -> list[str]:

@@ -74,9 +74,9 @@ def test_a_build_for_another_python_does_not_count(tmp_path: Path) -> None:
 def test_the_index_confirms_a_build_the_data_doubts(tmp_path: Path) -> None:
     # torch.toml knows 2.14.0+cpu only from a build list (unconfirmed: not a default);
     # an index that serves it settles the doubt.
-    assert (
-        "*" in next(v for v in load_matrix().torch_release("2.14.0").variants if v.index == "cpu").unconfirmed
-    )  # type: ignore[union-attr]
+    release = load_matrix().torch_release("2.14.0")
+    cpu = release.variant("cpu") if release else None
+    assert cpu is not None and "*" in cpu.unconfirmed
     _torch(tmp_path / "idx" / "whl" / "cpu", "2.13.0+cpu", "2.14.0+cpu")
     with IndexServer(tmp_path / "idx") as server:
         version, _, _ = _cpu_plan(f"{server.url}/whl", tmp_path / "cache")

@@ -203,3 +203,43 @@ def test_a_generated_file_that_does_not_load_is_never_written(tmp_path: Path) ->
     with pytest.raises(DataError, match="cu134"):
         plan_refresh(folder, _inputs(recording))
     assert (folder / "torch.toml").read_bytes() == before
+
+
+def test_refresh_without_dir_writes_an_overlay_that_show_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rocmkit.cli import main
+    from rocmkit.matrix import clear_cache
+    from rocmkit.paths import matrices_dir, shipped_matrices_dir
+
+    recording = tmp_path / "upstream"
+    shutil.copytree(RECORDING, recording)
+    _add_release(recording)
+    monkeypatch.setenv("ROCMKIT_DATA_DIR", str(tmp_path / "data"))
+    matrices_dir.cache_clear()
+    shipped = {p.name: p.read_bytes() for p in shipped_matrices_dir().glob("*.toml")}
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as info:
+            main([*argv])
+            raise SystemExit(0)
+        out, err = capsys.readouterr()
+        return int(info.value.code or 0), out, err
+
+    try:
+        code, out, err = run("matrix", "refresh", "--write", "--from", str(recording))
+        assert code == 0, err
+        overlay = tmp_path / "data" / "matrices"
+        assert f"wrote {overlay / 'torch.toml'}" in err and "+version = \"2.16.0\"" in out
+        # Every data file is in the overlay (it is a whole data folder), and the shipped data is untouched.
+        assert sorted(p.name for p in overlay.glob("*.toml")) == sorted(shipped)
+        assert {p.name: p.read_bytes() for p in shipped_matrices_dir().glob("*.toml")} == shipped
+        matrices_dir.cache_clear()
+        clear_cache()
+        code, out, err = run("matrix", "show")
+        assert code == 0 and any(line.startswith("2.16.0 ") for line in out.splitlines())
+        assert f"data: {overlay} (an overlay written by `rocmkit matrix refresh --write`" in err
+        assert "its index was read on 2026-12-03" in err and "newest torch 2.16.0 (2026-12-09)" in err
+    finally:
+        matrices_dir.cache_clear()
+        clear_cache()
