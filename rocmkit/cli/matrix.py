@@ -28,7 +28,23 @@ def cli() -> None:
 @cli.command("check")
 @_DIR
 @click.option("--unconfirmed", is_flag=True, help="Also list every fact marked unconfirmed.")
-def check(directory: Path | None, unconfirmed: bool) -> None:
+@click.option(
+    "--sources",
+    "with_sources",
+    is_flag=True,
+    help="Re-read each fact's source and list the facts it does not state (exit 5 if any).",
+)
+@click.option(
+    "--from",
+    "recording",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --sources: recorded sources (the layout of tests/data/upstream; default: the "
+    "checkout's, when there is one); sources not recorded are read live.",
+)
+@click.option("--offline", is_flag=True, help="With --sources: read recorded sources only.")
+def check(
+    directory: Path | None, unconfirmed: bool, with_sources: bool, recording: Path | None, offline: bool
+) -> None:
     """Validate every matrix file (and build.toml / images.toml where rocmkit has their loaders)."""
     from rocmkit.matrix import parse_matrix
     from rocmkit.matrix.show import summary_lines, unconfirmed_lines
@@ -46,6 +62,28 @@ def check(directory: Path | None, unconfirmed: bool) -> None:
         click.echo(f"{len(lines)} entries with unconfirmed facts:")
         for line in lines:
             click.echo(f"  {line}")
+    if with_sources:
+        _check_sources(m, recording, offline)
+
+
+def _check_sources(m: object, recording: Path | None, offline: bool) -> None:
+    from rocmkit.errors import DataError
+    from rocmkit.matrix import Matrix
+    from rocmkit.matrix.sourcecheck import Sources, check_sources
+    from rocmkit.paths import shipped_matrices_dir
+
+    assert isinstance(m, Matrix)
+    if recording is None:
+        checkout = shipped_matrices_dir().parent / "tests" / "data" / "upstream"
+        recording = checkout if checkout.is_dir() else None
+    report = check_sources(m, Sources(recording, offline=offline))
+    for line in report.lines():
+        click.echo(line)
+    if report.not_stated:
+        raise DataError(
+            f"{len(report.not_stated)} facts are not stated by the sources they cite",
+            "correct them (or their sources) and run `rocmkit matrix refresh --write`",
+        )
 
 
 def _other_loaders() -> list[tuple[str, Callable[[Path], object]]]:

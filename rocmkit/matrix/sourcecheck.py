@@ -1,0 +1,408 @@
+"""``rocmkit matrix check --sources``: re-read each fact's source and list what it does not state.
+
+Independent of the generator (which would only agree with itself): every
+confirmed fact that cites a machine-readable source is checked against that
+source as a reader would check it:
+
+* ``ti_<commit>``: pytorch/test-infra's ``generate_binary_build_matrix.py`` at that
+  commit: a variant of torch X.Y.Z must be in the lists of the channel where that
+  file names X.Y.Z (release: ``CURRENT_STABLE_VERSION``, test: ``..._CANDIDATE_...``,
+  nightly: ``..._NIGHTLY_...``); the nightly channel's ``torch_min`` and index list;
+* ``ti_rv_<commit>``: ``release/release_versions.sh``: the companions' versions;
+* ``pypi_torch`` / ``pypi_torchvision`` / ``pypi_torchaudio``: the simple index's
+  page: the release's CPython span and upload day, and that the companion exists;
+* ``therock_gen_*``: TheRock's ``RELEASES.md`` (device extras) and its release
+  matrix script (CPythons).
+
+A fact's source is read from a recording (``tests/data/upstream`` layout: files
+at their commits, the index pages of one date) when it holds it, else live
+(GitHub's raw files at the commit, the index) unless ``offline``. Facts whose
+sources are all hand-kept (a RELEASE.md row, an issue thread) are counted, not
+judged: no program can re-read prose. Facts marked unconfirmed are not checked:
+the data already says no source confirms them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from rocmkit.errors import NetworkError
+from rocmkit.matrix.model import Matrix, TorchRelease, TorchVariant
+from rocmkit.matrix.upstream import testinfra, therock
+from rocmkit.matrix.upstream.testinfra import BuildMatrix, ChannelBuild
+from rocmkit.packages import (
+    JSON_TYPE,
+    ProjectPage,
+    Wheel,
+    http_get,
+    parse_metadata,
+    parse_project_page,
+    project_page,
+    read_metadata,
+)
+
+_GITHUB_BLOB = re.compile(r"https://github\.com/([^/\s]+)/([^/\s]+)/blob/([0-9a-f]{7,40})/(\S+)")
+_CHANNEL_OF = {"release": "stable", "test": "candidate", "nightly": "nightly"}
+
+
+@dataclass
+class Report:
+    checked: int = 0
+    not_stated: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # sources neither recorded nor reachable
+    hand_kept: int = 0  # facts with no machine-readable source
+
+    def lines(self) -> list[str]:
+        out = [f"not stated: {line}" for line in self.not_stated]
+        out += [f"unreadable: {line}" for line in self.unreadable]
+        out.append(
+            f"{self.checked} facts re-read from their sources: {len(self.not_stated)} not stated by them; "
+            f"{len(self.unreadable)} sources could not be read; {self.hand_kept} facts rest on hand-kept "
+            "sources only (open them from each file's [sources] table)"
+        )
+        return out
+
+
+class Sources:
+    """Reads a source: from the recording when it holds it, else live (unless offline)."""
+
+    def __init__(self, recording: Path | None, *, offline: bool, timeout: float = 10.0) -> None:
+        self.recording = recording
+        self.offline = offline
+        self.timeout = timeout
+        self._files: dict[str, str | None] = {}
+        self._pages: dict[str, ProjectPage | None] = {}
+
+    def github_file(self, url: str) -> str | None:
+        """The text of ``https://github.com/<owner>/<repo>/blob/<commit>/<path>``."""
+        if url in self._files:
+            return self._files[url]
+        m = _GITHUB_BLOB.match(url)
+        text = None
+        if m:
+            owner, repo, commit, path = m.groups()
+            text = self._recorded_file(repo, commit, path)
+            if text is None and not self.offline:
+                raw = f"https://raw.githubusercontent.com/{owner}/{repo}/{commit}/{path}"
+                try:
+                    resp = http_get(raw, timeout=self.timeout, max_bytes=4 * 1024 * 1024)
+                    text = resp.body.decode("utf-8", "replace") if resp.status == 200 else None
+                except NetworkError:
+                    text = None
+        self._files[url] = text
+        return text
+
+    def _recorded_file(self, repo: str, commit: str, path: str) -> str | None:
+        if self.recording is None:
+            return None
+        folder = self.recording / {"test-infra": "test-infra", "TheRock": "therock"}.get(repo, repo)
+        if not folder.is_dir():
+            return None
+        for rev in folder.iterdir():
+            if "_" in rev.name and rev.name.split("_", 1)[1].startswith(commit) and (rev / path).is_file():
+                return (rev / path).read_text(encoding="utf-8")
+        return None
+
+    def page(self, index_url: str, project: str) -> ProjectPage | None:
+        key = f"{index_url.rstrip('/')}/{project}/"
+        if key in self._pages:
+            return self._pages[key]
+        page = self._recorded_page(index_url, project)
+        if page is None and not self.offline:
+            try:
+                page = project_page(index_url, project, timeout=self.timeout)
+            except NetworkError:
+                page = None
+        self._pages[key] = page
+        return page
+
+    def requires(self, page: ProjectPage, wheel: Wheel) -> tuple[str, ...] | None:
+        """Requires-Dist of one wheel on ``page``: recorded, else PEP 658 / range requests."""
+        if self.recording is not None:
+            path = self.recording / "pypi" / "metadata" / f"{wheel.file.filename}.metadata"
+            if path.is_file():
+                return parse_metadata(path.read_text(encoding="utf-8"), "recorded").requires_dist
+        if self.offline:
+            return None
+        try:
+            meta = read_metadata(wheel.file, timeout=self.timeout)
+        except NetworkError:
+            return None
+        return meta.requires_dist if meta is not None else None
+
+    def _recorded_page(self, index_url: str, project: str) -> ProjectPage | None:
+        if self.recording is None:
+            return None
+        try:
+            meta = json.loads((self.recording / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        file = self.recording / "pypi" / f"{project}.json"
+        if not isinstance(meta, dict) or meta.get("index_url", "").rstrip("/") != index_url.rstrip("/"):
+            return None
+        if not file.is_file():
+            return None
+        url = f"{index_url.rstrip('/')}/{project}/"
+        return ProjectPage(url=url, files=tuple(parse_project_page(url, file.read_bytes(), JSON_TYPE)))
+
+
+def _url_of(text: str) -> str | None:
+    m = _GITHUB_BLOB.search(text)
+    return m.group(0) if m else None
+
+
+def _index_of(text: str) -> tuple[str, str] | None:
+    """ "https://pypi.org/simple/torch/ (PEP 691 page read ...)" -> ("https://pypi.org/simple", "torch")."""
+    m = re.match(r"(https?://\S+?)/([A-Za-z0-9._-]+)/\s", text + " ")
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _finals(page: ProjectPage, name: str, version: str) -> list[Wheel]:
+    return [w for w in page.wheels(name) if w.public == version and not w.local]
+
+
+def _channel_for(bm: BuildMatrix, version: str) -> ChannelBuild | None:
+    for channel, attr in _CHANNEL_OF.items():
+        if getattr(bm, attr) == version and channel in bm.channels:
+            return bm.channels[channel]
+    return None
+
+
+def check_sources(m: Matrix, sources: Sources) -> Report:
+    rep = Report()
+    texts = m.sources.get("torch.toml", {})
+
+    def build_matrix(key: str) -> BuildMatrix | None:
+        url = _url_of(texts.get(key, ""))
+        text = sources.github_file(url) if url else None
+        if text is None:
+            rep.unreadable.append(f"torch.toml [sources] {key}: {url or texts.get(key)}")
+            return None
+        return testinfra.read_build_matrix(text, where=url or key)
+
+    cache: dict[str, BuildMatrix | None] = {}
+
+    def bm_of(key: str) -> BuildMatrix | None:
+        if key not in cache:
+            cache[key] = build_matrix(key)
+        return cache[key]
+
+    for rel in m.torch_releases:
+        _check_release(rel, m, texts, sources, bm_of, rep)
+    _check_channels(m, sources, rep)
+    rep.unreadable = sorted(set(rep.unreadable))
+    return rep
+
+
+def _is_ti(key: str) -> bool:
+    return key.startswith("ti_") and not key.startswith("ti_rv_")
+
+
+def _check_release(
+    rel: TorchRelease,
+    m: Matrix,
+    texts: dict[str, str],
+    sources: Sources,
+    bm_of: Callable[[str], BuildMatrix | None],
+    rep: Report,
+) -> None:
+    where = f"torch.toml release {rel.version}"
+    machine = [s for s in rel.sources if _is_ti(s) or s.startswith(("ti_rv_", "pypi_"))]
+    if not machine:
+        rep.hand_kept += 1
+    if "pypi_torch" in rel.sources:
+        loc = _index_of(texts.get("pypi_torch", ""))
+        page = sources.page(*loc) if loc else None
+        if page is None:
+            rep.unreadable.append(f"torch.toml [sources] pypi_torch: {texts.get('pypi_torch')}")
+        else:
+            wheels = _finals(page, "torch", rel.version)
+            pys: set[str] = set()
+            for w in wheels:
+                pys |= w.cpythons()
+            ordered = sorted(pys, key=lambda p: tuple(int(x) for x in p.split(".")))
+            rep.checked += 1
+            if not ordered:
+                rep.not_stated.append(f"{where}: {page.url} has no final torch {rel.version} wheel")
+            elif (ordered[0], ordered[-1]) != (rel.python_min, rel.python_max):
+                rep.not_stated.append(
+                    f"{where}: Python {rel.python_min}-{rel.python_max}, but {page.url} has CPython "
+                    f"{ordered[0]}-{ordered[-1]} wheels"
+                )
+            times = sorted(w.file.upload_time for w in wheels if w.file.upload_time)
+            if rel.released and times:
+                rep.checked += 1
+                if times[0][:10] != rel.released:
+                    rep.not_stated.append(
+                        f"{where}: released {rel.released}, but {page.url} first has it on {times[0][:10]}"
+                    )
+    for name, version in (("torchvision", rel.torchvision), ("torchaudio", rel.torchaudio)):
+        key = f"pypi_{name}"
+        if version is None or key not in rel.sources or not rel.is_confirmed(name):
+            continue
+        loc = _index_of(texts.get(key, ""))
+        page = sources.page(*loc) if loc else None
+        if page is None:
+            rep.unreadable.append(f"torch.toml [sources] {key}: {texts.get(key)}")
+            continue
+        rep.checked += 1
+        if not _finals(page, name, version):
+            rep.not_stated.append(f"{where}: {name} {version}, which {page.url} does not have")
+    for key in (s for s in rel.sources if s.startswith("ti_rv_")):
+        url = _url_of(texts.get(key, ""))
+        text = sources.github_file(url) if url else None
+        if text is None:
+            rep.unreadable.append(f"torch.toml [sources] {key}: {url}")
+            continue
+        rv = testinfra.read_release_versions(text)
+        rep.checked += 1
+        if rv.get("PYTORCH_VERSION") != rel.version:
+            rep.not_stated.append(f"{where}: {url} is about torch {rv.get('PYTORCH_VERSION')}")
+            continue
+        for name, version in (("torchvision", rel.torchvision), ("torchaudio", rel.torchaudio)):
+            said = rv.get(f"{name.upper()}_VERSION")
+            if said and version and said != version:
+                rep.not_stated.append(f"{where}: {name} {version}, but {url} says {said}")
+    ti = [s for s in rel.sources if _is_ti(s)]
+    for v in rel.variants:
+        _check_variant(rel, v, ti, texts, bm_of, lambda: _pypi_cuda(rel, texts, sources), rep)
+    # What the go-live revision lists and the data lacks.
+    for key in ti:
+        bm = bm_of(key)
+        build = bm.channels.get("release") if bm is not None and bm.stable == rel.version else None
+        if build is None:
+            continue
+        for index in build.indexes:
+            if rel.variant(index) is None:
+                rep.not_stated.append(
+                    f"{where}: {_url_of(texts[key])} lists {index} for it; torch.toml does not"
+                )
+
+
+def _check_variant(
+    rel: TorchRelease,
+    v: TorchVariant,
+    release_ti: list[str],
+    texts: dict[str, str],
+    bm_of: Callable[[str], BuildMatrix | None],
+    pypi_cuda: Callable[[], str | None],
+    rep: Report,
+) -> None:
+    if not v.is_confirmed():
+        return
+    keys = [s for s in v.sources if _is_ti(s)] or ([] if v.sources else release_ti)
+    on_pypi = v.kind == "cuda" and "pypi_torch" in v.sources
+    if not keys and not on_pypi:
+        rep.hand_kept += 1
+        return
+    said: list[str] = []
+    contradicted = False
+    for key in keys:
+        bm = bm_of(key)
+        if bm is None:
+            return
+        build = _channel_for(bm, rel.version)
+        if build is not None and v.index in build.indexes:
+            rep.checked += 1
+            return
+        if build is not None:
+            # The file names this release and lists its builds: a variant outside them is wrong.
+            contradicted = True
+            said.append(f"{_url_of(texts[key])} lists {' '.join(build.indexes)}")
+        else:
+            said.append(f"{_url_of(texts[key])} does not name torch {rel.version}")
+    if on_pypi:
+        cuda = pypi_cuda()
+        if cuda == v.index:
+            rep.checked += 1
+            return
+        said.append(f"the PyPI wheel's Requires-Dist names {cuda or 'no CUDA runtime'}")
+    hand = [s for s in v.sources if not (_is_ti(s) or s.startswith(("ti_rv_", "pypi_")))]
+    if hand and not contradicted:
+        rep.hand_kept += 1  # the machine-readable sources are silent on it; a hand-kept one carries it
+        return
+    rep.checked += 1
+    rep.not_stated.append(f"torch.toml release {rel.version} variant {v.index}: " + "; ".join(said))
+
+
+def _pypi_cuda(rel: TorchRelease, texts: dict[str, str], sources: Sources) -> str | None:
+    """The CUDA of PyPI's own torch wheel of ``rel`` (its cuda-toolkit / nvidia-cuda-runtime pin)."""
+    from rocmkit.matrix.generate import cuda_of_requires
+
+    loc = _index_of(texts.get("pypi_torch", ""))
+    page = sources.page(*loc) if loc else None
+    if page is None:
+        return None
+    linux = sorted(
+        (w for w in _finals(page, "torch", rel.version) if w.is_linux_x86_64()), key=lambda w: w.file.filename
+    )
+    if not linux:
+        return None
+    requires = sources.requires(page, linux[0])
+    return cuda_of_requires(requires) if requires is not None else None
+
+
+def _check_channels(m: Matrix, sources: Sources, rep: Report) -> None:
+    texts = m.sources.get("channels.toml", {})
+    nightly = m.channels.get("nightly")
+    if nightly is not None:
+        for key in (s for s in nightly.sources if _is_ti(s)):
+            url = _url_of(texts.get(key, ""))
+            text = sources.github_file(url) if url else None
+            if text is None:
+                rep.unreadable.append(f"channels.toml [sources] {key}: {url}")
+                continue
+            bm = testinfra.read_build_matrix(text, where=url or key)
+            build = bm.channels.get("nightly")
+            if nightly.is_confirmed("torch_min"):
+                rep.checked += 1
+                if not bm.nightly or _v(nightly.torch_min) != _v(f"{bm.nightly}.dev0"):
+                    rep.not_stated.append(
+                        f"channels.toml nightly torch_min {nightly.torch_min}: {url} has "
+                        f"CURRENT_NIGHTLY_VERSION = {bm.nightly}"
+                    )
+            if build is not None and nightly.is_confirmed("indexes"):
+                rep.checked += 1
+                if set(nightly.indexes) != set(build.indexes):
+                    rep.not_stated.append(
+                        f"channels.toml nightly indexes {' '.join(nightly.indexes)}: {url} lists "
+                        f"{' '.join(build.indexes)}"
+                    )
+    rock = m.channels.get("therock")
+    if rock is None:
+        return
+    for key in rock.sources:
+        if not key.startswith("therock_gen_"):
+            continue
+        url = _url_of(texts.get(key, ""))
+        text = sources.github_file(url) if url else None
+        if text is None:
+            rep.unreadable.append(f"channels.toml [sources] {key}: {url}")
+            continue
+        rep.checked += 1
+        if url and url.endswith(therock.RELEASES_PATH):
+            extras = set(therock.device_extras(text))
+            if set(rock.archs) != extras:
+                rep.not_stated.append(
+                    f"channels.toml therock archs: {url} has device extras for {' '.join(sorted(extras))}"
+                )
+        elif url and url.endswith(therock.RELEASE_MATRIX_PATH):
+            pys = therock.release_pythons(text)
+            if pys and (rock.python_min, rock.python_max) != (pys[0], pys[-1]):
+                rep.not_stated.append(
+                    f"channels.toml therock Python {rock.python_min}-{rock.python_max}: {url} builds "
+                    f"{pys[0]}-{pys[-1]}"
+                )
+
+
+def _v(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None

@@ -1,0 +1,93 @@
+"""`rocmkit matrix check --sources`: each fact re-read from its recorded source."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rocmkit.cli import main
+from rocmkit.matrix import parse_matrix
+from rocmkit.matrix.sourcecheck import Sources, check_sources
+from tests.conftest import DATA, REPO
+
+RECORDING = DATA / "upstream"
+
+
+def _copy(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> Path:
+    folder = tmp_path / "matrices"
+    shutil.copytree(REPO / "matrices", folder)
+    for name, pairs in edits.items():
+        path = folder / name
+        text = path.read_text()
+        for old, new in pairs:
+            assert text.count(old) >= 1, old
+            text = text.replace(old, new, 1)
+        path.write_text(text)
+    return folder
+
+
+def test_the_shipped_data_is_what_its_sources_state() -> None:
+    report = check_sources(parse_matrix(REPO / "matrices"), Sources(RECORDING, offline=True))
+    assert report.not_stated == [] and report.unreadable == []
+    assert report.checked > 200
+
+
+def test_the_wrong_facts_the_audit_found_are_caught(tmp_path: Path) -> None:
+    # The facts the issue names as wrong in the hand-kept data, put back.
+    folder = _copy(
+        tmp_path,
+        {
+            "torch.toml": [
+                ('python_min = "3.8"\npython_max = "3.12"\nreleased = 2024-01-30', 'python_min = "3.8"\npython_max = "3.11"\nreleased = 2024-01-30'),
+                ('  { index = "cu126", sources = ["observed_2026", "ti_626d4e70"] },', '  { index = "cu126", sources = ["observed_2026", "ti_626d4e70"] },\n  { index = "cu128", sources = ["ti_626d4e70"] },'),
+            ],
+            "channels.toml": [
+                ('torch_min = "2.15.0.dev0"', 'torch_min = "2.13.0.dev0"'),
+                ('indexes = ["rocm7.2", "rocm7.14", "cu126", "cu130"', 'indexes = ["rocm7.2", "rocm7.14", "cu126", "cu128", "cu130"'),
+                ('python_min = "3.10"\npython_max = "3.14"\npackages', 'python_min = "3.9"\npython_max = "3.13"\npackages'),
+            ],
+        },
+    )  # fmt: skip
+    text = (folder / "torch.toml").read_text()
+    at = text.index('version = "2.13.0"')
+    (folder / "torch.toml").write_text(
+        text[:at] + text[at:].replace('python_max = "3.14"', 'python_max = "3.15"', 1)
+    )
+    found = "\n".join(check_sources(parse_matrix(folder), Sources(RECORDING, offline=True)).not_stated)
+    assert "release 2.2.0: Python 3.8-3.11, but https://pypi.org/simple/torch/ has CPython 3.8-3.12" in found
+    assert (
+        "release 2.13.0: Python 3.10-3.15, but https://pypi.org/simple/torch/ has CPython 3.10-3.14" in found
+    )
+    assert "release 2.12.0 variant cu128: https://github.com/pytorch/test-infra/blob/626d4e708156/" in found
+    assert "lists rocm7.1 rocm7.2 cu126 cu130 cu132 cpu" in found
+    assert "nightly torch_min 2.13.0.dev0: " in found and "CURRENT_NIGHTLY_VERSION = 2.15.0" in found
+    assert "nightly indexes rocm7.2 rocm7.14 cu126 cu128 cu130" in found
+    assert "therock Python 3.9-3.13:" in found and "builds 3.10-3.14" in found
+
+
+def test_a_source_that_cannot_be_read_is_listed(tmp_path: Path) -> None:
+    recording = tmp_path / "upstream"
+    shutil.copytree(RECORDING, recording)
+    for rev in (recording / "test-infra").iterdir():
+        if rev.name.endswith("626d4e7081564c2af7b8ec0216b808371bc4e970"):
+            shutil.rmtree(rev)
+    report = check_sources(parse_matrix(REPO / "matrices"), Sources(recording, offline=True))
+    assert report.unreadable == [
+        "torch.toml [sources] ti_626d4e70: "
+        "https://github.com/pytorch/test-infra/blob/626d4e708156/tools/scripts/generate_binary_build_matrix.py"
+    ]
+
+
+def test_cli_exit_5_lists_what_is_not_stated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _copy(tmp_path, {"channels.toml": [('torch_min = "2.15.0.dev0"', 'torch_min = "2.13.0.dev0"')]})
+    with pytest.raises(SystemExit) as info:
+        main(["matrix", "check", "--dir", str(folder), "--sources", "--offline", "--from", str(RECORDING)])
+    out, err = capsys.readouterr()
+    assert info.value.code == 5
+    assert "not stated: channels.toml nightly torch_min 2.13.0.dev0" in out
+    assert err.strip() == (
+        "error: 1 facts are not stated by the sources they cite (fix: correct them (or their sources) "
+        "and run `rocmkit matrix refresh --write`)"
+    )
