@@ -74,7 +74,10 @@ def _resolve(
     fallbacks += [
         (url, True) for url in dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
     ]
-    return check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
+    checked = check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
+    for seen in checked.reasons[len(plan.reasons) :]:
+        _echo(f"rocmkit: {seen}")
+    return checked
 
 
 @click.command("install")

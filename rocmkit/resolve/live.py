@@ -296,7 +296,10 @@ def check_plan(
                 return current
             return _noted(
                 current,
-                reasons=[f"{holder.url} serves torch {pin} for Python {python} ({holder.detail})"],
+                reasons=[
+                    (f"{torch_url} {seen[torch_url].detail}; " if not direct else "")
+                    + f"{holder.url} serves torch {pin} for Python {python} ({holder.detail})"
+                ],
                 warnings=_newer(m, answering, pin),
             )
         if any(s.serves(pin, python) for s in answering):
