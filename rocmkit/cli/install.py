@@ -61,7 +61,7 @@ def _resolve(
         torch=torch, rocm=rocm, python=python, channel=channel, cpu=cpu, index_base=index_base
     )
     plan = resolve(machine, constraints)
-    from rocmkit.resolve.live import check_plan, offline_requested
+    from rocmkit.resolve.live import check_plan, offline_requested, seen_lines
 
     if offline_requested():
         return plan
@@ -75,7 +75,7 @@ def _resolve(
         (url, True) for url in dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
     ]
     checked = check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
-    for seen in checked.reasons[len(plan.reasons) :]:
+    for seen in seen_lines(checked):
         _echo(f"rocmkit: {seen}")
     return checked
 

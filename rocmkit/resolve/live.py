@@ -51,6 +51,7 @@ INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"  # as rocmkit.resolve.core reads it
 TIMEOUT_S = 2.0
 TTL_S = 15 * 60
 DOWN_TTL_S = 5 * 60
+SAID = "index check: "  # how the live check's reasons start
 _ROUNDS = 6  # each round reads only indexes not read before, so this bounds nothing real
 
 Build = tuple[str, str]  # ("2.13.0+cpu", "3.11")
@@ -348,8 +349,14 @@ def _newer(m: Matrix, answering: list[Seen], pin: str) -> list[str]:
 
 def _carried(plan: Plan) -> list[str]:
     """The live-check reasons of an earlier round (what was seen stays said)."""
-    return [r for r in plan.reasons if "planned" in r and ("serve" in r)]
+    return seen_lines(plan)
 
 
 def _noted(plan: Plan, *, reasons: Sequence[str] = (), warnings: Sequence[str] = ()) -> Plan:
-    return dataclasses.replace(plan, reasons=(*plan.reasons, *reasons), warnings=(*plan.warnings, *warnings))
+    said = tuple(r if r.startswith(SAID) else SAID + r for r in reasons)
+    return dataclasses.replace(plan, reasons=(*plan.reasons, *said), warnings=(*plan.warnings, *warnings))
+
+
+def seen_lines(plan: Plan) -> list[str]:
+    """What the live check said about ``plan`` (for install's log)."""
+    return [r for r in plan.reasons if r.startswith(SAID)]

@@ -185,3 +185,27 @@ def test_a_hung_index_fails_in_seconds_not_minutes(
     assert code == 9, err
     assert f"package index {url} did not answer (no answer within 1 s)" in err
     assert elapsed < 15
+
+
+def test_install_holds_the_plan_to_what_the_users_sources_hold(
+    tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shape of the build machines: the PyTorch index does not answer, the user's index
+    (PyPI there) serves torch without a local version (CUDA builds), and a find-links folder
+    holds an older CPU build. The plan names that CPU build, never PyPI's CUDA one nor a
+    version no source holds, and pip's dry run and install agree."""
+    monkeypatch.delenv("ROCMKIT_OFFLINE")
+    house = tmp_path / "site-wheels"
+    make_torch_set(house, "2.12.1+cpu")
+    root = tmp_path / "pypi"
+    for version in ("2.13.0", "2.14.1"):
+        make_torch_set(root / "simple" / "torch", version, cuda="13.0")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(house))
+    with IndexServer(root) as pypi:
+        monkeypatch.setenv("PIP_INDEX_URL", f"{pypi.url}/simple")
+        venv = tmp_path / "venv"
+        code, _, err = rk(capsys, "--venv", str(venv), "--installer", "pip")
+    assert code == 0, err
+    assert f"do(es) not serve torch 2.13.0+cpu for Python {PY}: planned 2.12.1+cpu instead" in err
+    assert "rocmkit: plan cpu: torch==2.12.1+cpu" in err
+    assert "verified: torch 2.12.1+cpu" in err
