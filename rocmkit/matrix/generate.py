@@ -372,6 +372,10 @@ def _variants(
             v["unconfirmed"] = unconf
         else:
             v.pop("unconfirmed", None)
+        if index in build.linux_only:
+            v["linux_only"] = True
+        else:
+            v.pop("linux_only", None)
         result[index] = v
     for index, v in by_index.items():
         if _own_confirmed(v):

@@ -382,7 +382,7 @@ def _parse_releases(
                 vdata,
                 file=file,
                 where=f"release {version!r} variant #{j + 1}",
-                keys=("index", "triton", "archs", "interpreter_triton"),
+                keys=("index", "triton", "archs", "interpreter_triton", "linux_only"),
                 sources=src,
                 name_key="index",
             )
@@ -408,6 +408,7 @@ def _parse_releases(
                 kind=kind,
                 triton=_requirement_pin(vrow, "triton"),
                 interpreter_triton=_requirement_pin(vrow, "interpreter_triton"),
+                linux_only=bool(vrow.opt_bool("linux_only")),
                 archs=archs,
                 sources=vrow.source_keys(required=False) or row.source_keys(),
                 unconfirmed=vrow.unconfirmed(),

@@ -102,6 +102,9 @@ class TorchVariant(Fact):
     # CPU: the PyPI Triton that runs rocmkit's smoke kernels under TRITON_INTERPRET=1
     # with this CPU build (CPU wheels pin no Triton; a plan offers it as a companion).
     interpreter_triton: str | None = None
+    # Built for Linux only (no Windows wheel), e.g. cu129 for 2.9.1-2.11.0: test-infra's
+    # CUDA_ARCHES_NO_WINDOWS, or a CUDA version its build script adds for Linux alone.
+    linux_only: bool = False
 
     @property
     def rocm(self) -> str | None:

@@ -62,6 +62,7 @@ VARIANT_ORDER = (
     "triton",
     "interpreter_triton",
     "archs",
+    "linux_only",
     "sources",
     "confirmed",
     "unconfirmed",

@@ -117,7 +117,7 @@ def torch_lines(m: Matrix, spec: str) -> list[str]:
             f"torch {rel.version}: torchvision {vision}, torchaudio {audio}, Python {rel.python_min}-{rel.python_max}"
         )
         for v in rel.variants:
-            line = f"  {v.index:<10}{_mark(v)}"
+            line = f"  {v.index:<10}{_mark(v)}" + (" (Linux only)" if v.linux_only else "")
             if v.triton:
                 line += f" triton: {v.triton}{_mark(v, 'triton')}"
             if v.archs:

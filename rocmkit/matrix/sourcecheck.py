@@ -170,7 +170,7 @@ def _finals(page: ProjectPage, name: str, version: str) -> list[Wheel]:
 def _channel_for(bm: BuildMatrix, version: str) -> ChannelBuild | None:
     for channel, attr in _CHANNEL_OF.items():
         if getattr(bm, attr) == version and channel in bm.channels:
-            return bm.channels[channel]
+            return testinfra.with_linux_extra(bm.channels[channel], bm.linux_extra)
     return None
 
 

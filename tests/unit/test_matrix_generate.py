@@ -127,6 +127,14 @@ def test_generated_facts_the_issue_names() -> None:
     assert rel["2.13.0"].python_max == "3.14"  # no cp315 wheel exists
     assert rel["2.12.0"].variant("cu128") is None  # never built
     assert rel["2.2.0"].python_max == "3.12"
+    # Linux-only builds: cu129 from 2.9.1 to 2.11.0 (test-infra appends 12.9 for Linux), cu134 (no Windows).
+    for version in ("2.9.1", "2.10.0", "2.11.0"):
+        cu129 = rel[version].variant("cu129")
+        assert cu129 is not None and cu129.linux_only and cu129.is_confirmed(), version
+    assert rel["2.9.0"].variant("cu129") is None and rel["2.12.0"].variant("cu129") is None
+    cu134 = rel["2.15.0"].variant("cu134")
+    assert cu134 is not None and cu134.linux_only
+    assert not any(v.linux_only for v in rel["2.13.0"].variants)
     assert (rel["2.14.0"].torchvision, rel["2.14.1"].torchvision, rel["2.15.0"].torchvision) == (
         "0.29.0",
         "0.29.1",

@@ -53,6 +53,9 @@ class BuildMatrix:
     nightly: str | None
     channels: dict[str, ChannelBuild]
     no_windows: tuple[str, ...] = ()  # CUDA versions built for Linux only
+    # CUDA versions the script appends for Linux builds of the non-release channels (the
+    # test channel builds the release's wheels): 2025-11 to 2026-03, "12.9".
+    linux_extra: tuple[str, ...] = ()
 
 
 def cuda_tag(version: str) -> str:
@@ -97,6 +100,18 @@ def _version(value: object, *, where: str, key: str) -> str:
     return value
 
 
+# `if channel != "release" and (os == LINUX or ...):  # comments  CUDA_ARCHES.append("12.9")`
+_LINUX_EXTRA = re.compile(
+    r'if\s*\(?\s*channel\s*!=\s*"release"[^:]*?\bLINUX\b[^:]*:\s*\n'
+    r'(?:\s*#[^\n]*\n)*\s*CUDA_ARCHES\.append\(\s*"(\d+\.\d+)"\s*\)'
+)
+
+
+def with_linux_extra(build: ChannelBuild, extra: tuple[str, ...]) -> ChannelBuild:
+    more = tuple(c for c in extra if c not in build.cuda)
+    return ChannelBuild(cuda=(*build.cuda, *more), rocm=build.rocm, pythons=build.pythons) if more else build
+
+
 def read_build_matrix(text: str, *, where: str = BUILD_MATRIX_PATH) -> BuildMatrix:
     """The channels and versions in one revision of generate_binary_build_matrix.py."""
     vals = _assignments(text, where=where)
@@ -121,12 +136,14 @@ def read_build_matrix(text: str, *, where: str = BUILD_MATRIX_PATH) -> BuildMatr
     cand = vals.get("CURRENT_CANDIDATE_VERSION")
     night = vals.get("CURRENT_NIGHTLY_VERSION")
     no_win = vals.get("CUDA_ARCHES_NO_WINDOWS", [])
+    extra = tuple(m.group(1) for m in _LINUX_EXTRA.finditer(text))
     return BuildMatrix(
         stable=_version(vals.get("CURRENT_STABLE_VERSION"), where=where, key="CURRENT_STABLE_VERSION"),
         candidate=_version(cand, where=where, key="CURRENT_CANDIDATE_VERSION") if cand is not None else None,
         nightly=_version(night, where=where, key="CURRENT_NIGHTLY_VERSION") if night is not None else None,
         channels=channels,
         no_windows=_strs(no_win, where=where, key="CUDA_ARCHES_NO_WINDOWS") if no_win else (),
+        linux_extra=extra,
     )
 
 
@@ -173,14 +190,14 @@ def releases_from_history(snapshots: Iterable[Snapshot]) -> dict[str, ReleaseBui
             bm = read_build_matrix(snap.text, where=snap.url())
         except DataError:
             continue  # a revision in the middle of a refactor; its neighbours carry the facts
-        linux_only = tuple(cuda_tag(c) for c in bm.no_windows)
+        linux_only = tuple(cuda_tag(c) for c in (*bm.no_windows, *bm.linux_extra))
         # The first revision shows a release that went live before the history starts: not its go-live.
         if i == 0:
             out[bm.stable] = None  # type: ignore[assignment]
         elif bm.stable not in out and "release" in bm.channels:
             out[bm.stable] = ReleaseBuild(
                 version=bm.stable,
-                build=bm.channels["release"],
+                build=with_linux_extra(bm.channels["release"], bm.linux_extra),
                 channel="release",
                 snapshot=snap,
                 linux_only=linux_only,
@@ -192,7 +209,7 @@ def releases_from_history(snapshots: Iterable[Snapshot]) -> dict[str, ReleaseBui
                 if prev is None or prev.channel == "nightly" or ch == "test":
                     pending[version] = ReleaseBuild(
                         version=version,
-                        build=bm.channels[ch],
+                        build=with_linux_extra(bm.channels[ch], bm.linux_extra),
                         channel=ch,
                         snapshot=snap,
                         linux_only=linux_only,
