@@ -42,8 +42,26 @@ def cli() -> None:
     "checkout's, when there is one); sources not recorded are read live.",
 )
 @click.option("--offline", is_flag=True, help="With --sources: read recorded sources only.")
+@click.option(
+    "--test-infra",
+    "ti_clone",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --sources: a clone of pytorch/test-infra to read cited revisions from.",
+)
+@click.option(
+    "--therock",
+    "rock_clone",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --sources: a clone of ROCm/TheRock.",
+)
 def check(
-    directory: Path | None, unconfirmed: bool, with_sources: bool, recording: Path | None, offline: bool
+    directory: Path | None,
+    unconfirmed: bool,
+    with_sources: bool,
+    recording: Path | None,
+    offline: bool,
+    ti_clone: Path | None,
+    rock_clone: Path | None,
 ) -> None:
     """Validate every matrix file (and build.toml / images.toml where rocmkit has their loaders)."""
     from rocmkit.matrix import parse_matrix
@@ -63,10 +81,11 @@ def check(
         for line in lines:
             click.echo(f"  {line}")
     if with_sources:
-        _check_sources(m, recording, offline)
+        clones = {k: v for k, v in (("test-infra", ti_clone), ("TheRock", rock_clone)) if v is not None}
+        _check_sources(m, recording, offline, clones)
 
 
-def _check_sources(m: object, recording: Path | None, offline: bool) -> None:
+def _check_sources(m: object, recording: Path | None, offline: bool, clones: dict[str, Path]) -> None:
     from rocmkit.errors import DataError
     from rocmkit.matrix import Matrix
     from rocmkit.matrix.sourcecheck import Sources, check_sources
@@ -76,7 +95,7 @@ def _check_sources(m: object, recording: Path | None, offline: bool) -> None:
     if recording is None:
         checkout = shipped_matrices_dir().parent / "tests" / "data" / "upstream"
         recording = checkout if checkout.is_dir() else None
-    report = check_sources(m, Sources(recording, offline=offline))
+    report = check_sources(m, Sources(recording, offline=offline, clones=clones))
     for line in report.lines():
         click.echo(line)
     if report.not_stated:
@@ -119,7 +138,8 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> Non
 
     # Which data, and how old: a message (stderr), so stdout stays the table.
     click.echo(
-        origin_line(m, directory or matrices_dir(), "from --dir" if directory else matrices_origin()), err=True
+        origin_line(m, directory or matrices_dir(), "from --dir" if directory else matrices_origin()),
+        err=True,
     )
     lines: list[str] = []
     if torch_spec:

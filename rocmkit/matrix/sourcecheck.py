@@ -72,8 +72,16 @@ class Report:
 class Sources:
     """Reads a source: from the recording when it holds it, else live (unless offline)."""
 
-    def __init__(self, recording: Path | None, *, offline: bool, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        recording: Path | None,
+        *,
+        offline: bool,
+        timeout: float = 10.0,
+        clones: dict[str, Path] | None = None,
+    ) -> None:
         self.recording = recording
+        self.clones = clones or {}  # "test-infra" / "TheRock" -> a git clone
         self.offline = offline
         self.timeout = timeout
         self._files: dict[str, str | None] = {}
@@ -88,6 +96,10 @@ class Sources:
         if m:
             owner, repo, commit, path = m.groups()
             text = self._recorded_file(repo, commit, path)
+            if text is None and repo in self.clones:
+                from rocmkit.matrix.upstream.history import git_file
+
+                text = git_file(self.clones[repo], commit, path)
             if text is None and not self.offline:
                 raw = f"https://raw.githubusercontent.com/{owner}/{repo}/{commit}/{path}"
                 try:
@@ -322,6 +334,8 @@ def _check_variant(
         if cuda == v.index:
             rep.checked += 1
             return
+        if cuda == UNREAD:
+            return  # the page is listed as unreadable; nothing can be said
         said.append(f"the PyPI wheel's Requires-Dist names {cuda or 'no CUDA runtime'}")
     hand = [s for s in v.sources if not (_is_ti(s) or s.startswith(("ti_rv_", "pypi_")))]
     if hand and not contradicted:
@@ -331,21 +345,25 @@ def _check_variant(
     rep.not_stated.append(f"torch.toml release {rel.version} variant {v.index}: " + "; ".join(said))
 
 
+UNREAD = "?"  # the PyPI page or the wheel's metadata could not be read
+
+
 def _pypi_cuda(rel: TorchRelease, texts: dict[str, str], sources: Sources) -> str | None:
-    """The CUDA of PyPI's own torch wheel of ``rel`` (its cuda-toolkit / nvidia-cuda-runtime pin)."""
+    """The CUDA of PyPI's own torch wheel of ``rel`` (its cuda-toolkit / nvidia-cuda-runtime pin);
+    None when it names none, ``UNREAD`` when it cannot be read."""
     from rocmkit.matrix.generate import cuda_of_requires
 
     loc = _index_of(texts.get("pypi_torch", ""))
     page = sources.page(*loc) if loc else None
     if page is None:
-        return None
+        return UNREAD
     linux = sorted(
         (w for w in _finals(page, "torch", rel.version) if w.is_linux_x86_64()), key=lambda w: w.file.filename
     )
     if not linux:
         return None
     requires = sources.requires(page, linux[0])
-    return cuda_of_requires(requires) if requires is not None else None
+    return cuda_of_requires(requires) if requires is not None else UNREAD
 
 
 def _check_channels(m: Matrix, sources: Sources, rep: Report) -> None:

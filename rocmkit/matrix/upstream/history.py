@@ -41,6 +41,12 @@ def git_head(repo: Path, path: str) -> Snapshot:
     return Snapshot(commit=commit, date=date, text=_git(repo, "show", f"{commit}:{path}"))
 
 
+def git_file(repo: Path, commit: str, path: str) -> str | None:
+    """``path`` at ``commit`` (abbreviated is fine) in the clone ``repo``; None when it has neither."""
+    res = runner.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], timeout=GIT_TIMEOUT_S)
+    return res.stdout if res.ok else None
+
+
 def recorded_history(folder: Path, path: str) -> list[Snapshot]:
     """The revisions of ``path`` recorded under ``folder`` (``<date>_<commit>/<path>``), oldest first."""
     out: list[Snapshot] = []
