@@ -172,7 +172,8 @@ def observe_one(source: str, *, is_index: bool = True, timeout: float, cache: Pa
     except NetworkError as exc:
         if path is not None:
             _write_cache(path, {"url": page, "fetched": now, "answered": False})
-        return Seen(url=source, answered=False, detail=f"did not answer: {exc.message}")
+        why = exc.message.removeprefix(page).strip().removeprefix("does not answer: ")
+        return Seen(url=source, answered=False, detail=f"did not answer ({why})")
     if path is not None:
         _write_cache(
             path, {"url": page, "fetched": now, "answered": True, "etag": etag, "builds": sorted(builds)}
