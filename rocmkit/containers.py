@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from rocmkit.arch import GpuBackend
 from rocmkit.errors import UsageError
 from rocmkit.matrix.fields import Row, check_keys, did_you_mean, parse_release, read_sources, rows
 from rocmkit.matrix.load import read_toml
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from rocmkit.matrix.model import TorchRelease
 
 FILE = "images.toml"
-Kind = Literal["rocm", "cuda"]
 # Level-0 checks about the host's kernel, devices and groups: at build time they
 # describe the build machine (no /dev/kfd, its own kernel command line), so the
 # image build leaves them out; the entrypoint's doctor runs them on the node.
@@ -49,7 +49,7 @@ BUILD_TIME_SKIP = (
     "env.pcie_atomics",
     "env.virtual_gpu",
 )
-LABELS: dict[Kind, str] = {"rocm": "ROCm", "cuda": "CUDA"}
+LABELS: dict[GpuBackend, str] = {"rocm": "ROCm", "cuda": "CUDA"}
 # Where rocmkit and the torch build it installs live inside an image.
 VENV = "/opt/rocmkit"
 # AMD's sample `docker run` gives PyTorch 4 GiB+ of /dev/shm (Docker's default is 64 MiB).
@@ -60,7 +60,7 @@ RUN_FLAGS = (
 
 @dataclass(frozen=True, kw_only=True)
 class BaseImage:
-    kind: Kind
+    kind: GpuBackend
     release: str  # the minor release the torch index names: "6.2", "12.4"
     version: str  # what the image ships: "6.2.4"
     image: str  # "rocm/dev-ubuntu-22.04:6.2.4"
@@ -88,7 +88,7 @@ class Images:
     specs: tuple[ImageSpec, ...]
     sources: dict[str, str]
 
-    def base(self, kind: Kind, release: str) -> BaseImage:
+    def base(self, kind: GpuBackend, release: str) -> BaseImage:
         for b in self.bases:
             if b.kind == kind and b.release == release:
                 return b
@@ -122,7 +122,7 @@ def parse_images(path: Path) -> Images:
     check_keys(doc, ("schema", "sources", "rocm", "cuda", "image"), file=file, where="top level")
     src = read_sources(doc, file=file)
     bases: list[BaseImage] = []
-    base_kinds: tuple[Kind, ...] = ("rocm", "cuda")
+    base_kinds: tuple[GpuBackend, ...] = ("rocm", "cuda")
     for base_kind in base_kinds:
         seen: set[str] = set()
         for i, data in enumerate(rows(doc, base_kind, file=file)):

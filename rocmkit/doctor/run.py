@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rocmkit import __version__
+from rocmkit.arch import Backend
 from rocmkit.doctor import isolate
 from rocmkit.doctor.absent import absent_gate, install_torch_remedy
 from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS, PythonEnv, this_python
-from rocmkit.doctor.registry import Backend, Check, CheckContext, load_checks
+from rocmkit.doctor.registry import Check, CheckContext, load_checks
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine

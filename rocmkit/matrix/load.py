@@ -11,10 +11,11 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from rocmkit import arch as gfx
+from rocmkit.arch import Backend
 from rocmkit.errors import DataError
 from rocmkit.matrix.fields import FIX, Row, check_keys, did_you_mean, parse_release, read_sources, rows
 from rocmkit.matrix.model import (
-    BackendKind,
     Channel,
     CudaToolkit,
     FamilyIndex,
@@ -39,7 +40,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 FILES = ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml")
 SCHEMA = 1
 
-_ARCH = re.compile(r"^gfx[0-9]{2,3}[0-9a-f]$")
 _PCI = re.compile(r"^0x[0-9a-f]{4}$")
 _INDEX = re.compile(r"^(rocm\d+(\.\d+){1,2}|cu\d{3}|cpu)$")
 
@@ -144,15 +144,15 @@ def _parse_archs(doc: dict[str, Any], src: dict[str, str]) -> dict[str, GfxArch]
         row = Row(data, file=file, where=f"arch #{i + 1}", keys=keys, sources=src, name_key="name")
         name = row.string("name")
         row.where = f"arch {name!r}"
-        if not _ARCH.match(name):
+        if gfx.parse_gfx(name) != name:
             raise row.error(f"name {name!r} is not a gfx target like 'gfx1100' or 'gfx90a'")
         _unique(out, name, file=file, what="arch")
         override = row.opt_release("hsa_override")
-        if override is not None and len(override.split(".")) != 3:
+        if override is not None and gfx.override_to_gfx(override) is None:
             raise row.error(f"hsa_override = {override!r} must be major.minor.stepping like '10.3.0'")
         out[name] = GfxArch(
             name=name,
-            family=name[:-1],
+            family=gfx.family(name),
             generation=row.string("generation"),
             integrated=row.opt_bool("integrated"),
             products=row.strings("products", required=True),
@@ -391,7 +391,7 @@ def _parse_releases(
             if not _INDEX.match(index):
                 raise vrow.error(f"index {index!r} must be like 'rocm6.2', 'cu124' or 'cpu'")
             _unique(variants, index, file=file, what=f"variant in release {version!r}:")
-            kind: BackendKind = (
+            kind: Backend = (
                 "rocm" if index.startswith("rocm") else "cuda" if index.startswith("cu") else "cpu"
             )
             archs: tuple[str, ...] = ()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rocmkit.arch import base_arch, override_to_gfx
 from rocmkit.doctor.checks import kernels as kchecks
 from rocmkit.doctor.checks.attention import attention_flops
 from rocmkit.doctor.result import Status
@@ -17,7 +18,7 @@ from rocmkit.kernels import bench, harness, runtime, targets
 from rocmkit.kernels.compare import Comparison
 from rocmkit.kernels.metrics import copy_bytes, gb_per_s, median, perf_verdict, tflop_per_s
 from rocmkit.kernels.sizes import GPU, INTERPRETER, kernel_sizes
-from rocmkit.kernels.tolerance import TABLE, Tolerance, base_arch, tolerance
+from rocmkit.kernels.tolerance import TABLE, Tolerance, tolerance
 
 # --- tolerances -----------------------------------------------------------------
 
@@ -372,7 +373,7 @@ def test_parse_target_refuses_what_is_not_an_arch(text: str) -> None:
     ],
 )
 def test_override_arch(value: str | None, want: str | None) -> None:
-    assert targets.override_arch(value) == want
+    assert override_to_gfx(value) == want
 
 
 def _ctx(**kw: object):  # type: ignore[no-untyped-def]
