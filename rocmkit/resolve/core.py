@@ -9,7 +9,6 @@ from the matrix only; every choice adds a reason, every doubt a warning.
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from packaging.version import Version
@@ -17,6 +16,7 @@ from packaging.version import Version
 from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease, TorchVariant, load_matrix
+from rocmkit.packages import COMPANIONS, requirement_name
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
@@ -25,18 +25,12 @@ INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"
 
 # Projects a plan installs alongside torch that torch itself does not need (doctor and
 # torch.compile run without them): install may leave them out, never torch or Triton.
-COMPANION_PROJECTS = ("torchvision", "torchaudio")
-_PROJECT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+COMPANION_PROJECTS: tuple[str, ...] = COMPANIONS
 
 
 def companions_of(requirements: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """The requirements (as written) that name a companion project: ``Plan.companions``."""
-    out = []
-    for req in requirements:
-        match = _PROJECT.match(req)
-        if match and re.sub(r"[-_.]+", "-", match.group(1)).lower() in COMPANION_PROJECTS:
-            out.append(req)
-    return tuple(out)
+    return tuple(req for req in requirements if requirement_name(req) in COMPANIONS)
 
 
 def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None = None) -> Plan:

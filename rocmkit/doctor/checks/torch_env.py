@@ -24,9 +24,10 @@ from rocmkit.arch import base_arch, override_to_gfx
 from rocmkit.doctor.absent import install_torch_remedy, pip_index
 from rocmkit.doctor.checks import archs
 from rocmkit.doctor.checks.outcome import result
-from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS, this_python, triton_pin
+from rocmkit.doctor.python_env import this_python, triton_pin
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status, exception_line
+from rocmkit.packages import TRITON_DISTRIBUTIONS
 
 
 def _version(dist: str) -> str | None:
