@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 
 from rocmkit.arch import GpuBackend
 from rocmkit.errors import UsageError
-from rocmkit.matrix.fields import Row, check_keys, did_you_mean, parse_release, read_sources, rows
-from rocmkit.matrix.load import read_toml
+from rocmkit.matrix.fields import Row, check_keys, did_you_mean, parse_release, read_sources, read_toml, rows
 from rocmkit.paths import matrices_dir
 
 if TYPE_CHECKING:

@@ -1,27 +1,22 @@
 """The source references in ``matrices/build.toml``: which repository, tag and pin make a release.
 
-Loaded once (cached), validated on load: an unknown key is an error with a "did you mean", a
-missing key or a wrong type names the file and the entry. Code never holds these facts itself.
+Written in the dialect of every file in matrices/ (``schema = 1``, a ``[sources]`` table, rows
+that name their sources by key, ``confirmed``) and read with the same strict readers
+(:mod:`rocmkit.matrix.fields`): an unknown key is an error with a "did you mean", a missing key
+or a wrong type names the file and the entry. Loaded once (cached). Code never holds these facts.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from rocmkit.errors import DataError, NoPlanError
+from rocmkit.matrix.fields import FIX, SCHEMA, Row, check_keys, did_you_mean, read_sources, read_toml
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
-SCHEMA = "rocmkit.build/1"
 FILE_NAME = "build.toml"
 
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
@@ -107,105 +102,68 @@ def _version_key(key: str) -> tuple[int, ...]:
     return tuple(int(p) for p in key.split("."))
 
 
-_SECTIONS: dict[str, type] = {"torch": TorchRef, "triton": TritonRef, "torchvision": VisionRef}
-_OPTIONAL = {"commit", "version"}
+# The keys of each section: required first, then optional.
+_SECTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "torch": (("repo", "tag", "requirements"), ()),
+    "triton": (("repo", "pin_file", "setup_dir"), ("version", "commit")),
+    "torchvision": (("repo", "tag"), ()),
+}
+_TAG = re.compile(r"^v\d+\.\d+\.\d+$")
 
 
-def _where(path: Path, entry: str) -> str:
-    return f"{path}: {entry}"
-
-
-def _unknown(path: Path, entry: str, key: str, allowed: list[str]) -> DataError:
-    close = difflib.get_close_matches(key, allowed, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"allowed keys: {', '.join(sorted(allowed))}"
-    return DataError(f"{_where(path, entry)}: unknown key '{key}' ({hint})", f"fix {path.name}")
-
-
-def _section(path: Path, rel_key: str, name: str, raw: Any) -> Any:
-    cls = _SECTIONS[name]
-    entry = f'release."{rel_key}".{name}'
-    if not isinstance(raw, dict):
-        raise DataError(f"{_where(path, entry)}: must be a table", f"fix {path.name}")
-    allowed = [f.name for f in fields(cls)]
-    for key in raw:
-        if key not in allowed:
-            raise _unknown(path, entry, key, allowed)
-    values: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name not in raw:
-            if f.name in _OPTIONAL:
-                values[f.name] = None
-                continue
-            raise DataError(f"{_where(path, entry)}: missing key '{f.name}'", f"fix {path.name}")
-        value = raw[f.name]
-        want = bool if f.name == "confirmed" else str
-        if not isinstance(value, want):
-            raise DataError(
-                f"{_where(path, entry)}: '{f.name}' must be a {want.__name__}, not {value!r}",
-                f"fix {path.name}",
-            )
-        values[f.name] = value
-    if name in {"torch", "torchvision"} and not re.match(r"^v\d+\.\d+\.\d+$", values["tag"]):
-        raise DataError(f"{_where(path, entry)}: tag {values['tag']!r} is not vX.Y.Z", f"fix {path.name}")
-    if name == "triton" and values.get("commit") is not None and not _HEX.match(values["commit"]):
-        raise DataError(
-            f"{_where(path, entry)}: commit {values['commit']!r} is not a 7-40 digit lower-case hex hash",
-            f"fix {path.name}",
-        )
-    if not values["source"].strip():
-        raise DataError(f"{_where(path, entry)}: 'source' is empty", "every fact needs a source")
+def _section(rel_key: str, name: str, raw: Any, sources: dict[str, str], file: str) -> Any:
+    required, optional = _SECTIONS[name]
+    row = Row(raw, file=file, where=f'release."{rel_key}".{name}', keys=(*required, *optional), sources=sources)
+    values: dict[str, Any] = {key: row.string(key) for key in required}
+    values.update({key: row.opt_string(key) for key in optional})
+    if "tag" in values and not _TAG.match(values["tag"]):
+        raise row.error(f"tag {values['tag']!r} is not vX.Y.Z")
+    if values.get("commit") is not None and not _HEX.match(values["commit"]):
+        raise row.error(f"commit {values['commit']!r} is not a 7-40 digit lower-case hex hash")
+    keys = row.source_keys()
+    values["source"] = "; ".join(sources[k] for k in keys)
+    values["confirmed"] = not row.unconfirmed()
+    cls = {"torch": TorchRef, "triton": TritonRef, "torchvision": VisionRef}[name]
     return cls(**values)
 
 
 def parse_build_matrix(data: Any, path: Path) -> BuildMatrix:
     """Validate parsed TOML and build the typed matrix; any problem is a DataError naming the entry."""
+    file = path.name
     if not isinstance(data, dict):
-        raise DataError(f"{path}: not a table", f"fix {path.name}")
-    for key in data:
-        if key not in {"schema", "release"}:
-            raise _unknown(path, "top level", key, ["schema", "release"])
+        raise DataError(f"{file}: not a table", FIX)
+    check_keys(data, ("schema", "sources", "release"), file=file, where="top level")
     if data.get("schema") != SCHEMA:
-        raise DataError(f"{path}: schema is {data.get('schema')!r}, expected {SCHEMA!r}", f"fix {path.name}")
+        raise DataError(f"{file}: schema = {data.get('schema')!r}, this rocmkit reads schema = {SCHEMA}", FIX)
+    sources = read_sources(data, file=file)
     raw_releases = data.get("release")
     if not isinstance(raw_releases, dict) or not raw_releases:
-        raise DataError(f'{path}: no [release."X.Y"] tables', f"fix {path.name}")
+        raise DataError(f'{file}: no [release."X.Y"] tables', FIX)
     releases: dict[str, Release] = {}
     for rel_key, raw in raw_releases.items():
+        where = f'release."{rel_key}"'
         if not _RELEASE_KEY.match(rel_key):
-            raise DataError(f'{path}: release."{rel_key}": key must be "X.Y"', f"fix {path.name}")
+            raise DataError(f'{file}: {where}: key must be "X.Y"', FIX)
         if not isinstance(raw, dict):
-            raise DataError(f'{path}: release."{rel_key}" must be a table', f"fix {path.name}")
-        for key in raw:
-            if key not in _SECTIONS:
-                raise _unknown(path, f'release."{rel_key}"', key, list(_SECTIONS))
+            raise DataError(f"{file}: {where} must be a table", FIX)
+        check_keys(raw, tuple(_SECTIONS), file=file, where=where)
         for name in _SECTIONS:
             if name not in raw:
-                raise DataError(f'{path}: release."{rel_key}": missing [{name}] section', f"fix {path.name}")
-        torch = _section(path, rel_key, "torch", raw["torch"])
+                raise DataError(f"{file}: {where}: missing [{name}] section{did_you_mean(name, raw)}", FIX)
+        torch = _section(rel_key, "torch", raw["torch"], sources, file)
         if not torch.version.startswith(rel_key + "."):
-            raise DataError(
-                f'{path}: release."{rel_key}".torch: tag {torch.tag} does not belong to {rel_key}',
-                f"fix {path.name}",
-            )
+            raise DataError(f"{file}: {where}.torch: tag {torch.tag} does not belong to {rel_key}", FIX)
         releases[rel_key] = Release(
             key=rel_key,
             torch=torch,
-            triton=_section(path, rel_key, "triton", raw["triton"]),
-            torchvision=_section(path, rel_key, "torchvision", raw["torchvision"]),
+            triton=_section(rel_key, "triton", raw["triton"], sources, file),
+            torchvision=_section(rel_key, "torchvision", raw["torchvision"], sources, file),
         )
     return BuildMatrix(path=path, releases=releases)
 
 
 def read_build_matrix(path: Path) -> BuildMatrix:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}", "reinstall rocmkit") from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(f"{path}: invalid TOML: {exc}", f"fix {path.name}") from exc
-    return parse_build_matrix(data, path)
+    return parse_build_matrix(read_toml(path), path)
 
 
 @lru_cache(maxsize=4)

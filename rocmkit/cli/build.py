@@ -23,10 +23,8 @@ def _cores() -> int | None:
 
 
 def _nvidia_cc_lookup(name: str) -> str | None:
-    try:
-        from rocmkit.matrix import load_matrix  # type: ignore[import-not-found,import-untyped,unused-ignore]
-    except ImportError:
-        return None
+    from rocmkit.matrix import load_matrix
+
     result: str | None = load_matrix().nvidia_compute_capability(name)
     return result
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,16 @@ from packaging.version import InvalidVersion, Version
 from rocmkit import arch as gfx
 from rocmkit.arch import Backend
 from rocmkit.errors import DataError
-from rocmkit.matrix.fields import FIX, Row, check_keys, did_you_mean, parse_release, read_sources, rows
+from rocmkit.matrix.fields import (
+    FIX,
+    Row,
+    check_keys,
+    did_you_mean,
+    parse_release,
+    read_sources,
+    read_toml,
+    rows,
+)
 from rocmkit.matrix.model import (
     Channel,
     CudaToolkit,
@@ -33,13 +41,7 @@ from rocmkit.matrix.model import (
 from rocmkit.packages import parse_pin
 from rocmkit.paths import matrices_dir
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
-
 FILES = ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml")
-SCHEMA = 1
 
 _PCI = re.compile(r"^0x[0-9a-f]{4}$")
 _INDEX = re.compile(r"^(rocm\d+(\.\d+){1,2}|cu\d{3}|cpu)$")
@@ -57,25 +59,6 @@ def _load_cached(directory: str) -> Matrix:
 
 def clear_cache() -> None:
     _load_cached.cache_clear()
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(
-            f"matrix file {path} is missing", "reinstall rocmkit or set ROCMKIT_MATRICES_DIR"
-        ) from None
-    except OSError as exc:
-        raise DataError(f"cannot read matrix file {path}: {exc.strerror}", "check its permissions") from None
-    try:
-        doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path.name}: not valid TOML: {exc}", FIX) from None
-    schema = doc.get("schema")
-    if schema != SCHEMA:
-        raise DataError(f"{path.name}: schema = {schema!r}, this rocmkit reads schema = {SCHEMA}", FIX)
-    return doc
 
 
 def parse_matrix(directory: Path) -> Matrix:
