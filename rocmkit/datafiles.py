@@ -22,9 +22,9 @@ class DataFile:
 
 def data_files() -> tuple[DataFile, ...]:
     # Imported here, not at the top: the registry sits above every feature that owns a file.
-    from rocmkit.build.refs import read_build_matrix
-    from rocmkit.containers import parse_images
+    from rocmkit.containers.images import parse_images
     from rocmkit.matrix.load import FILES, parse_matrix
+    from rocmkit.source_build.refs import read_build_matrix
 
     return (
         DataFile(names=FILES, used_by="detect, resolve, install, doctor, matrix", load=parse_matrix),

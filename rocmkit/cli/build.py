@@ -135,13 +135,13 @@ def cli(
     A failed or interrupted build resumes at the step that did not finish when the same
     command runs again.
     """
-    from rocmkit.build.coverage import wheel_coverage
-    from rocmkit.build.preflight import blocking, live_probes, run_preflight
-    from rocmkit.build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
-    from rocmkit.build.script import render_script
-    from rocmkit.build.steps import run_recipe
-    from rocmkit.build.targets import build_memory, read_text, target_from_args, target_from_machine
     from rocmkit.runner import which
+    from rocmkit.source_build.coverage import wheel_coverage
+    from rocmkit.source_build.preflight import blocking, live_probes, run_preflight
+    from rocmkit.source_build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
+    from rocmkit.source_build.script import render_script
+    from rocmkit.source_build.steps import run_recipe
+    from rocmkit.source_build.targets import build_memory, read_text, target_from_args, target_from_machine
 
     if as_json and as_script:
         raise UsageError("--json and --script both print the plan", "pick one")

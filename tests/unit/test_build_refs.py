@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from rocmkit.build.refs import load_build_matrix, parse_build_matrix, read_build_matrix
 from rocmkit.errors import DataError, NoPlanError
+from rocmkit.source_build.refs import load_build_matrix, parse_build_matrix, read_build_matrix
 
 GOOD: dict[str, Any] = {
     "schema": 1,

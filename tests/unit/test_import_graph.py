@@ -34,7 +34,7 @@ GROUND = {
     "safeload",
 }
 # Features: pipeline stages and commands built on the ground floor and the data.
-FEATURES = {"detect", "resolve", "install", "source_build", "build", "doctor", "bench", "fleet", "slurm", "containers"}
+FEATURES = {"detect", "resolve", "install", "source_build", "doctor", "bench", "fleet", "slurm", "containers"}
 
 
 def _module_name(path: Path) -> str:
