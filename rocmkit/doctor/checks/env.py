@@ -2,7 +2,7 @@
 
 They run in-process in milliseconds (also inside an image build without a
 GPU, and on a capture with ``--capture``). Each failure mode and its fix is in
-``../shared/docs/validation-facts.md`` section 5; the row number is cited as
+``docs/failure-modes.md``; the row number is cited as
 "(#N)" next to the code that handles it.
 """
 
