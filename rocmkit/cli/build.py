@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from rocmkit.arch import GPU_BACKENDS
 from rocmkit.errors import ToolError, UsageError
 
 
@@ -70,7 +71,7 @@ def _print_plan(recipe: Any, items: list[Any]) -> None:
 @click.option(
     "--arch", "archs", multiple=True, help="GPU arch to build for (repeat): gfx1031, gfx90a, 8.6, sm_90."
 )
-@click.option("--backend", type=click.Choice(["rocm", "cuda"]), help="Override the detected backend.")
+@click.option("--backend", type=click.Choice(GPU_BACKENDS), help="Override the detected backend.")
 @click.option(
     "--torch", "torch_version", help="PyTorch release to build (2.7 or 2.7.1); default: newest in build.toml."
 )
@@ -153,7 +154,7 @@ def cli(
     # Absolute but not resolved: a venv's python is a symlink, and resolving it would leave the venv.
     python = str(Path(found).absolute())
     release = load_build_matrix().release(torch_version)
-    be = backend if backend in {"rocm", "cuda"} else None
+    be = backend if backend in GPU_BACKENDS else None
     rocm_path = os.environ.get("ROCM_PATH") or "/opt/rocm"
     machine = None
     if archs:

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rocmkit.arch import GpuBackend
+from rocmkit.arch import GPU_BACKENDS, GpuBackend
 from rocmkit.errors import UsageError
 from rocmkit.matrix.fields import Row, check_keys, did_you_mean, parse_release, read_sources, read_toml, rows
 from rocmkit.paths import matrices_dir
@@ -86,8 +86,7 @@ def parse_images(path: Path) -> Images:
     check_keys(doc, ("schema", "sources", "rocm", "cuda", "image"), file=file, where="top level")
     src = read_sources(doc, file=file)
     bases: list[BaseImage] = []
-    base_kinds: tuple[GpuBackend, ...] = ("rocm", "cuda")
-    for base_kind in base_kinds:
+    for base_kind in GPU_BACKENDS:
         seen: set[str] = set()
         for i, data in enumerate(rows(doc, base_kind, file=file)):
             row = Row(
