@@ -16,19 +16,14 @@ is a :class:`~rocmkit.errors.NetworkError` (exit 9) naming the URL.
 
 from __future__ import annotations
 
-import json
 import re
-import socket
 import struct
 import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from email.parser import Parser
-from html.parser import HTMLParser
-from urllib.error import HTTPError, URLError
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urljoin, urlsplit
-from urllib.request import Request, urlopen
 
 from packaging.utils import (
     InvalidWheelFilename,
@@ -39,6 +34,13 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from rocmkit.errors import NetworkError
+
+if TYPE_CHECKING:
+    from html.parser import HTMLParser
+
+# The HTTP, HTML, e-mail and JSON parts of the standard library are imported where they are
+# used: resolve and the matrix loader import this module for its names and pins, and should not
+# pay for an HTTP client they do not use.
 
 # -- names ---------------------------------------------------------------------
 
@@ -104,6 +106,9 @@ def http_get(
     HTTP 304/404 and other error statuses come back as a Response (an answer is not
     silence); no answer, a trickle past the deadline or a too-large body raise NetworkError.
     """
+    from urllib.error import HTTPError, URLError
+    from urllib.request import Request, urlopen
+
     deadline = time.monotonic() + timeout
     req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
     try:
@@ -166,6 +171,9 @@ class Reach:
 
 def reach(url: str, *, timeout: float, accept: str = "text/html") -> Reach:
     """GET ``url`` and read one byte: does anything answer within ``timeout``?"""
+    from urllib.error import HTTPError, URLError
+    from urllib.request import Request, urlopen
+
     req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
     try:
         with urlopen(req, timeout=timeout) as resp:
@@ -178,6 +186,9 @@ def reach(url: str, *, timeout: float, accept: str = "text/html") -> Reach:
 
 
 def _no_answer(exc: BaseException, timeout: float) -> str:
+    import socket
+    from urllib.error import URLError
+
     inner = exc.reason if isinstance(exc, URLError) else exc
     if isinstance(inner, (TimeoutError, socket.timeout)):
         return f"no answer within {timeout:g} s"
@@ -247,17 +258,24 @@ def parse_wheel(file: IndexFile) -> Wheel | None:
     return Wheel(file=file, name=name, version=version, tags=frozenset(str(t) for t in tags))
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[dict[str, str | None]] = []
-        self.simple = False  # a PEP 503/629 marker was seen
+def _links_parser() -> HTMLParser:
+    """An HTML parser that collects ``<a>`` attributes in ``links`` and sets ``simple`` when the
+    page carries the PEP 629 repository-version marker."""
+    from html.parser import HTMLParser
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.links.append(dict(attrs))
-        elif tag == "meta" and dict(attrs).get("name") == "pypi:repository-version":
-            self.simple = True
+    class Links(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.links: list[dict[str, str | None]] = []
+            self.simple = False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "a":
+                self.links.append(dict(attrs))
+            elif tag == "meta" and dict(attrs).get("name") == "pypi:repository-version":
+                self.simple = True
+
+    return Links()
 
 
 def parse_project_page(page_url: str, body: bytes, content_type: str) -> list[IndexFile]:
@@ -273,6 +291,8 @@ def parse_project_page(page_url: str, body: bytes, content_type: str) -> list[In
 
 
 def files_from_json(page: str, body: bytes) -> list[IndexFile]:
+    import json
+
     try:
         data = json.loads(body)
         out = []
@@ -302,7 +322,7 @@ def files_from_html(page: str, body: bytes, *, strict: bool = True) -> list[Inde
     """The links of a PEP 503 page (``strict``: refuse a page that is not one) or of a
     pip ``--find-links`` page (any HTML listing wheels)."""
     text = body.decode("utf-8", "replace")
-    parser = _Links()
+    parser: Any = _links_parser()
     try:
         parser.feed(text)
     except AssertionError:  # pragma: no cover - HTMLParser on pathological input
@@ -381,6 +401,8 @@ class Metadata:
 
 
 def parse_metadata(text: str, how: str) -> Metadata:
+    from email.parser import Parser
+
     msg = Parser().parsestr(text)
     return Metadata(
         requires_dist=tuple(msg.get_all("Requires-Dist") or ()),
@@ -407,6 +429,9 @@ _LOCAL = b"PK\x03\x04"
 
 
 def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes | None:
+    from urllib.error import HTTPError, URLError
+    from urllib.request import Request, urlopen
+
     req = Request(url, headers={"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
     deadline = time.monotonic() + timeout
     try:
