@@ -32,7 +32,7 @@ def child(backend: str, repeat: int) -> int:
     """Runs in a fresh process whose environment already has TRITON_INTERPRET set as needed."""
     import torch
 
-    from rocmkit.kernels import atomics, bench, layernorm, matmul, softmax, vector_add
+    from rocmkit.kernels import atomics, layernorm, matmul, softmax, timing, vector_add
     from rocmkit.kernels.sizes import kernel_sizes
 
     sizes = kernel_sizes(backend, {"repeats": repeat})
@@ -42,8 +42,8 @@ def child(backend: str, repeat: int) -> int:
     rows: list[dict[str, object]] = []
 
     def pair(name: str, triton_fn: object, torch_fn: object) -> None:
-        t_ms, method, _ = bench.measure_ms(triton_fn, device=dev, repeats=repeat)  # type: ignore[arg-type]
-        p_ms, _, _ = bench.measure_ms(torch_fn, device=dev, repeats=repeat)  # type: ignore[arg-type]
+        t_ms, method, _ = timing.measure_ms(triton_fn, device=dev, repeats=repeat)  # type: ignore[arg-type]
+        p_ms, _, _ = timing.measure_ms(torch_fn, device=dev, repeats=repeat)  # type: ignore[arg-type]
         rows.append(
             {"kernel": name, "triton_ms": t_ms, "torch_ms": p_ms, "ratio": p_ms / t_ms, "method": method}
         )

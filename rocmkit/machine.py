@@ -11,12 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from rocmkit.arch import Backend, Vendor, family
 from rocmkit.errors import DataError
 
 SCHEMA = "rocmkit.machine/1"
-
-Vendor = Literal["amd", "nvidia"]
-
 
 @dataclass(frozen=True, kw_only=True)
 class Problem:
@@ -52,7 +50,7 @@ class Gpu:
         """ "gfx103" for gfx1031, "gfx90" for gfx90a: the ISA family prefix."""
         if self.vendor != "amd" or not self.arch or not self.arch.startswith("gfx"):
             return None
-        return self.arch[:-1]
+        return family(self.arch)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +147,7 @@ class Machine:
         return tuple(g for g in self.gpus if g.visible)
 
     @property
-    def backend_kind(self) -> Literal["rocm", "cuda", "cpu"]:
+    def backend_kind(self) -> Backend:
         """Which kind of torch build fits: AMD GPUs win when both vendors are present
         only if no NVIDIA GPU is visible; otherwise the visible vendor decides."""
         visible = self.visible_gpus

@@ -16,18 +16,14 @@ is a :class:`~rocmkit.errors.NetworkError` (exit 9) naming the URL.
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from email.parser import Parser
-from html.parser import HTMLParser
-from urllib.error import HTTPError, URLError
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urljoin, urlsplit
-from urllib.request import Request, urlopen
 
 from packaging.utils import (
     InvalidWheelFilename,
@@ -38,6 +34,13 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from rocmkit.errors import NetworkError
+
+if TYPE_CHECKING:
+    from html.parser import HTMLParser
+
+# The HTTP, HTML, e-mail and JSON parts of the standard library are imported where they are
+# used: resolve and the matrix loader import this module for its names and pins, and should not
+# pay for an HTTP client they do not use.
 
 # -- names ---------------------------------------------------------------------
 
@@ -56,6 +59,13 @@ COMPANIONS: tuple[NormalizedName, ...] = (NormalizedName("torchvision"), Normali
 def canonical(name: str) -> NormalizedName:
     """PEP 503 normalised project name ("Pytorch_Triton.ROCm" -> "pytorch-triton-rocm")."""
     return canonicalize_name(name)
+
+
+def wheel_escape(name: str) -> str:
+    """A name as a wheel's file and ``.data``/``.dist-info`` folder names spell it: runs of
+    ``-_.`` become one ``_``, case kept ("pytorch-triton-rocm" -> "pytorch_triton_rocm";
+    https://packaging.python.org/en/latest/specifications/binary-distribution-format/#escaping-and-unicode)."""
+    return re.sub(r"[-_.]+", "_", name)
 
 
 def is_triton(name: str) -> bool:
@@ -96,6 +106,9 @@ def http_get(
     HTTP 304/404 and other error statuses come back as a Response (an answer is not
     silence); no answer, a trickle past the deadline or a too-large body raise NetworkError.
     """
+    from urllib.error import HTTPError, URLError
+    from urllib.request import Request, urlopen
+
     deadline = time.monotonic() + timeout
     req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
     try:
@@ -144,6 +157,46 @@ def http_get(
             etag=resp.headers.get("ETag"),
             content_range=resp.headers.get("Content-Range"),
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reach:
+    """Whether a URL answers, from its status and first byte only (index pages for torch run
+    to megabytes; a reachability probe must not download them)."""
+
+    url: str
+    status: int | None  # None: no HTTP answer at all
+    reason: str  # "answers", "HTTP 404", "connection refused", "no answer within 5 s", ...
+
+
+def reach(url: str, *, timeout: float, accept: str = "text/html") -> Reach:
+    """GET ``url`` and read one byte: does anything answer within ``timeout``?"""
+    from urllib.error import HTTPError, URLError
+    from urllib.request import Request, urlopen
+
+    req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
+    try:
+        with urlopen(req, timeout=timeout) as resp:
+            resp.read(1)
+            return Reach(url=url, status=resp.status, reason="answers")
+    except HTTPError as exc:
+        return Reach(url=url, status=exc.code, reason=f"HTTP {exc.code}")
+    except (URLError, OSError, ValueError) as exc:
+        return Reach(url=url, status=None, reason=_no_answer(exc, timeout))
+
+
+def _no_answer(exc: BaseException, timeout: float) -> str:
+    import socket
+    from urllib.error import URLError
+
+    inner = exc.reason if isinstance(exc, URLError) else exc
+    if isinstance(inner, (TimeoutError, socket.timeout)):
+        return f"no answer within {timeout:g} s"
+    if isinstance(inner, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(inner, socket.gaierror):
+        return "host name does not resolve"
+    return str(inner) or type(inner).__name__
 
 
 # -- simple index pages --------------------------------------------------------
@@ -205,17 +258,24 @@ def parse_wheel(file: IndexFile) -> Wheel | None:
     return Wheel(file=file, name=name, version=version, tags=frozenset(str(t) for t in tags))
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[dict[str, str | None]] = []
-        self.simple = False  # a PEP 503/629 marker was seen
+def _links_parser() -> HTMLParser:
+    """An HTML parser that collects ``<a>`` attributes in ``links`` and sets ``simple`` when the
+    page carries the PEP 629 repository-version marker."""
+    from html.parser import HTMLParser
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.links.append(dict(attrs))
-        elif tag == "meta" and dict(attrs).get("name") == "pypi:repository-version":
-            self.simple = True
+    class Links(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.links: list[dict[str, str | None]] = []
+            self.simple = False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "a":
+                self.links.append(dict(attrs))
+            elif tag == "meta" and dict(attrs).get("name") == "pypi:repository-version":
+                self.simple = True
+
+    return Links()
 
 
 def parse_project_page(page_url: str, body: bytes, content_type: str) -> list[IndexFile]:
@@ -231,6 +291,8 @@ def parse_project_page(page_url: str, body: bytes, content_type: str) -> list[In
 
 
 def files_from_json(page: str, body: bytes) -> list[IndexFile]:
+    import json
+
     try:
         data = json.loads(body)
         out = []
@@ -260,7 +322,7 @@ def files_from_html(page: str, body: bytes, *, strict: bool = True) -> list[Inde
     """The links of a PEP 503 page (``strict``: refuse a page that is not one) or of a
     pip ``--find-links`` page (any HTML listing wheels)."""
     text = body.decode("utf-8", "replace")
-    parser = _Links()
+    parser: Any = _links_parser()
     try:
         parser.feed(text)
     except AssertionError:  # pragma: no cover - HTMLParser on pathological input
@@ -339,6 +401,8 @@ class Metadata:
 
 
 def parse_metadata(text: str, how: str) -> Metadata:
+    from email.parser import Parser
+
     msg = Parser().parsestr(text)
     return Metadata(
         requires_dist=tuple(msg.get_all("Requires-Dist") or ()),
@@ -365,6 +429,9 @@ _LOCAL = b"PK\x03\x04"
 
 
 def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes | None:
+    from urllib.error import HTTPError, URLError
+    from urllib.request import Request, urlopen
+
     req = Request(url, headers={"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
     deadline = time.monotonic() + timeout
     try:
@@ -530,9 +597,43 @@ def wheel_matches(filename: str, name: str, version: str, python: str | None) ->
 # -- requirements --------------------------------------------------------------
 
 
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+# name [extras] == version, then whatever follows (markers, options, a line continuation).
+# A regex rather than packaging.requirements, which costs ~40 ms to import and rejects
+# the option and continuation tails that pip and uv print after a pin.
+_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*==\s*([^\s,;\\]+)")
+
+
 def requirement_name(line: str) -> NormalizedName | None:
-    m = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+    """The canonical project name a requirement line starts with ("Torch>=2" -> "torch")."""
+    m = _NAME.match(line)
     return canonical(m.group(1)) if m else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pin:
+    """One ``name==version`` pin, as :func:`parse_pin` read it."""
+
+    name: str  # as written: "Pytorch_Triton_ROCm"
+    version: str  # "3.1.0", "2.5.1+rocm6.2"
+    plain: bool  # the text was exactly ``name==version``: no extras, spaces, markers or options
+
+    @property
+    def project(self) -> NormalizedName:
+        return canonical(self.name)
+
+    def __str__(self) -> str:
+        return f"{self.project}=={self.version}"
+
+
+def parse_pin(text: str) -> Pin | None:
+    """The one ``name==version`` reader: a requirement ("torch[opt] == 2.5.1 ; python_version>'3'"),
+    a lock or requirements-file line ("torch==2.5.1 \\"), or a data value. None: not a pin."""
+    m = _PIN.match(text)
+    if m is None:
+        return None
+    name, _extras, version = m.groups()
+    return Pin(name=name, version=version, plain=text == f"{name}=={version}")
 
 
 def triton_pin(requires: Iterable[str]) -> str | None:
@@ -541,11 +642,9 @@ def triton_pin(requires: Iterable[str]) -> str | None:
         name = requirement_name(line)
         if name is None or name not in TRITON_DISTRIBUTIONS:
             continue
-        spec = line.split(";", 1)[0]
-        m = re.match(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?\s*\(?\s*==\s*([^\s,;)]+)", spec)
-        if m:
-            return f"{name}=={m.group(1)}"
-        return str(name)
+        # Old Requires-Dist lines wrap the specifier in parentheses: "triton (==2.1.0)".
+        pin = parse_pin(line.split(";", 1)[0].replace("(", "").replace(")", ""))
+        return str(pin) if pin else str(name)
     return None
 
 

@@ -1,7 +1,7 @@
 """Where raw text comes from: the live machine, or a capture folder that replays one.
 
 Probes ask a :class:`Source` to run a named command or read a file; nothing else
-touches the machine. The command names are those of ``../shared/CAPTURES.md``
+touches the machine. The command names are those of ``docs/captures.md``
 (``cmd/<name>`` in a capture), so a capture replays detection exactly.
 :func:`snapshot` writes a live source out as a capture.
 """
@@ -26,8 +26,8 @@ from rocmkit.runner import Status as RunStatus
 # argv[0] of the pseudo-commands rocmkit answers itself (device permissions, its Python).
 BUILTIN = "<rocmkit>"
 
-# name under cmd/ -> the command that produced it (CAPTURES.md, plus rocmkit's own
-# additions at the end, documented in docs/captures.md).
+# name under cmd/ -> the command that produced it (the table in docs/captures.md, with
+# rocmkit's own additions at the end).
 COMMANDS: dict[str, tuple[str, ...]] = {
     "rocminfo.txt": ("rocminfo",),
     "rocm-smi.txt": ("rocm-smi",),
@@ -254,7 +254,7 @@ class LiveSource:
 
 @dataclass
 class CaptureSource:
-    """A capture folder (``../shared/CAPTURES.md``): replays what a machine printed."""
+    """A capture folder (``docs/captures.md``): replays what a machine printed."""
 
     path: Path
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from rocmkit.arch import GPU_BACKENDS
 from rocmkit.errors import ToolError, UsageError
 
 
@@ -23,10 +24,8 @@ def _cores() -> int | None:
 
 
 def _nvidia_cc_lookup(name: str) -> str | None:
-    try:
-        from rocmkit.matrix import load_matrix  # type: ignore[import-not-found,import-untyped,unused-ignore]
-    except ImportError:
-        return None
+    from rocmkit.matrix import load_matrix
+
     result: str | None = load_matrix().nvidia_compute_capability(name)
     return result
 
@@ -72,7 +71,7 @@ def _print_plan(recipe: Any, items: list[Any]) -> None:
 @click.option(
     "--arch", "archs", multiple=True, help="GPU arch to build for (repeat): gfx1031, gfx90a, 8.6, sm_90."
 )
-@click.option("--backend", type=click.Choice(["rocm", "cuda"]), help="Override the detected backend.")
+@click.option("--backend", type=click.Choice(GPU_BACKENDS), help="Override the detected backend.")
 @click.option(
     "--torch", "torch_version", help="PyTorch release to build (2.7 or 2.7.1); default: newest in build.toml."
 )
@@ -137,13 +136,13 @@ def cli(
     A failed or interrupted build resumes at the step that did not finish when the same
     command runs again.
     """
-    from rocmkit.build.coverage import wheel_coverage
-    from rocmkit.build.preflight import blocking, live_probes, run_preflight
-    from rocmkit.build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
-    from rocmkit.build.script import render_script
-    from rocmkit.build.steps import run_recipe
-    from rocmkit.build.targets import build_memory, read_text, target_from_args, target_from_machine
     from rocmkit.runner import which
+    from rocmkit.source_build.coverage import wheel_coverage
+    from rocmkit.source_build.preflight import blocking, live_probes, run_preflight
+    from rocmkit.source_build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
+    from rocmkit.source_build.script import render_script
+    from rocmkit.source_build.steps import run_recipe
+    from rocmkit.source_build.targets import build_memory, read_text, target_from_args, target_from_machine
 
     if as_json and as_script:
         raise UsageError("--json and --script both print the plan", "pick one")
@@ -155,7 +154,7 @@ def cli(
     # Absolute but not resolved: a venv's python is a symlink, and resolving it would leave the venv.
     python = str(Path(found).absolute())
     release = load_build_matrix().release(torch_version)
-    be = backend if backend in {"rocm", "cuda"} else None
+    be = backend if backend in GPU_BACKENDS else None
     rocm_path = os.environ.get("ROCM_PATH") or "/opt/rocm"
     machine = None
     if archs:

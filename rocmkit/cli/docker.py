@@ -43,7 +43,8 @@ def render_cmd(
     rocmkit docker render --rocm 6.2 --gfx gfx942      one Dockerfile on stdout
     rocmkit docker render --out docker --check         are the committed files current?
     """
-    from rocmkit.containers import choose_spec, load_images, render_all, render_dockerfile, stale_files
+    from rocmkit.containers.dockerfile import render_all, render_dockerfile, stale_files
+    from rocmkit.containers.images import choose_spec, load_images
     from rocmkit.errors import UsageError
 
     images = load_images()

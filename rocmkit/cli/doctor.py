@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rocmkit.arch import BACKENDS
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 @click.option("--python", "python_path", metavar="PATH", help="Check this interpreter's torch and Triton.")
 @click.option(
     "--backend",
-    type=click.Choice(["rocm", "cuda", "cpu"]),
+    type=click.Choice(BACKENDS),
     help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).",
 )
 @click.option(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -63,26 +62,30 @@ def check(
     ti_clone: Path | None,
     rock_clone: Path | None,
 ) -> None:
-    """Validate every matrix file (and build.toml / images.toml where rocmkit has their loaders)."""
-    from rocmkit.matrix import parse_matrix
+    """Validate every data file in the matrix folder (the registry in rocmkit.datafiles)."""
+    from rocmkit.datafiles import data_files
+    from rocmkit.matrix.model import Matrix
     from rocmkit.matrix.show import summary_lines, unconfirmed_lines
     from rocmkit.paths import matrices_dir
 
     folder = directory or matrices_dir()
-    m = parse_matrix(folder)
-    for line in summary_lines(m):
-        click.echo(f"ok  {line}")
-    for label, loader in _other_loaders():
-        loader(folder)
-        click.echo(f"ok  {label}")
-    if unconfirmed:
-        lines = unconfirmed_lines(m)
+    matrix: Matrix | None = None
+    for entry in data_files():
+        loaded = entry.load(folder)
+        if isinstance(loaded, Matrix):
+            matrix = loaded
+            for line in summary_lines(loaded):
+                click.echo(f"ok  {line}")
+        else:
+            click.echo(f"ok  {', '.join(entry.names)}")
+    if unconfirmed and matrix is not None:
+        lines = unconfirmed_lines(matrix)
         click.echo(f"{len(lines)} entries with unconfirmed facts:")
         for line in lines:
             click.echo(f"  {line}")
-    if with_sources:
+    if with_sources and matrix is not None:
         clones = {k: v for k, v in (("test-infra", ti_clone), ("TheRock", rock_clone)) if v is not None}
-        _check_sources(m, recording, offline, clones)
+        _check_sources(matrix, recording, offline, clones)
 
 
 def _check_sources(m: object, recording: Path | None, offline: bool, clones: dict[str, Path]) -> None:
@@ -103,24 +106,6 @@ def _check_sources(m: object, recording: Path | None, offline: bool, clones: dic
             f"{len(report.not_stated)} facts are not stated by the sources they cite",
             "correct them (or their sources) and run `rocmkit matrix refresh --write`",
         )
-
-
-def _other_loaders() -> list[tuple[str, Callable[[Path], object]]]:
-    """Loaders other teams own; each validates its own file. Absent modules are skipped."""
-    found: list[tuple[str, Callable[[Path], object]]] = []
-    try:
-        from rocmkit.build.recipes import load_build_matrix
-
-        found.append(("build.toml", lambda d: load_build_matrix(d / "build.toml")))
-    except ImportError:
-        pass
-    try:
-        from rocmkit.containers import load_images
-
-        found.append(("images.toml", lambda d: load_images(d / "images.toml")))
-    except ImportError:
-        pass
-    return found
 
 
 @cli.command("show")

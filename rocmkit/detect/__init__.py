@@ -25,7 +25,7 @@ from rocmkit.detect.merge import (
     merge,
 )
 from rocmkit.detect.overrides import Overrides, apply_overrides, parse_overrides
-from rocmkit.detect.virtual import mark_virtual
+from rocmkit.detect.sriov import mark_virtual
 from rocmkit.detect.visibility import apply_visibility
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine, NvidiaInfo, Problem, RocmInfo

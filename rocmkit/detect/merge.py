@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from rocmkit.machine import Gpu, Problem, Vendor
+from rocmkit.arch import Vendor
+from rocmkit.machine import Gpu, Problem
 from rocmkit.parsers.records import GpuRecord, bus_key
 
 if TYPE_CHECKING:

@@ -6,10 +6,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from rocmkit.arch import parse_gfx
 from rocmkit.detect.merge import MatrixRef
 from rocmkit.errors import UsageError
 from rocmkit.machine import Gpu, NvidiaInfo, RocmInfo
-from rocmkit.parsers.records import norm_gfx
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +48,7 @@ def parse_overrides(env: Mapping[str, str]) -> Overrides:
     for part in raw.get("ROCMKIT_GFX", "").split(","):
         if not part.strip():
             continue
-        name = norm_gfx(part)
+        name = parse_gfx(part)
         if name is None or name != part.strip().lower():
             raise UsageError(
                 f"ROCMKIT_GFX={raw['ROCMKIT_GFX']!r}: {part.strip()!r} is not a gfx target",

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from rocmkit.arch import VENDORS
 from rocmkit.machine import Gpu, Problem
 
 
@@ -38,7 +39,7 @@ def apply_visibility(gpus: Sequence[Gpu], env: Mapping[str, str], problems: list
     """Mark GPUs hidden by ROCR_VISIBLE_DEVICES, then HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES),
     for AMD; CUDA_VISIBLE_DEVICES for NVIDIA."""
     visible: set[tuple[str, int]] = set()
-    for vendor in ("amd", "nvidia"):
+    for vendor in VENDORS:
         mine = [g for g in gpus if g.vendor == vendor]
         current = mine
         used: list[str] = []

@@ -22,12 +22,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from rocmkit.errors import UsageError
+from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.runner import run
 
 # Modules whose presence decides needs, and distributions whose versions go in the report.
 MODULES = ("torch", "triton", "transformers", "packaging")
-# Every distribution that installs the `triton` package; they overwrite each other.
-TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm")
 DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS)
 PROBE_TIMEOUT_S = 30.0
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rocmkit.arch import Backend
 from rocmkit.doctor.result import CheckResult
 from rocmkit.machine import Machine
 from rocmkit.plan import Plan
@@ -36,7 +37,6 @@ CHECK_MODULES: tuple[str, ...] = (
 
 # "live": looks at this running machine or Python (not at a capture's facts).
 Need = Literal["torch", "triton", "gpu", "transformers", "live"]
-Backend = Literal["rocm", "cuda", "cpu"]
 
 
 @dataclass(frozen=True, kw_only=True)

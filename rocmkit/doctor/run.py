@@ -23,13 +23,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rocmkit import __version__
+from rocmkit.arch import Backend
 from rocmkit.doctor import isolate
 from rocmkit.doctor.absent import absent_gate, install_torch_remedy
-from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS, PythonEnv, this_python
-from rocmkit.doctor.registry import Backend, Check, CheckContext, load_checks
+from rocmkit.doctor.python_env import PythonEnv, this_python
+from rocmkit.doctor.registry import Check, CheckContext, load_checks
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine
+from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.plan import Plan
 from rocmkit.sources import relevant_env
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,8 +115,6 @@ def uninstall_args(target: Target) -> list[str]:
     return ["--break-system-packages"] if target.externally_managed is not None else []
 
 
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # Where pip and uv would find packages on their own (environment or config files).

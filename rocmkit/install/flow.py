@@ -28,7 +28,7 @@ from typing import Any, Literal
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import LockHeldError, RocmkitError, ToolError, UsageError
 from rocmkit.install import guard, lock, wheelhouse
-from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources, canonical
+from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
 from rocmkit.install.pip import PipInstaller, pip_available
 from rocmkit.install.sources_policy import check_source_urls, is_url
@@ -37,6 +37,7 @@ from rocmkit.install.transaction import Transaction
 from rocmkit.install.uv import UvInstaller
 from rocmkit.install.venv import Target, find_uv
 from rocmkit.install.verify import verify
+from rocmkit.packages import canonical, parse_pin
 from rocmkit.paths import cache_dir
 from rocmkit.plan import Plan
 from rocmkit.runner import CommandResult
@@ -527,6 +528,6 @@ def _forced_changes(spec: InstallSpec, changes: Changes) -> Changes:
     if not spec.reinstall:
         return changes
     named = [(canonical(n), v) for f in spec.requirement_files for n, v in lock.pins_in(f.read_text())]
-    named += [(canonical(n), v) for n, v in (r.split("==", 1) for r in spec.requirements if "==" in r)]
+    named += [(p.project, p.version) for r in spec.requirements if (p := parse_pin(r)) is not None]
     seen = {n for n, _ in changes.install}
     return dataclasses.replace(changes, install=(*changes.install, *(p for p in named if p[0] not in seen)))

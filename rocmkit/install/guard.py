@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import configparser
 import io
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import DataError
+from rocmkit.packages import COMPANIONS, TRITON_DISTRIBUTIONS, parse_pin
 from rocmkit.plan import Plan
 from rocmkit.planschema import FIX, IDENTIFIER
 
@@ -35,17 +35,7 @@ BEGIN = "# >>> rocmkit guard >>>"
 END = "# <<< rocmkit guard <<<"
 
 # Distributions whose build must match the installed torch.
-GUARDED = (
-    "torch",
-    "torchvision",
-    "torchaudio",
-    "pytorch-triton-rocm",
-    "triton-rocm",
-    "pytorch-triton",
-    "triton",
-)
-
-_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*==\s*([^\s;]+)")
+GUARDED = ("torch", *COMPANIONS, *TRITON_DISTRIBUTIONS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,19 +56,15 @@ def guard_files(prefix: Path) -> GuardFiles:
     )
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def pins_for(plan: Plan) -> list[str]:
     """The ``name==version`` pins of the plan's torch family and Triton."""
     pins: list[str] = []
     seen: set[str] = set()
     for req in (*plan.requirements, *((plan.triton,) if plan.triton else ())):
-        match = _PIN.match(req)
-        if match and _canonical(match.group(1)) in GUARDED and _canonical(match.group(1)) not in seen:
-            seen.add(_canonical(match.group(1)))
-            pins.append(f"{_canonical(match.group(1))}=={match.group(3)}")
+        pin = parse_pin(req)
+        if pin and pin.project in GUARDED and pin.project not in seen:
+            seen.add(pin.project)
+            pins.append(str(pin))
     return pins
 
 

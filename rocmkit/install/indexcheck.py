@@ -13,25 +13,30 @@ from __future__ import annotations
 
 import configparser
 import os
-import re
-import socket
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmkit.errors import NetworkError
 from rocmkit.install.base import Sources
-from rocmkit.packages import IndexFile, canonical, files_from_html, http_get, parse_wheel, wheel_matches
+from rocmkit.packages import (
+    IndexFile,
+    canonical,
+    files_from_html,
+    http_get,
+    parse_pin,
+    parse_wheel,
+    reach,
+    requirement_name,
+    wheel_matches,
+)
 
 __all__ = ["decide_sources", "probe_index", "read_pip_config", "wheel_matches"]
 
 
 DEFAULT_PROBE_TIMEOUT_S = 5.0
 PYPI_SIMPLE = "https://pypi.org/simple"
-_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^\s;]+)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,19 +69,6 @@ class SourceDecision:
     left_out: tuple[str, ...] = ()  # companion requirements no reachable source holds
 
 
-def _reason(exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, urllib.error.HTTPError):
-        return f"HTTP {exc.code}"
-    inner = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    if isinstance(inner, (TimeoutError, socket.timeout)):
-        return f"no answer within {timeout:g} s"
-    if isinstance(inner, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(inner, socket.gaierror):
-        return "host name does not resolve"
-    return str(inner) or type(inner).__name__
-
-
 def probe_index(index_url: str, project: str, timeout: float = DEFAULT_PROBE_TIMEOUT_S) -> Probe:
     """Does ``index_url`` answer for ``project`` within ``timeout``?"""
     page = index_url.rstrip("/") + "/" + canonical(project) + "/"
@@ -87,16 +79,12 @@ def probe_index(index_url: str, project: str, timeout: float = DEFAULT_PROBE_TIM
         return Probe(url=index_url, ok=ok, detail="local folder" if ok else f"{path} does not exist")
     if parsed.scheme not in ("http", "https"):
         return Probe(url=index_url, ok=False, detail=f"unsupported URL scheme {parsed.scheme!r}")
-    try:
-        # Status and first bytes only: PyPI-style pages for torch run to megabytes.
-        req = urllib.request.Request(page, headers={"Accept": "text/html", "User-Agent": "rocmkit"})
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            resp.read(1)
-    except urllib.error.HTTPError as exc:
+    got = reach(page, timeout=timeout)
+    if got.status is None:
+        return Probe(url=index_url, ok=False, detail=got.reason)
+    if got.reason != "answers":
         # 404: the index answers but has no such project; pip would find nothing there either.
-        return Probe(url=index_url, ok=False, detail=f"HTTP {exc.code} for {page}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return Probe(url=index_url, ok=False, detail=_reason(exc, timeout))
+        return Probe(url=index_url, ok=False, detail=f"{got.reason} for {page}")
     return Probe(url=index_url, ok=True, detail="answers")
 
 
@@ -178,8 +166,7 @@ def _wheel_names(source: str, project: str, timeout: float, *, is_index: bool) -
 
 
 def _project(requirement: str) -> str:
-    match = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    return match.group(1) if match else requirement.strip()
+    return requirement_name(requirement) or requirement.strip()
 
 
 def _project_matches(filename: str, name: str, python: str | None) -> bool:
@@ -189,12 +176,7 @@ def _project_matches(filename: str, name: str, python: str | None) -> bool:
 
 
 def pinned(requirements: Sequence[str]) -> list[tuple[str, str]]:
-    out = []
-    for req in requirements:
-        match = _PIN.match(req)
-        if match:
-            out.append((match.group(1), match.group(2)))
-    return out
+    return [(pin.name, pin.version) for req in requirements if (pin := parse_pin(req)) is not None]
 
 
 def _answers(url: str, timeout: float) -> bool:
@@ -203,15 +185,7 @@ def _answers(url: str, timeout: float) -> bool:
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme == "file":
         return Path(urllib.parse.unquote(parsed.path)).is_dir()
-    try:
-        req = urllib.request.Request(url.rstrip("/") + "/", headers={"User-Agent": "rocmkit"})
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            resp.read(1)
-    except urllib.error.HTTPError:
-        return True
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-    return True
+    return reach(url.rstrip("/") + "/", timeout=timeout, accept="*/*").status is not None
 
 
 def decide_sources(

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from rocmkit.errors import DataError
 from rocmkit.install.base import Locked, Sources
+from rocmkit.packages import parse_pin
 from rocmkit.plan import Plan
 
 PLAN_PREFIX = "# rocmkit-plan: "
 PLAN_HASH_PREFIX = "# rocmkit-plan-sha256: "
 MAX_LOCK_BYTES = 4 * 1024 * 1024
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
 _HASH = re.compile(r"^--hash=sha256:([0-9a-f]{64})$")
 
 
@@ -119,14 +119,14 @@ def parse(path: Path, *, allow_env: frozenset[str] = frozenset()) -> LockFile:
             if words[0] in ("--index-url", "-i"):
                 index_urls.insert(0, index_urls.pop())
             continue
-        pin = _PIN.match(words[0])
+        pin = parse_pin(words[0])
         hashes = [m.group(1) for w in words[1:] if (m := _HASH.match(w))]
-        if pin is None or not hashes or len(hashes) != len(words) - 1:
+        if pin is None or not pin.plain or not hashes or len(hashes) != len(words) - 1:
             raise DataError(
                 f"{path}, entry {lineno}: {line[:80]!r} is not `name==version --hash=sha256:...`",
                 "regenerate the lock with `rocmkit install --lock FILE`",
             )
-        entries.append(Locked(name=pin.group(1).lower(), version=pin.group(2), hashes=tuple(hashes)))
+        entries.append(Locked(name=pin.project, version=pin.version, hashes=tuple(hashes)))
     if not entries:
         raise DataError(f"{path} locks no package", "regenerate it with `rocmkit install --lock FILE`")
     if plan_json is not None and plan_hash != _plan_digest(plan_json, _pins_of(text)):
@@ -144,9 +144,5 @@ def parse(path: Path, *, allow_env: frozenset[str] = frozenset()) -> LockFile:
 
 def pins_in(text: str) -> list[tuple[str, str]]:
     """The ``(name, version)`` pins of a requirements text written by this module."""
-    out = []
-    for line in _pins_of(text):
-        match = _PIN.match(line.split()[0])
-        if match:
-            out.append((match.group(1), match.group(2)))
-    return out
+    pins = [parse_pin(line.split()[0]) for line in _pins_of(text)]
+    return [(p.name, p.version) for p in pins if p is not None and p.plain]

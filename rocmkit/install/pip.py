@@ -28,12 +28,12 @@ from rocmkit.install.base import (
     Locked,
     Sources,
     base_env,
-    canonical,
     option_args,
     requirement_args,
     uninstall_args,
 )
 from rocmkit.install.venv import Target
+from rocmkit.packages import canonical
 from rocmkit.runner import CommandResult, run
 
 MIN_OWN_PIP = (22, 3)

@@ -15,7 +15,6 @@ import csv
 import hashlib
 import io
 import json
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import ToolError
 from rocmkit.install.venv import Target
+from rocmkit.packages import canonical, wheel_escape
 from rocmkit.runner import run
 
 SCHEMA = "rocmkit.envstate/1"
@@ -69,8 +69,6 @@ print(json.dumps(out))
 """
 
 
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,7 +241,7 @@ def build_backup_wheel(dist: Dist, target: Target, dest: Path) -> Path:
     record_text = (info / "RECORD").read_text()
     wheel_meta = (info / "WHEEL").read_text() if (info / "WHEEL").is_file() else "Wheel-Version: 1.0\n"
     tag = _wheel_tag(wheel_meta)
-    stem = re.sub(r"[-_.]+", "_", dist.name)
+    stem = wheel_escape(dist.name)
     data_dir = f"{stem}-{dist.version}.data"
     scripts = _entry_point_scripts(info)
     prefix = target.prefix.resolve()

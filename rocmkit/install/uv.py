@@ -15,20 +15,18 @@ from rocmkit.install.base import (
     Locked,
     Sources,
     base_env,
-    canonical,
     option_args,
     requirement_args,
     uninstall_args,
 )
 from rocmkit.install.venv import Target, find_uv
+from rocmkit.packages import parse_pin
 from rocmkit.runner import CommandResult, run
 
 # `--index` / `--default-index` (uv 0.4.23).
 MIN_UV = (0, 4, 23)
 
 # " + torch==2.5.1+rocm6.2" / " - torch==2.4.0" in `uv pip install --dry-run` output.
-_CHANGE = re.compile(r"^\s*([-+~])\s+([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)\s*(\\)?$")
 _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
 
 
@@ -109,10 +107,11 @@ class UvInstaller:
         install: list[tuple[str, str]] = []
         remove: list[tuple[str, str]] = []
         for line in (result.stdout + "\n" + result.stderr).splitlines():
-            match = _CHANGE.match(line)
-            if match:
-                row = (canonical(match.group(2)), match.group(3))
-                (remove if match.group(1) == "-" else install).append(row)
+            # " + torch==2.5.1", " - torch==2.4.0", " ~ torch==2.5.1": what uv would change.
+            sign, _, rest = line.strip().partition(" ")
+            pin = parse_pin(rest) if sign in ("+", "-", "~") else None
+            if pin is not None:
+                (remove if sign == "-" else install).append((pin.project, pin.version))
         return Changes(install=tuple(install), remove=tuple(remove)), result
 
     def lock(self, spec: InstallSpec) -> tuple[list[Locked], CommandResult]:
@@ -135,11 +134,11 @@ class UvInstaller:
         name = version = ""
         hashes: list[str] = []
         for line in result.stdout.splitlines():
-            pin = _PIN.match(line.strip())
+            pin = parse_pin(line) if not line[:1].isspace() else None
             if pin:
                 if name:
                     locked.append(Locked(name=name, version=version, hashes=tuple(hashes)))
-                name, version, hashes = canonical(pin.group(1)), pin.group(2), []
+                name, version, hashes = pin.project, pin.version, []
             hashes += _HASH.findall(line)
         if name:
             locked.append(Locked(name=name, version=version, hashes=tuple(hashes)))

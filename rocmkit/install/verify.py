@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rocmkit.install.venv import Target
+from rocmkit.packages import parse_pin, requirement_name
 from rocmkit.plan import Plan
 from rocmkit.runner import run
 
@@ -100,7 +101,8 @@ def check_facts(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     elif hip or cuda:
         problems.append(f"the plan is a CPU build but torch reports hip={hip} cuda={cuda}")
     if plan.triton:
-        name, _, pin = plan.triton.partition("==")
+        parsed = parse_pin(plan.triton)
+        name, pin = (parsed.name, parsed.version) if parsed else (plan.triton, "")
         got = facts.get("triton_dist")
         if got is None:
             problems.append(f"{name} is not installed (the plan pins {plan.triton})")
@@ -116,7 +118,7 @@ def verify(target: Target, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> 
     env = dict(os.environ)
     env.update(plan.env)
     env.pop("PYTHONPATH", None)
-    triton_name = plan.triton.partition("==")[0] if plan.triton else ""
+    triton_name = (requirement_name(plan.triton) or "") if plan.triton else ""
     result = run([str(target.python), "-c", _CHILD, triton_name], timeout=timeout, env=env, cwd="/")
     if not result.ok:
         return Verification(ok=False, problems=(f"the check child failed: {result.describe()}",), facts={})

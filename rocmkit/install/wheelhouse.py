@@ -16,9 +16,10 @@ from pathlib import Path
 
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import DataError, ToolError
-from rocmkit.install.base import InstallSpec, LineSink, Locked, Sources, canonical
+from rocmkit.install.base import InstallSpec, LineSink, Locked, Sources
 from rocmkit.install.lock import LockFile, parse, render
 from rocmkit.install.pip import PipInstaller
+from rocmkit.packages import canonical
 from rocmkit.plan import Plan
 
 LOCK_NAME = "rocmkit-lock.txt"

@@ -8,8 +8,8 @@ variable must be set before these modules are imported, because ``@triton.jit`` 
 at decoration time whether a kernel is compiled or interpreted.
 
 The helpers import neither torch nor triton at module level: ``tolerance`` (the table),
-``metrics`` (GB/s, TFLOP/s, verdicts), ``sizes`` (problem sizes and options), ``bench``
-(timing), ``compare`` (the allclose rule), ``runtime`` (device, interpreter, cache),
+``metrics`` (GB/s, TFLOP/s, verdicts), ``sizes`` (problem sizes and options), ``timing``
+(GPU events or the wall clock, median), ``compare`` (the allclose rule), ``runtime`` (device, interpreter, cache),
 ``harness`` (run a kernel against torch, build the result), ``aot`` (compile ahead of time
 for a GPU target) and ``targets`` (which targets).
 """

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rocmkit.arch import strip_features, wavefront_size
+
 
 @dataclass(frozen=True, kw_only=True)
 class Build:
@@ -157,11 +159,9 @@ def builds(backend: str) -> Iterator[Build]:
 def parse_target(text: str) -> tuple[str, str | int, int]:
     """``gfx942`` -> ("rocm", "gfx942", 64); ``gfx1100`` -> ("rocm", "gfx1100", 32);
     ``sm_90`` or ``9.0`` -> ("cuda", 90, 32). Raises ValueError for anything else."""
-    t = text.strip().lower().split(":", 1)[0]
+    t = strip_features(text)
     if t.startswith("gfx") and len(t) > 3:
-        # GCN and CDNA (three characters: gfx803, gfx90a, gfx942) run 64-wide wavefronts;
-        # RDNA (four: gfx1030, gfx1100, gfx1151) runs 32-wide, which Triton compiles for there.
-        return "rocm", t, 64 if len(t) == 6 else 32
+        return "rocm", t, wavefront_size(t)
     digits = t.removeprefix("sm_").removeprefix("sm").replace(".", "").removesuffix("a")
     if digits.isdigit() and len(digits) in (2, 3):
         return "cuda", int(digits), 32

@@ -16,11 +16,11 @@ from typing import Any
 from rocmkit.doctor.registry import CheckContext
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.errors import UsageError
-from rocmkit.kernels.bench import Timing
 from rocmkit.kernels.compare import Comparison
 from rocmkit.kernels.metrics import PerfVerdict, copy_bytes, gb_per_s, perf_verdict, tflop_per_s
 from rocmkit.kernels.runtime import InterpreterNotActive
 from rocmkit.kernels.sizes import KernelSizes
+from rocmkit.kernels.timing import Timing
 from rocmkit.kernels.tolerance import Tolerance
 
 SEED = 0
@@ -117,11 +117,11 @@ def import_kernel_module(name: str, device: Device) -> Any:
 
 def copy_bandwidth(torch: Any, n_bytes: int, device: Device, repeats: int) -> float:
     """GB/s of a device-to-device copy of ``n_bytes``: the bandwidth reference."""
-    from rocmkit.kernels import bench
+    from rocmkit.kernels.timing import measure_ms
 
     src = torch.empty(n_bytes, dtype=torch.uint8, device=device.torch_device).fill_(1)
     dst = torch.empty_like(src)
-    ms, _method, _iterations = bench.measure_ms(
+    ms, _method, _iterations = measure_ms(
         lambda: dst.copy_(src), device=device.torch_device, repeats=repeats
     )
     return gb_per_s(copy_bytes(n_bytes), ms)
@@ -146,16 +146,16 @@ def run_and_measure(
 
     ``work`` is bytes for ``GB/s`` and floating-point operations for ``TFLOP/s``.
     """
-    from rocmkit.kernels import bench
     from rocmkit.kernels.compare import compare
+    from rocmkit.kernels.timing import measure_ms, synchronize
 
-    bench.synchronize(device.torch_device)
+    synchronize(device.torch_device)
     start = time.perf_counter()
     out = kernel()
-    bench.synchronize(device.torch_device)
+    synchronize(device.torch_device)
     first_ms = (time.perf_counter() - start) * 1e3
     comparison = compare(out, expected, tolerance)
-    ms, method, iterations = bench.measure_ms(kernel, device=device.torch_device, repeats=repeats)
+    ms, method, iterations = measure_ms(kernel, device=device.torch_device, repeats=repeats)
     timing = Timing(first_call_ms=first_ms, median_ms=ms, method=method, iterations=iterations)
     throughput = gb_per_s(work, ms) if unit == "GB/s" else tflop_per_s(work, ms)
     ref_value: float | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rocmkit.arch import base_arch
 from rocmkit.errors import UsageError
 
 
@@ -77,13 +78,6 @@ CDNA2_OVERRIDES: dict[tuple[str, str], Tolerance] = {
     ("sdpa", "float16"): Tolerance(atol=2e-2, rtol=2e-2, source=_CDNA2_SOURCE),
     ("sdpa", "bfloat16"): Tolerance(atol=3e-2, rtol=3e-2, source=_CDNA2_SOURCE),
 }
-
-
-def base_arch(arch: str | None) -> str | None:
-    """``gfx90a`` from ``gfx90a:sramecc+:xnack-`` (torch's gcnArchName carries feature flags)."""
-    if not arch:
-        return None
-    return arch.split(":", 1)[0].strip().lower() or None
 
 
 def tolerance(kernel: str, dtype: str, arch: str | None = None) -> Tolerance:

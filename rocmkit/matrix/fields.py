@@ -1,7 +1,10 @@
-"""Strict readers for the rows of a matrix file.
+"""The dialect of every data file in ``matrices/``, and its strict readers.
 
-Every value read from ``matrices/*.toml`` goes through :class:`Row`, so a typo
-in a key, a bad version or a source that is not declared fails on load with an
+Every file is TOML with ``schema = 1``, a ``[sources]`` table (key -> URL or
+repository path), and rows that name their sources by key and may say
+``confirmed = false`` or ``unconfirmed = [fields]``. :func:`read_toml` is the one
+reader of such a file; every value then goes through :class:`Row`, so a typo in
+a key, a bad version or a source that is not declared fails on load with an
 error naming the file and the entry, never later inside the resolver.
 """
 
@@ -9,13 +12,21 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from rocmkit.errors import DataError
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+SCHEMA = 1
 FIX = "correct the entry, then run `rocmkit matrix check`"
 
 # Keys every row may carry in addition to its own.
@@ -129,6 +140,8 @@ class Row:
 
     def source_keys(self, key: str = "sources", *, required: bool = True) -> tuple[str, ...]:
         names = self.strings(key, required=required)
+        if required and not names:
+            raise self.error(f"{key} is empty: every fact names at least one source")
         for name in names:
             if name not in self._sources:
                 raise self.error(
@@ -168,3 +181,23 @@ def rows(doc: Mapping[str, Any], key: str, *, file: str) -> list[Any]:
     if not isinstance(value, list):
         raise DataError(f"{file}: {key} must be an array of tables ([[{key}]])", FIX)
     return value
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """One data file of ``matrices/``, parsed, with its schema checked (rows are read with :class:`Row`)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(
+            f"matrix file {path} is missing", "reinstall rocmkit or set ROCMKIT_MATRICES_DIR"
+        ) from None
+    except OSError as exc:
+        raise DataError(f"cannot read matrix file {path}: {exc.strerror}", "check its permissions") from None
+    try:
+        doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path.name}: not valid TOML: {exc}", FIX) from None
+    schema = doc.get("schema")
+    if schema != SCHEMA:
+        raise DataError(f"{path.name}: schema = {schema!r}, this rocmkit reads schema = {SCHEMA}", FIX)
+    return doc

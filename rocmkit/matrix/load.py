@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from rocmkit import arch as gfx
+from rocmkit.arch import Backend
 from rocmkit.errors import DataError
-from rocmkit.matrix.fields import FIX, Row, check_keys, did_you_mean, parse_release, read_sources, rows
+from rocmkit.matrix.fields import (
+    FIX,
+    Row,
+    check_keys,
+    did_you_mean,
+    parse_release,
+    read_sources,
+    read_toml,
+    rows,
+)
 from rocmkit.matrix.model import (
-    BackendKind,
     Channel,
     CudaToolkit,
     FamilyIndex,
@@ -29,17 +38,11 @@ from rocmkit.matrix.model import (
     normalize_pci_id,
     release_key,
 )
+from rocmkit.packages import parse_pin
 from rocmkit.paths import matrices_dir
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
-
 FILES = ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml")
-SCHEMA = 1
 
-_ARCH = re.compile(r"^gfx[0-9]{2,3}[0-9a-f]$")
 _PCI = re.compile(r"^0x[0-9a-f]{4}$")
 _INDEX = re.compile(r"^(rocm\d+(\.\d+){1,2}|cu\d{3}|cpu)$")
 
@@ -56,25 +59,6 @@ def _load_cached(directory: str) -> Matrix:
 
 def clear_cache() -> None:
     _load_cached.cache_clear()
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(
-            f"matrix file {path} is missing", "reinstall rocmkit or set ROCMKIT_MATRICES_DIR"
-        ) from None
-    except OSError as exc:
-        raise DataError(f"cannot read matrix file {path}: {exc.strerror}", "check its permissions") from None
-    try:
-        doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path.name}: not valid TOML: {exc}", FIX) from None
-    schema = doc.get("schema")
-    if schema != SCHEMA:
-        raise DataError(f"{path.name}: schema = {schema!r}, this rocmkit reads schema = {SCHEMA}", FIX)
-    return doc
 
 
 def parse_matrix(directory: Path) -> Matrix:
@@ -144,15 +128,15 @@ def _parse_archs(doc: dict[str, Any], src: dict[str, str]) -> dict[str, GfxArch]
         row = Row(data, file=file, where=f"arch #{i + 1}", keys=keys, sources=src, name_key="name")
         name = row.string("name")
         row.where = f"arch {name!r}"
-        if not _ARCH.match(name):
+        if gfx.parse_gfx(name) != name:
             raise row.error(f"name {name!r} is not a gfx target like 'gfx1100' or 'gfx90a'")
         _unique(out, name, file=file, what="arch")
         override = row.opt_release("hsa_override")
-        if override is not None and len(override.split(".")) != 3:
+        if override is not None and gfx.override_to_gfx(override) is None:
             raise row.error(f"hsa_override = {override!r} must be major.minor.stepping like '10.3.0'")
         out[name] = GfxArch(
             name=name,
-            family=name[:-1],
+            family=gfx.family(name),
             generation=row.string("generation"),
             integrated=row.opt_bool("integrated"),
             products=row.strings("products", required=True),
@@ -312,22 +296,18 @@ def _parse_rocm_indexes(
     return out
 
 
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
-
-
 def _requirement_pin(row: Row, key: str) -> str | None:
-    """ "name==version" (no extras, no markers): what a plan can hand to pip as is.
-    A regex and Version rather than packaging.requirements, which costs ~40 ms to import."""
+    """ "name==version" (no extras, no markers): what a plan can hand to pip as is."""
     text = row.opt_string(key)
     if text is None:
         return None
-    match = _PIN.match(text)
-    if match is None:
+    pin = parse_pin(text)
+    if pin is None or not pin.plain:
         raise row.error(f"{key} = {text!r} must pin one version with '==' (like 'triton-rocm==3.6.0')")
     try:
-        Version(match.group(2))
+        Version(pin.version)
     except InvalidVersion:
-        raise row.error(f"{key} = {text!r}: {match.group(2)!r} is not a valid version") from None
+        raise row.error(f"{key} = {text!r}: {pin.version!r} is not a valid version") from None
     return text
 
 
@@ -391,7 +371,7 @@ def _parse_releases(
             if not _INDEX.match(index):
                 raise vrow.error(f"index {index!r} must be like 'rocm6.2', 'cu124' or 'cpu'")
             _unique(variants, index, file=file, what=f"variant in release {version!r}:")
-            kind: BackendKind = (
+            kind: Backend = (
                 "rocm" if index.startswith("rocm") else "cuda" if index.startswith("cu") else "cpu"
             )
             archs: tuple[str, ...] = ()

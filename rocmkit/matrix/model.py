@@ -14,6 +14,8 @@ from typing import Literal
 
 from packaging.version import Version
 
+from rocmkit.arch import Backend, override_to_gfx
+
 
 def release_key(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("."))
@@ -51,13 +53,7 @@ class GfxArch(Fact):
     @property
     def override_arch(self) -> str | None:
         """The arch whose code runs under ``hsa_override`` ("10.3.0" -> "gfx1030")."""
-        return override_to_arch(self.hsa_override) if self.hsa_override else None
-
-
-def override_to_arch(value: str) -> str:
-    """HSA_OVERRIDE_GFX_VERSION "major.minor.stepping" -> gfx name; stepping is a hex digit."""
-    major, minor, stepping = (int(p) for p in value.split("."))
-    return f"gfx{major}{minor}{stepping:x}"
+        return override_to_gfx(self.hsa_override)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,13 +86,10 @@ class RocmIndex(Fact):
     incomplete_sources: tuple[str, ...] = ()
 
 
-BackendKind = Literal["rocm", "cuda", "cpu"]
-
-
 @dataclass(frozen=True, kw_only=True)
 class TorchVariant(Fact):
     index: str  # "rocm6.2", "cu124", "cpu"
-    kind: BackendKind
+    kind: Backend
     triton: str | None = None  # "pytorch-triton-rocm==3.1.0"
     archs: tuple[str, ...] = ()  # ROCm: gfx targets in the wheel
     # CPU: the PyPI Triton that runs rocmkit's smoke kernels under TRITON_INTERPRET=1
@@ -141,7 +134,7 @@ class TorchRelease(Fact):
     def variant(self, index: str) -> TorchVariant | None:
         return next((v for v in self.variants if v.index == index), None)
 
-    def of_kind(self, kind: BackendKind) -> tuple[TorchVariant, ...]:
+    def of_kind(self, kind: Backend) -> tuple[TorchVariant, ...]:
         return tuple(v for v in self.variants if v.kind == kind)
 
 

@@ -22,7 +22,6 @@ from packaging.version import Version
 
 from rocmkit.matrix.model import Matrix, TorchRelease, release_key
 from rocmkit.packages import (
-    TRITON_DISTRIBUTIONS,
     IndexFile,
     files_from_html,
     project_page,
@@ -30,7 +29,6 @@ from rocmkit.packages import (
     triton_pin,
 )
 
-TRITON_NAMES = TRITON_DISTRIBUTIONS  # kept for callers of the old name
 __all__ = [
     "IndexFile",
     "RefreshReport",

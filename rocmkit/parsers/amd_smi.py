@@ -7,12 +7,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rocmkit.arch import parse_gfx
 from rocmkit.machine import Problem
 from rocmkit.parsers.records import (
     GpuRecord,
     clean_name,
     norm_bus_id,
-    norm_gfx,
     norm_hex,
     strip_ansi,
     to_int,
@@ -139,7 +139,7 @@ def parse_static_json(text: str) -> AmdSmiResult:
                 source=SOURCE,
                 vendor="amd",
                 ordinal=ordinal if ordinal is not None else pos,
-                arch=norm_gfx(asic.get("target_graphics_version")),
+                arch=parse_gfx(asic.get("target_graphics_version")),
                 name=name,
                 memory_bytes=size,
                 pci_device_id=norm_hex(asic.get("device_id")),

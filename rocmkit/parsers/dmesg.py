@@ -2,7 +2,7 @@
 
 A refused GPU is invisible to rocminfo and torch while lspci still lists it, and
 only the kernel log says why. The forms below are quoted from public bug reports
-(``../shared/docs/validation-facts.md`` section 5):
+(``docs/failure-modes.md``):
 
 - ``amdgpu 0000:02:00.0: kfd not supported on this ASIC`` (ROCm/rocminfo#27, #3)
 - ``kfd kfd: amdgpu: PITCAIRN  not supported in kfd`` (ROCm legacy#2232, #3)

@@ -1,4 +1,4 @@
-"""libdrm's complaint when its GPU-name table is missing (validation-facts #22).
+"""libdrm's complaint when its GPU-name table is missing (docs/failure-modes.md #22).
 
 libdrm prints ``/opt/amdgpu/share/libdrm/amdgpu.ids: No such file or directory``
 (pytorch#132987; the path varies: ``/usr/share/libdrm/amdgpu.ids``) on stderr of

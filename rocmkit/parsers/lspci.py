@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rocmkit.machine import Problem, Vendor
+from rocmkit.arch import Vendor
+from rocmkit.machine import Problem
 from rocmkit.parsers.records import GpuRecord, norm_bus_id, strip_ansi
 
 SOURCE = "lspci"

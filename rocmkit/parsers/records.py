@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rocmkit.machine import Vendor
+from rocmkit.arch import Vendor
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +31,6 @@ class GpuRecord:
 # Real escape sequences and their caret-notation form pasted into bug reports ("^[[37m").
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]")
 _HEX = re.compile(r"^(?:0x)?([0-9a-fA-F]{1,8})$")
-_GFX = re.compile(r"^gfx[0-9]{1,2}[0-9a-f]{2}$")
 
 
 def strip_ansi(text: str) -> str:
@@ -50,18 +49,6 @@ def norm_hex(value: object, width: int = 4) -> str | None:
     if not m:
         return None
     return f"0x{int(m.group(1), 16):0{width}x}"
-
-
-def norm_gfx(value: object) -> str | None:
-    """ "gfx90a" stays; "GFX90A", "gfx90a:sramecc+:xnack-" -> "gfx90a"; "gfx000" (the CPU) -> None."""
-    if not isinstance(value, str):
-        return None
-    text = value.strip().lower().split(":", 1)[0]
-    if text.startswith("amdgcn-amd-amdhsa--"):
-        text = text[len("amdgcn-amd-amdhsa--") :]
-    if not _GFX.match(text) or text == "gfx000":
-        return None
-    return text
 
 
 def to_int(value: object) -> int | None:

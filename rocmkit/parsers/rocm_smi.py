@@ -13,13 +13,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rocmkit.arch import parse_gfx
 from rocmkit.machine import Problem
 from rocmkit.parsers.records import (
     GpuRecord,
     clean_name,
     csv_rows,
     norm_bus_id,
-    norm_gfx,
     norm_hex,
     strip_ansi,
     to_int,
@@ -128,7 +128,7 @@ def _record(idx: int | None, values: Mapping[str, object]) -> GpuRecord:
         vendor="amd",
         ordinal=idx,
         name=name,
-        arch=norm_gfx(low.get("gfx version")),
+        arch=parse_gfx(low.get("gfx version")),
         pci_device_id=did,
         pci_vendor_id="0x1002",
         kfd_node=to_int(low.get("node id")),

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rocmkit.arch import parse_gfx
 from rocmkit.machine import Problem
-from rocmkit.parsers.records import GpuRecord, clean_name, norm_gfx, norm_hex, strip_ansi, to_int
+from rocmkit.parsers.records import GpuRecord, clean_name, norm_hex, strip_ansi, to_int
 
 SOURCE = "rocminfo"
 
@@ -96,7 +97,7 @@ def _is_gpu(agent: _Agent) -> bool | None:
     name = agent.fields.get("Name")
     if name is None:
         return None
-    return norm_gfx(name) is not None
+    return parse_gfx(name) is not None
 
 
 def _vram(agent: _Agent) -> int | None:
@@ -211,7 +212,7 @@ def parse_rocminfo(stdout: str, stderr: str = "") -> RocminfoResult:
             GpuRecord(
                 source=SOURCE,
                 vendor="amd",
-                arch=norm_gfx(f.get("Name")),
+                arch=parse_gfx(f.get("Name")),
                 name=clean_name(f.get("Marketing Name")),
                 memory_bytes=_vram(agent),
                 pci_device_id=chip_id if chip_id != "0x0000" else None,
@@ -237,7 +238,7 @@ def parse_agent_enumerator(text: str) -> tuple[GpuRecord, ...]:
     """``rocm_agent_enumerator``: one gfx name per agent; "gfx000" is the CPU and is skipped."""
     gpus: list[GpuRecord] = []
     for line in strip_ansi(text).splitlines():
-        arch = norm_gfx(line)
+        arch = parse_gfx(line)
         if arch:
             gpus.append(GpuRecord(source="rocm_agent_enumerator", vendor="amd", ordinal=len(gpus), arch=arch))
     return tuple(gpus)

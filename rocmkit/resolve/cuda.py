@@ -10,8 +10,8 @@ from rocmkit.matrix import CudaToolkit, Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
-from rocmkit.resolve.core import candidate_releases, companions_of, requirements_for
 from rocmkit.resolve.explain import Notes, join
+from rocmkit.resolve.releases import candidate_releases, companions_of, requirements_for
 
 
 def _driver_ok(toolkit: CudaToolkit, driver: str | None, driver_cuda: str | None) -> bool:

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from rocmkit.arch import override_to_gfx
 from rocmkit.machine import Gpu, Machine
 from rocmkit.matrix import GfxArch, Matrix
-from rocmkit.matrix.model import override_to_arch
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +136,7 @@ def assess(gpus: Sequence[AmdGpu], archs: Sequence[str], *, allow_override: bool
                 target = g.info.override_arch if g.info else None
                 if g.info and g.info.hsa_override == value:
                     usable.append(Use(gpu=g, how="override", code_arch=target or ""))
-                elif g.arch and target is None and g.arch == override_to_arch(value):
+                elif g.arch and target is None and g.arch == override_to_gfx(value):
                     usable.append(Use(gpu=g, how="native", code_arch=g.arch))
                 elif g.arch in listed:
                     unusable.append(

@@ -12,9 +12,9 @@ from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
-from rocmkit.resolve.core import candidate_releases, companions_of, requirements_for
 from rocmkit.resolve.explain import Notes, join, short_source
 from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe
+from rocmkit.resolve.releases import candidate_releases, companions_of, requirements_for
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`python -m rocmkit.build.pin` against local git repositories, and `rocmkit build` plans."""
+"""`python -m rocmkit.source_build.pin` against local git repositories, and `rocmkit build` plans."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def torch_checkout(tmp_path: Path, pin: str) -> Path:
 
 def pin_cmd(torch: Path, repo: Path, dest: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "rocmkit.build.pin", "--torch-src", str(torch), "--pin-file", PIN_FILE,
+        sys.executable, "-m", "rocmkit.source_build.pin", "--torch-src", str(torch), "--pin-file", PIN_FILE,
         "--repo", repo.as_uri(), "--dest", str(dest), *extra,
     ]  # fmt: skip
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.build.script import render_script
-from rocmkit.build.steps import STATE_FILE, Recipe, Step, read_state, run_recipe
 from rocmkit.errors import InterruptedStateError, ToolError
 from rocmkit.runner import run
+from rocmkit.source_build.script import render_script
+from rocmkit.source_build.steps import STATE_FILE, Recipe, Step, read_state, run_recipe
 
 pytestmark = pytest.mark.integration
 

@@ -152,12 +152,14 @@ def sources(tmp_path: Path) -> dict[str, Path]:
     matrices = tmp_path / "matrices"
     shutil.copytree(matrices_dir(), matrices)
     (matrices / "build.toml").write_text(
-        f'''schema = "rocmkit.build/1"
+        f'''schema = 1
+[sources]
+test = "a test fixture"
 [release."2.7".torch]
 repo = "{torch.as_uri()}"
 tag = "v2.7.1"
 requirements = "requirements.txt"
-source = "test"
+sources = ["test"]
 confirmed = true
 [release."2.7".triton]
 repo = "{triton.as_uri()}"
@@ -165,12 +167,12 @@ pin_file = ".ci/docker/ci_commit_pins/triton.txt"
 setup_dir = "python"
 version = "3.3.1"
 commit = "{pinned[:10]}"
-source = "test"
+sources = ["test"]
 confirmed = true
 [release."2.7".torchvision]
 repo = "{vision.as_uri()}"
 tag = "v0.22.0"
-source = "test"
+sources = ["test"]
 confirmed = true
 '''
     )

@@ -44,7 +44,7 @@ def test_wheelhouse_step_makes_a_wheelhouse_install_accepts(tmp_path: Path) -> N
     with IndexServer(tmp_path / "index") as srv:
         env = {**os.environ, **QUIET, "PIP_INDEX_URL": f"{srv.url}/pypi/"}
         step = run(
-            [sys.executable, "-m", "rocmkit.build.wheelhouse", "--wheelhouse", str(wheelhouse), "--python", py, "--arch", "gfx1031"],
+            [sys.executable, "-m", "rocmkit.source_build.wheelhouse", "--wheelhouse", str(wheelhouse), "--python", py, "--arch", "gfx1031"],
             env=env,
             timeout=300,
         )  # fmt: skip
@@ -76,7 +76,7 @@ def test_wheelhouse_step_makes_a_wheelhouse_install_accepts(tmp_path: Path) -> N
 def test_wheelhouse_step_without_built_wheels_fails_clearly(tmp_path: Path) -> None:
     (tmp_path / "wh").mkdir()
     result = run(
-        [sys.executable, "-m", "rocmkit.build.wheelhouse", "--wheelhouse", str(tmp_path / "wh"), "--python", sys.executable],
+        [sys.executable, "-m", "rocmkit.source_build.wheelhouse", "--wheelhouse", str(tmp_path / "wh"), "--python", sys.executable],
         timeout=60,
     )  # fmt: skip
     assert result.returncode == 7

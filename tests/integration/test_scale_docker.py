@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.containers import load_images
+from rocmkit.containers.images import load_images
 from rocmkit.runner import run, which
 
 pytestmark = pytest.mark.integration

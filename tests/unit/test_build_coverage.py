@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 import rocmkit.resolve
-from rocmkit.build.coverage import machine_for, wheel_coverage
-from rocmkit.build.targets import target_from_args
 from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.plan import Plan
+from rocmkit.source_build.coverage import machine_for, wheel_coverage
+from rocmkit.source_build.targets import target_from_args
 
 
 def fake_resolve(plan: Plan | None, seen: list[Machine]) -> object:

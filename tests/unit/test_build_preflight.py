@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocmkit.build.preflight import Probes, PythonInfo, blocking, run_preflight
+from rocmkit.source_build.preflight import Probes, PythonInfo, blocking, run_preflight
 
 GIB = 1024**3
 PY311 = PythonInfo(include_dir="/usr/include/python3.11", version="3.11")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
-from rocmkit.build.targets import build_memory, max_jobs, target_from_args, target_from_machine
 from rocmkit.errors import UsageError
 from rocmkit.machine import Gpu, Host, Machine
+from rocmkit.source_build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
+from rocmkit.source_build.targets import build_memory, max_jobs, target_from_args, target_from_machine
 
 GIB = 1024**3
 PY = "/opt/venv/bin/python"
@@ -94,7 +94,7 @@ def test_gfx1031_workstation_plan_step_by_step(tmp_path: Path) -> None:
     assert steps["torch-build-deps"].cwd == str(b / "src/pytorch")
 
     pin = steps["triton-source"].argv
-    assert pin[:3] == (ROCMKIT_PY, "-m", "rocmkit.build.pin")
+    assert pin[:3] == (ROCMKIT_PY, "-m", "rocmkit.source_build.pin")
     assert pin[pin.index("--pin-file") + 1] == ".ci/docker/ci_commit_pins/triton.txt"
     assert pin[pin.index("--torch-src") + 1] == str(b / "src/pytorch")
     assert "--expect" not in pin  # 2.7's commit is not in build.toml: the checkout decides
@@ -131,7 +131,7 @@ def test_gfx1031_workstation_plan_step_by_step(tmp_path: Path) -> None:
     assert steps["vision-wheel"].env["FORCE_CUDA"] == "1"
     assert "PYTORCH_BUILD_VERSION" not in steps["vision-wheel"].env
     assert steps["wheelhouse"].argv == (
-        ROCMKIT_PY, "-m", "rocmkit.build.wheelhouse",
+        ROCMKIT_PY, "-m", "rocmkit.source_build.wheelhouse",
         "--wheelhouse", str(b / "wheelhouse"), "--python", PY, "--arch", "gfx1031",
     )  # fmt: skip
     assert steps["doctor"].argv == (PY, "-m", "rocmkit", "doctor")

@@ -9,18 +9,19 @@ from typing import Any
 
 import pytest
 
-from rocmkit.build.refs import load_build_matrix, parse_build_matrix, read_build_matrix
 from rocmkit.errors import DataError, NoPlanError
+from rocmkit.source_build.refs import load_build_matrix, parse_build_matrix, read_build_matrix
 
 GOOD: dict[str, Any] = {
-    "schema": "rocmkit.build/1",
+    "schema": 1,
+    "sources": {"a": "https://example.org/a", "b": "https://example.org/b", "c": "https://example.org/c"},
     "release": {
         "2.7": {
             "torch": {
                 "repo": "https://github.com/pytorch/pytorch.git",
                 "tag": "v2.7.1",
                 "requirements": "requirements.txt",
-                "source": "https://example.org/a",
+                "sources": ["a"],
                 "confirmed": True,
             },
             "triton": {
@@ -28,13 +29,13 @@ GOOD: dict[str, Any] = {
                 "pin_file": ".ci/docker/ci_commit_pins/triton.txt",
                 "setup_dir": "python",
                 "version": "3.3.1",
-                "source": "https://example.org/b",
+                "sources": ["b"],
                 "confirmed": False,
             },
             "torchvision": {
                 "repo": "https://github.com/pytorch/vision.git",
                 "tag": "v0.22.0",
-                "source": "https://example.org/c",
+                "sources": ["c"],
                 "confirmed": True,
             },
         }
@@ -82,24 +83,30 @@ def test_release_lookup() -> None:
     [
         (
             lambda d: d["release"]["2.7"]["triton"].update(comit="abcdef12"),
-            r"/data/build.toml: release\.\"2\.7\"\.triton: unknown key 'comit' \(did you mean 'commit'\?\)",
+            r"build.toml: release\.\"2\.7\"\.triton: unknown key 'comit' \(did you mean 'commit'\?\)",
         ),
         (
             lambda d: d["release"]["2.7"].update(tritton={}),
             r"release\.\"2\.7\": unknown key 'tritton' \(did you mean 'triton'\?\)",
         ),
         (lambda d: d.update(releases={}), r"top level: unknown key 'releases' \(did you mean 'release'\?\)"),
-        (lambda d: d["release"]["2.7"]["torch"].pop("tag"), r"release\.\"2\.7\"\.torch: missing key 'tag'"),
+        (lambda d: d["release"]["2.7"]["torch"].pop("tag"), r"release\.\"2\.7\"\.torch: missing required key 'tag'"),
         (lambda d: d["release"]["2.7"].pop("torchvision"), r"missing \[torchvision\] section"),
         (lambda d: d["release"]["2.7"]["torch"].update(tag="2.7.1"), r"tag '2\.7\.1' is not vX\.Y\.Z"),
         (
             lambda d: d["release"]["2.7"]["torch"].update(tag="v2.8.0"),
             r"tag v2\.8\.0 does not belong to 2\.7",
         ),
-        (lambda d: d["release"]["2.7"]["torch"].update(confirmed="yes"), r"'confirmed' must be a bool"),
+        (lambda d: d["release"]["2.7"]["torch"].update(confirmed="yes"), r"confirmed must be true or false"),
         (lambda d: d["release"]["2.7"]["triton"].update(commit="XYZ"), r"is not a 7-40 digit"),
-        (lambda d: d["release"]["2.7"]["torchvision"].update(source=" "), r"'source' is empty"),
-        (lambda d: d.update(schema="rocmkit.build/9"), r"schema is 'rocmkit\.build/9'"),
+        (lambda d: d["release"]["2.7"]["torchvision"].update(sources=[]), r"sources is empty: every fact names at least one source"),
+        (lambda d: d["release"]["2.7"]["torchvision"].pop("sources"), r"missing required key 'sources'"),
+        (
+            lambda d: d["release"]["2.7"]["torchvision"].update(sources=["d"]),
+            r"sources names 'd', which \[sources\] does not define",
+        ),
+        (lambda d: d.pop("sources"), r"missing \[sources\] table"),
+        (lambda d: d.update(schema="rocmkit.build/1"), r"schema = 'rocmkit\.build/1', this rocmkit reads schema = 1"),
         (lambda d: d["release"].update({"2": d["release"]["2.7"]}), r'release\."2": key must be "X\.Y"'),
     ],
 )
@@ -110,8 +117,26 @@ def test_bad_data_is_a_data_error_naming_the_entry(change: Any, message: str) ->
 
 def test_bad_toml_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "build.toml"
-    path.write_text('schema = "rocmkit.build/1"\n[release."2.7"\n')
-    with pytest.raises(DataError, match=f"{re.escape(str(path))}: invalid TOML"):
+    path.write_text('schema = 1\n[release."2.7"\n')
+    with pytest.raises(DataError, match=r"build\.toml: not valid TOML"):
         read_build_matrix(path)
-    with pytest.raises(DataError, match="cannot read"):
+    with pytest.raises(DataError, match=r"missing\.toml is missing"):
         read_build_matrix(tmp_path / "missing.toml")
+
+
+def test_sources_and_confirmed_come_through() -> None:
+    m = parse_build_matrix(GOOD, PATH)
+    rel = m.release("2.7")
+    assert rel.torch.source == "https://example.org/a" and rel.torch.confirmed
+    assert not rel.triton.confirmed and rel.unconfirmed() == ("triton",)
+
+
+def test_every_data_file_is_registered_and_valid() -> None:
+    """matrices/ holds no file the registry (and so `matrix check`) does not validate."""
+    from rocmkit.datafiles import data_files, registered_names
+    from rocmkit.paths import shipped_matrices_dir
+
+    folder = shipped_matrices_dir()
+    assert sorted(p.name for p in folder.glob("*.toml")) == sorted(registered_names())
+    for entry in data_files():
+        assert entry.load(folder) is not None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from rocmkit.build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
-from rocmkit.build.script import render_script
-from rocmkit.build.targets import target_from_args
+from rocmkit.source_build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
+from rocmkit.source_build.script import render_script
+from rocmkit.source_build.targets import target_from_args
 
 
 def test_script_runs_the_same_argv_with_the_same_env(tmp_path: Path) -> None:

@@ -8,15 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from rocmkit.cli import cli
-from rocmkit.containers import (
-    Images,
-    _check_torch_wheels,
-    choose_spec,
-    load_images,
-    parse_images,
-    render_all,
-    render_dockerfile,
-)
+from rocmkit.containers.dockerfile import render_all, render_dockerfile
+from rocmkit.containers.images import Images, _check_torch_wheels, choose_spec, load_images, parse_images
 from rocmkit.errors import DataError, UsageError
 from rocmkit.matrix import load_matrix
 

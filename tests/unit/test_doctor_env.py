@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rocmkit.arch import base_arch, override_to_gfx
 from rocmkit.doctor.checks import archs, env
 from rocmkit.doctor.registry import CheckContext
 from rocmkit.doctor.result import CheckResult, Status
@@ -107,11 +108,11 @@ def test_driver_window_skips_without_versions() -> None:
 
 
 def test_override_parsing() -> None:
-    assert archs.override_arch("10.3.0") == "gfx1030"
-    assert archs.override_arch("9.0.10") == "gfx90a"
-    assert archs.override_arch("11.0.0") == "gfx1100"
-    assert archs.override_arch("ten") is None
-    assert archs.base_arch("gfx90a:sramecc+:xnack-") == "gfx90a"
+    assert override_to_gfx("10.3.0") == "gfx1030"
+    assert override_to_gfx("9.0.10") == "gfx90a"
+    assert override_to_gfx("11.0.0") == "gfx1100"
+    assert override_to_gfx("ten") is None
+    assert base_arch("gfx90a:sramecc+:xnack-") == "gfx90a"
 
 
 RX6800M = Gpu(vendor="amd", index=0, arch="gfx1031", name="AMD Radeon RX 6800M", integrated=False)

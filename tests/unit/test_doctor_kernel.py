@@ -1,4 +1,4 @@
-"""Kernel-log, virtual-GPU, libdrm and amdsmi checks (validation-facts #3, #4, #12, #22, #23):
+"""Kernel-log, virtual-GPU, libdrm and amdsmi checks (docs/failure-modes.md #3, #4, #12, #22, #23):
 detection from capture folders, then the doctor's verdict on crafted Machines."""
 
 from __future__ import annotations

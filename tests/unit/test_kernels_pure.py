@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from rocmkit.arch import base_arch, override_to_gfx
 from rocmkit.doctor.checks import kernels as kchecks
 from rocmkit.doctor.checks.attention import attention_flops
 from rocmkit.doctor.result import Status
 from rocmkit.errors import UsageError
-from rocmkit.kernels import bench, harness, runtime, targets
+from rocmkit.kernels import harness, runtime, targets, timing
 from rocmkit.kernels.compare import Comparison
 from rocmkit.kernels.metrics import copy_bytes, gb_per_s, median, perf_verdict, tflop_per_s
 from rocmkit.kernels.sizes import GPU, INTERPRETER, kernel_sizes
-from rocmkit.kernels.tolerance import TABLE, Tolerance, base_arch, tolerance
+from rocmkit.kernels.tolerance import TABLE, Tolerance, tolerance
 
 # --- tolerances -----------------------------------------------------------------
 
@@ -200,12 +201,12 @@ def test_a_compiled_kernel_is_refused_on_the_cpu_backend() -> None:
 
 def test_cpu_timing_is_a_median_of_fixed_calls() -> None:
     calls: list[int] = []
-    ms, method, iterations = bench.measure_ms(lambda: calls.append(1), device="cpu", repeats=4)
+    ms, method, iterations = timing.measure_ms(lambda: calls.append(1), device="cpu", repeats=4)
     assert method == "wall-clock" and iterations == 4 and len(calls) == 4
     assert ms >= 0
-    t = bench.Timing(first_call_ms=120.0, median_ms=2.0, method="wall-clock", iterations=3)
+    t = timing.Timing(first_call_ms=120.0, median_ms=2.0, method="wall-clock", iterations=3)
     assert t.compile_ms == 118.0
-    assert bench.Timing(first_call_ms=1.0, median_ms=2.0, method="x").compile_ms == 0.0
+    assert timing.Timing(first_call_ms=1.0, median_ms=2.0, method="x").compile_ms == 0.0
 
 
 def _fake_triton(monkeypatch: pytest.MonkeyPatch, do_bench: object) -> None:
@@ -215,12 +216,12 @@ def _fake_triton(monkeypatch: pytest.MonkeyPatch, do_bench: object) -> None:
     pkg.testing = testing  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "triton", pkg)
     monkeypatch.setitem(sys.modules, "triton.testing", testing)
-    monkeypatch.setattr(bench, "synchronize", lambda device: None)
+    monkeypatch.setattr(timing, "synchronize", lambda device: None)
 
 
 def test_gpu_timing_uses_do_bench(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_triton(monkeypatch, lambda fn, **kw: 0.25)
-    assert bench.measure_ms(lambda: None, device="cuda", repeats=3) == (0.25, "do_bench", None)
+    assert timing.measure_ms(lambda: None, device="cuda", repeats=3) == (0.25, "do_bench", None)
 
 
 @pytest.mark.parametrize("answer", [0.0, math.nan, RuntimeError("hipEventElapsedTime")])
@@ -232,7 +233,7 @@ def test_gpu_timing_falls_back_to_fixed_iterations(monkeypatch: pytest.MonkeyPat
 
     _fake_triton(monkeypatch, do_bench)
     calls: list[int] = []
-    ms, method, iterations = bench.measure_ms(lambda: calls.append(1), device="cuda", repeats=3)
+    ms, method, iterations = timing.measure_ms(lambda: calls.append(1), device="cuda", repeats=3)
     assert method == "fixed-iterations" and iterations == 10
     assert len(calls) == 11  # one warm call, then the timed ones
     assert ms >= 0
@@ -248,7 +249,7 @@ def _measurement(*, ok: bool, throughput: float, reference: float | None, thresh
         comparison=Comparison(
             ok=ok, max_abs_error=0.001 if ok else 0.5, mismatched=0 if ok else 7, total=100, tolerance=tol
         ),
-        timing=bench.Timing(first_call_ms=900.0, median_ms=1.5, method="do_bench"),
+        timing=timing.Timing(first_call_ms=900.0, median_ms=1.5, method="do_bench"),
         throughput=throughput,
         unit="TFLOP/s",
         reference=reference,
@@ -372,7 +373,7 @@ def test_parse_target_refuses_what_is_not_an_arch(text: str) -> None:
     ],
 )
 def test_override_arch(value: str | None, want: str | None) -> None:
-    assert targets.override_arch(value) == want
+    assert override_to_gfx(value) == want
 
 
 def _ctx(**kw: object):  # type: ignore[no-untyped-def]

@@ -15,9 +15,9 @@ import pytest
 
 from rocmkit.errors import DataError
 from rocmkit.matrix import parse_matrix
+from rocmkit.matrix.fields import read_toml
 from rocmkit.matrix.generate import cuda_of_requires
 from rocmkit.matrix.inputs import build_inputs, recorded_index, recorded_upstream, recording_meta
-from rocmkit.matrix.load import read_toml
 from rocmkit.matrix.render import header_of, render
 from rocmkit.matrix.upstream import testinfra, therock
 from rocmkit.matrix.upstream.history import recorded_history

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from rocmkit.arch import override_to_gfx
 from rocmkit.errors import DataError
 from rocmkit.matrix import FILES, load_matrix, parse_matrix
-from rocmkit.matrix.model import override_to_arch
 from rocmkit.paths import matrices_dir
 from tests.conftest import CAPTURES
 
@@ -65,11 +65,11 @@ def test_overrides_stay_in_one_family() -> None:
     m = load_matrix()
     for arch in m.archs.values():
         if arch.hsa_override:
-            target = m.archs[override_to_arch(arch.hsa_override)]
+            target = m.archs[override_to_gfx(arch.hsa_override)]
             assert target.family == arch.family and target.name != arch.name
     assert m.archs["gfx1101"].override_arch == "gfx1100"
     assert m.archs["gfx1032"].override_arch == "gfx1030"
-    assert override_to_arch("9.0.10") == "gfx90a"
+    assert override_to_gfx("9.0.10") == "gfx90a"
 
 
 def _capture_pci_ids(folder: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""dmesg and libdrm parsers on the text public bug reports quote (validation-facts #3, #4, #22)."""
+"""dmesg and libdrm parsers on the text public bug reports quote (docs/failure-modes.md #3, #4, #22)."""
 
 from __future__ import annotations
 

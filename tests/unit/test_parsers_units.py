@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from rocmkit.arch import parse_gfx
 from rocmkit.parsers import amd_smi, host, kfd, lspci, nvidia_smi, rocm_smi, rocminfo, versions
-from rocmkit.parsers.records import norm_bus_id, norm_gfx, norm_hex
+from rocmkit.parsers.records import norm_bus_id, norm_hex
 
 CAPTURES = Path(__file__).resolve().parent.parent / "data" / "captures"
 
@@ -252,8 +253,8 @@ def test_host_parsers() -> None:
 
 def test_record_helpers() -> None:
     assert norm_hex("0x740F") == "0x740f" and norm_hex(29711) == "0x740f" and norm_hex("nope") is None
-    assert norm_gfx("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-") == "gfx90a"
-    assert norm_gfx("gfx000") is None and norm_gfx("AMD EPYC") is None
+    assert parse_gfx("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-") == "gfx90a"
+    assert parse_gfx("gfx000") is None and parse_gfx("AMD EPYC") is None
     assert norm_bus_id("00000000:2A:00.0") == "0000:2a:00.0" and norm_bus_id("03:00.0") == "03:00.0"
 
 

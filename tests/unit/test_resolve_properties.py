@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocmkit.arch import override_to_gfx
 from rocmkit.errors import NoPlanError
 from rocmkit.machine import Gpu, Machine
 from rocmkit.matrix import load_matrix
-from rocmkit.matrix.model import override_to_arch
 from rocmkit.resolve import Constraints, resolve
 
 MATRIX = load_matrix()
@@ -43,7 +43,7 @@ def test_random_amd_machines(specs: list[tuple[str, bool]], torch: str | None) -
     for ordinal in kept:
         arch = specs[ordinal][0]
         # Each kept GPU runs code that the wheel carries: its own, or the override's (same family).
-        runs = override_to_arch(override) if override else arch
+        runs = override_to_gfx(override) if override else arch
         assert runs in variant.archs
         if override:
             assert MATRIX.archs[arch].family == MATRIX.archs[runs].family

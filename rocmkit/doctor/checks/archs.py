@@ -1,59 +1,30 @@
-"""GPU architecture facts the checks share: HSA overrides, iGPUs, arch names.
+"""GPU architecture facts the checks share: HSA override fit, iGPUs, driver windows.
 
 The facts themselves (which arch is integrated, which override a consumer GPU
 uses) come from ``matrices/gfx.toml`` through :func:`rocmkit.matrix.load_matrix`;
-this module only applies them. Without the matrix it falls back to what
-detection reported and says so.
+this module only applies them, with the naming rules of :mod:`rocmkit.arch`.
+Without the matrix it falls back to what detection reported and says so.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rocmkit.arch import base_arch, family, override_to_gfx
 from rocmkit.machine import Gpu
-
-_OVERRIDE_RE = re.compile(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$")
 
 
 def matrix() -> Any | None:
     """The loaded matrix, or None when it cannot be had (a broken data file is
     reported by `rocmkit matrix check`, not by every doctor check)."""
-    try:
-        from rocmkit.matrix import load_matrix
-    except ImportError:
-        return None
     from rocmkit.errors import RocmkitError
+    from rocmkit.matrix import load_matrix
 
     try:
         return load_matrix()
     except RocmkitError:
         return None
-
-
-def base_arch(arch: str | None) -> str | None:
-    """``gfx90a:sramecc+:xnack-`` -> ``gfx90a`` (rocminfo and torch add feature flags)."""
-    if not arch:
-        return None
-    return arch.split(":", 1)[0].strip().lower() or None
-
-
-def override_arch(value: str) -> str | None:
-    """``HSA_OVERRIDE_GFX_VERSION`` -> the gfx target it makes the runtime report:
-    ``10.3.0`` -> ``gfx1030``, ``9.0.10`` -> ``gfx90a`` (the stepping is hex)."""
-    m = _OVERRIDE_RE.match(value)
-    if not m:
-        return None
-    major, minor, step = (int(x) for x in m.groups())
-    if step > 15:
-        return None
-    return f"gfx{major}{minor}{step:x}"
-
-
-def arch_family(arch: str) -> str:
-    """The ISA family an override may stay inside: ``gfx1031`` -> ``gfx103``."""
-    return arch[:-1]
 
 
 def _matrix_arch(arch: str) -> Any | None:
@@ -112,12 +83,12 @@ def override_fit(arch: str, value: str) -> OverrideFit:
     ``unknown`` (the value does not parse)."""
     a = base_arch(arch) or arch
     usual = recommended_override(a)
-    target = override_arch(value)
+    target = override_to_gfx(value)
     if target is None:
         return OverrideFit(arch=a, verdict="unknown", usual=usual)
     if target == a:
         return OverrideFit(arch=a, verdict="same", usual=usual)
-    if usual is not None and override_arch(usual) == target:
+    if usual is not None and override_to_gfx(usual) == target:
         return OverrideFit(arch=a, verdict="recommended", usual=usual)
     mine, theirs = _matrix_arch(a), _matrix_arch(target)
     fam_mine, fam_theirs = getattr(mine, "family", None), getattr(theirs, "family", None)
@@ -127,7 +98,7 @@ def override_fit(arch: str, value: str) -> OverrideFit:
         return OverrideFit(arch=a, verdict="family" if same else "cross", usual=usual)
     # Without the matrix: the name prefix, except for gfx9, where one prefix spans
     # generations (gfx906 GCN5, gfx90a CDNA2) and nothing can be assumed.
-    if arch_family(a) == arch_family(target) and not a.startswith("gfx9"):
+    if family(a) == family(target) and not a.startswith("gfx9"):
         return OverrideFit(arch=a, verdict="family", usual=usual)
     return OverrideFit(arch=a, verdict="cross", usual=usual)
 

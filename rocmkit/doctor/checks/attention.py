@@ -91,10 +91,10 @@ def _backend_error(backend: Backend, device: Device, exc: Exception) -> CheckRes
 
 
 def _time(fn: Callable[[], Any], device: Device, repeats: int) -> tuple[float, float]:
-    from rocmkit.kernels import bench
+    from rocmkit.kernels.timing import measure_ms, time_call
 
-    first = bench.time_call(fn, device.torch_device)
-    ms, _, _ = bench.measure_ms(fn, device=device.torch_device, repeats=repeats)
+    first = time_call(fn, device.torch_device)
+    ms, _, _ = measure_ms(fn, device=device.torch_device, repeats=repeats)
     return first, ms
 
 

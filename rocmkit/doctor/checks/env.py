@@ -2,7 +2,7 @@
 
 They run in-process in milliseconds (also inside an image build without a
 GPU, and on a capture with ``--capture``). Each failure mode and its fix is in
-``../shared/docs/validation-facts.md`` section 5; the row number is cited as
+``docs/failure-modes.md``; the row number is cited as
 "(#N)" next to the code that handles it.
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rocmkit.arch import base_arch, override_to_gfx
 from rocmkit.doctor.checks import archs
 from rocmkit.doctor.checks.outcome import result
 from rocmkit.doctor.registry import CheckContext, check
@@ -276,10 +277,10 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     name = "env.hsa_override"
     value = m.env.get("HSA_OVERRIDE_GFX_VERSION")
-    gpus = [g for g in m.amd_gpus if g.visible and archs.base_arch(g.arch)]
+    gpus = [g for g in m.amd_gpus if g.visible and base_arch(g.arch)]
     if not value:
         needing = [(g, archs.recommended_override(g.arch)) for g in gpus]
-        hints = [f"GPU {g.index} {archs.base_arch(g.arch)} usually runs with {v}" for g, v in needing if v]
+        hints = [f"GPU {g.index} {base_arch(g.arch)} usually runs with {v}" for g, v in needing if v]
         if hints:
             return result(
                 name,
@@ -289,7 +290,7 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
                 suggested={str(g.index): v for g, v in needing if v},
             )
         return result(name, 0, Status.PASS, "not set")
-    target = archs.override_arch(value)
+    target = override_to_gfx(value)
     if target is None:
         return result(
             name,
@@ -306,7 +307,7 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
             f"HSA_OVERRIDE_GFX_VERSION={value} is set but no AMD GPU with a known arch is visible",
             "unset it unless you know why it is set",
         )
-    fits = [archs.override_fit(archs.base_arch(g.arch) or "", value) for g in gpus]
+    fits = [archs.override_fit(base_arch(g.arch) or "", value) for g in gpus]
     cross = [(g, f) for g, f in zip(gpus, fits, strict=True) if f.verdict == "cross"]
     family = [(g, f) for g, f in zip(gpus, fits, strict=True) if f.verdict == "family"]
     details: dict[str, Any] = {
@@ -461,7 +462,7 @@ def igpu(ctx: CheckContext) -> CheckResult:
 
 
 def _label(g: Gpu) -> str:
-    return f"{g.index} ({archs.base_arch(g.arch) or '?'}{', ' + g.name if g.name else ''})"
+    return f"{g.index} ({base_arch(g.arch) or '?'}{', ' + g.name if g.name else ''})"
 
 
 @check("env.shm", level=0, description="/dev/shm is big enough for DataLoader workers and RCCL (#16).")

@@ -146,7 +146,7 @@ def matmul(ctx: CheckContext) -> CheckResult:
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
-        from rocmkit.kernels import bench
+        from rocmkit.kernels.timing import measure_ms
         from rocmkit.kernels.tolerance import tolerance
 
         mod = import_kernel_module("matmul", device)
@@ -171,7 +171,7 @@ def matmul(ctx: CheckContext) -> CheckResult:
 
             def reference(a: Any = a, b: Any = b, ref_ms: list[float] = ref_ms) -> float:
                 if not ref_ms:
-                    ms, _, _ = bench.measure_ms(
+                    ms, _, _ = measure_ms(
                         lambda: torch.matmul(a, b), device=device.torch_device, repeats=sizes.repeats
                     )
                     ref_ms.append(ms)
@@ -295,7 +295,7 @@ def atomics(ctx: CheckContext) -> CheckResult:
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
-        from rocmkit.kernels import bench
+        from rocmkit.kernels.timing import measure_ms
         from rocmkit.kernels.tolerance import tolerance
 
         mod = import_kernel_module("atomics", device)
@@ -305,7 +305,7 @@ def atomics(ctx: CheckContext) -> CheckResult:
         expected = torch.bincount(values, minlength=bins).to(torch.int32)
 
         def reference() -> float:
-            ms, _, _ = bench.measure_ms(
+            ms, _, _ = measure_ms(
                 lambda: torch.bincount(values, minlength=bins),
                 device=device.torch_device,
                 repeats=sizes.repeats,

@@ -20,12 +20,14 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from rocmkit.arch import base_arch, override_to_gfx
 from rocmkit.doctor.absent import install_torch_remedy, pip_index
 from rocmkit.doctor.checks import archs
 from rocmkit.doctor.checks.outcome import result
-from rocmkit.doctor.python_env import TRITON_DISTRIBUTIONS, this_python, triton_pin
+from rocmkit.doctor.python_env import this_python, triton_pin
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status, exception_line
+from rocmkit.packages import TRITON_DISTRIBUTIONS
 
 
 def _version(dist: str) -> str | None:
@@ -432,9 +434,9 @@ def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[
             warnings=said,
         )
     details: dict[str, Any] = {"devices": devices, "warnings": said, "expected": len(expected)}
-    first_arch = archs.base_arch(devices[0]["arch"])
+    first_arch = base_arch(devices[0]["arch"])
     if vendor == "amd" and count > 1 and first_arch:
-        first = next((g for g in expected if archs.base_arch(g.arch) == first_arch), None)
+        first = next((g for g in expected if base_arch(g.arch) == first_arch), None)
         if (
             first is not None
             and archs.is_integrated(first)
@@ -503,13 +505,13 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
         return result(name, 1, Status.SKIP, f"torch {tv} reports no compiled GPU archs (not a GPU build)")
     if ctx.backend == "cuda":
         return _nvidia_archs(ctx, compiled)
-    wheel = {archs.base_arch(a) for a in compiled}
+    wheel = {base_arch(a) for a in compiled}
     override = m.env.get("HSA_OVERRIDE_GFX_VERSION")
-    via_override = archs.override_arch(override) if override else None
+    via_override = override_to_gfx(override) if override else None
     missing: list[tuple[str, str]] = []
     notes: list[str] = []
     for g in m.amd_gpus:
-        arch = archs.base_arch(g.arch)
+        arch = base_arch(g.arch)
         if not g.visible or arch is None:
             continue
         if arch in wheel:
@@ -528,7 +530,7 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
     fixes: list[str] = []
     for _, arch in missing:
         usual = archs.recommended_override(arch)
-        if usual and archs.override_arch(usual) in wheel:
+        if usual and override_to_gfx(usual) in wheel:
             fixes.append(f"export HSA_OVERRIDE_GFX_VERSION={usual}")
         else:
             fixes.append(

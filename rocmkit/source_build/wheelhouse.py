@@ -1,4 +1,4 @@
-"""Make the build's wheelhouse installable elsewhere: ``python -m rocmkit.build.wheelhouse``.
+"""Make the build's wheelhouse installable elsewhere: ``python -m rocmkit.source_build.wheelhouse``.
 
 A build step. It downloads the runtime dependencies of the wheels just built (sympy, numpy, ...)
 next to them, then writes ``rocmkit-lock.txt`` with rocmkit.install's own lock format (every
@@ -65,7 +65,7 @@ def plan_for(python: str, versions: dict[str, str], archs: tuple[str, ...]) -> P
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rocmkit.build.wheelhouse", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rocmkit.source_build.wheelhouse", description=__doc__)
     parser.add_argument("--wheelhouse", required=True, type=Path)
     parser.add_argument("--python", required=True, help="interpreter the wheels were built for")
     parser.add_argument("--arch", action="append", default=[])

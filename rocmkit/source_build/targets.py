@@ -9,14 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
+from rocmkit.arch import GpuBackend as Backend
+from rocmkit.arch import parse_gfx
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine
 
-Backend = Literal["rocm", "cuda"]
-
-GFX_RE = re.compile(r"^gfx[0-9][0-9a-f]{1,3}$")
 CC_RE = re.compile(r"^(\d{1,2})\.(\d)([a-z]?)$")  # "8.6", "9.0a"
 SM_RE = re.compile(r"^sm_(\d{1,2})(\d)([a-z]?)$")  # "sm_86", "sm_90a"
 
@@ -63,7 +61,7 @@ def target_from_args(archs: Sequence[str], backend: Backend | None) -> Target:
             f"--arch mixes AMD and NVIDIA targets ({', '.join(cleaned)})", "build for one vendor at a time"
         )
     if gfx:
-        bad = [a for a in gfx if not GFX_RE.match(a)]
+        bad = [a for a in gfx if parse_gfx(a) != a]
         if bad:
             raise UsageError(
                 f"--arch {bad[0]} is not a gfx arch name", "use names like gfx1031, gfx90a, gfx942"
@@ -106,8 +104,8 @@ def target_from_machine(
             if g.integrated is True and discrete:
                 skipped.append(f"{label}: integrated, left out (pass --arch to include it)")
                 continue
-            arch = (g.arch or "").split(":")[0].lower()
-            if not GFX_RE.match(arch):
+            arch = parse_gfx(g.arch) or ""
+            if not arch:
                 skipped.append(f"{label}: arch unknown")
                 continue
             archs.append(arch)

@@ -1,7 +1,7 @@
 """Build plans for torch, Triton and torchvision, from the source references in build.toml.
 
 :func:`make_recipe` turns a release (matrices/build.toml), a target (backend + archs) and the
-build host's facts into a :class:`rocmkit.build.steps.Recipe`: plain argument lists with their
+build host's facts into a :class:`rocmkit.source_build.steps.Recipe`: plain argument lists with their
 folder, environment and timeout, run by the generic step runner or rendered as a script.
 """
 
@@ -12,9 +12,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmkit.build.refs import BuildMatrix, Release, load_build_matrix
-from rocmkit.build.steps import Recipe, Step
-from rocmkit.build.targets import Target, ccache_env, max_jobs
+from rocmkit.source_build.refs import BuildMatrix, Release, load_build_matrix
+from rocmkit.source_build.steps import Recipe, Step
+from rocmkit.source_build.targets import Target, ccache_env, max_jobs
 
 __all__ = ["BuildMatrix", "BuildOptions", "HostFacts", "Release", "load_build_matrix", "make_recipe"]
 
@@ -44,7 +44,7 @@ class BuildOptions:
     install: bool = True
     doctor: bool = True
     jobs: int | None = None  # overrides the MAX_JOBS rule
-    rocmkit_python: str = sys.executable  # runs `python -m rocmkit.build.pin`
+    rocmkit_python: str = sys.executable  # runs `python -m rocmkit.source_build.pin`
 
 
 def _local_version(target: Target) -> str:
@@ -127,7 +127,7 @@ def make_recipe(release: Release, target: Target, host: HostFacts, options: Buil
     ]
     if options.triton:
         pin_argv = [
-            options.rocmkit_python, "-m", "rocmkit.build.pin",
+            options.rocmkit_python, "-m", "rocmkit.source_build.pin",
             "--torch-src", str(torch_src), "--pin-file", release.triton.pin_file,
             "--repo", release.triton.repo, "--dest", str(triton_src),
         ]  # fmt: skip
@@ -248,7 +248,7 @@ def make_recipe(release: Release, target: Target, host: HostFacts, options: Buil
             argv=(
                 options.rocmkit_python,
                 "-m",
-                "rocmkit.build.wheelhouse",
+                "rocmkit.source_build.wheelhouse",
                 "--wheelhouse",
                 str(wheelhouse),
                 "--python",

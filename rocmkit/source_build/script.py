@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from rocmkit.build.steps import Recipe
+from rocmkit.source_build.steps import Recipe
 
 
 def _comment(text: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Check out the Triton commit that a torch checkout pins: ``python -m rocmkit.build.pin``.
+"""Check out the Triton commit that a torch checkout pins: ``python -m rocmkit.source_build.pin``.
 
 A build step, not a library: the commit is only known once torch is cloned (it lives in
 ``.ci/docker/ci_commit_pins/triton.txt`` of that tag), so the step reads it then. When
@@ -65,7 +65,7 @@ def checkout(repo: str, commit: str, dest: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rocmkit.build.pin", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rocmkit.source_build.pin", description=__doc__)
     parser.add_argument("--torch-src", required=True, type=Path)
     parser.add_argument("--pin-file", required=True)
     parser.add_argument("--repo", required=True)

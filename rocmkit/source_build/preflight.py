@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rocmkit.build.targets import GIB, Backend
+from rocmkit.arch import GpuBackend
+from rocmkit.source_build.targets import GIB
 
 Severity = Literal["error", "warning"]
 
@@ -120,7 +121,7 @@ def _tool(probes: Probes, name: str, extra_dirs: tuple[str, ...] = ()) -> str | 
 
 def run_preflight(
     *,
-    backend: Backend,
+    backend: GpuBackend,
     build_dir: Path,
     python: str,
     probes: Probes,

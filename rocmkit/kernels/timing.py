@@ -2,7 +2,7 @@
 
 GPUs: ``triton.testing.do_bench`` (GPU events, L2 flushed between runs, median). It
 has been seen to return about 0 ms for tiny kernels where HIP events misreport
-(validation-facts 4.2), so a result that is not a positive finite number, or an
+(docs/failure-modes.md, "Timing small kernels"), so a result that is not a positive finite number, or an
 exception, falls back to a fixed number of calls timed by the wall clock between two
 device synchronisations. CPU (Triton's interpreter, torch on the CPU): a fixed number of
 calls, each timed by the wall clock, median.

@@ -7,9 +7,9 @@ HSA_OVERRIDE_GFX_VERSION, the plan says that a native build removes the override
 
 from __future__ import annotations
 
-from rocmkit.build.targets import Target
 from rocmkit.errors import RocmkitError
 from rocmkit.machine import Gpu, Machine
+from rocmkit.source_build.targets import Target
 
 
 def machine_for(target: Target) -> Machine:
