@@ -138,7 +138,9 @@ def healthcheck_cmd(
 
     name = node_name(node, dict(os.environ))
     log = Log(log_target, "rocmkit-healthcheck")
-    control = Scontrol(scontrol, env={"PATH": os.environ.get("PATH", "")} if os.environ.get("PATH") else None)
+    # scontrol needs only a PATH (a standard one when slurmd gave none) and, at sites
+    # with slurm.conf elsewhere, SLURM_CONF.
+    control = Scontrol(scontrol, env={k: v for k in ("PATH", "SLURM_CONF") if (v := os.environ.get(k))})
     outcome = _outcome(name, venv, python_path, skip, settings, strict, budget, report, max_age)
     result = health_check(name, outcome, control, log, drain=not no_drain)
     sys.exit(result.exit_code)
@@ -194,6 +196,11 @@ def prolog_cmd(
 @click.option(
     "--python", "python_path", metavar="PATH", help="The Python that has rocmkit (default: this one)."
 )
+@click.option(
+    "--slurm-conf",
+    metavar="PATH",
+    help="slurm.conf for the hooks' scontrol, where it is not the default (/etc/slurm/slurm.conf).",
+)
 @click.argument("hook_args", nargs=-1, type=click.UNPROCESSED)
 def config_cmd(
     folder: Path,
@@ -203,6 +210,7 @@ def config_cmd(
     node_state: str,
     log_target: str,
     python_path: str | None,
+    slurm_conf: str | None,
     hook_args: tuple[str, ...],
 ) -> None:
     """Print the slurm.conf lines for the health check (or --prolog), and with --write
@@ -215,6 +223,8 @@ def config_cmd(
 
     if not folder.is_absolute():
         raise UsageError(f"--dir {folder} is not an absolute path", "slurmd needs one, e.g. --dir /etc/slurm")
+    if slurm_conf is not None and not Path(slurm_conf).is_absolute():
+        raise UsageError(f"--slurm-conf {slurm_conf} is not an absolute path", "pass the full path")
     cfg = HookConfig(
         folder=folder,
         python=python_path or sys.executable,
@@ -222,6 +232,7 @@ def config_cmd(
         node_state=node_state,
         log=log_target,
         args=hook_args,
+        slurm_conf=slurm_conf,
     )
     if write:
         if not folder.is_dir():

@@ -151,13 +151,16 @@ def test_sbatch_runs_the_cross_node_all_reduce(tmp_path: Path) -> None:
     assert res.status in ("ok", "failed"), res.describe()
     assert "--ntasks-per-node=1" in srun_log.read_text()
     for rank in (0, 1):
-        report = json.loads((reports / f"node{rank}.json").read_text())
+        report = json.loads((reports / "nodes" / f"node{rank}.json").read_text())
         (result,) = report["results"]
         assert result["name"] == "distributed.all_reduce"
         assert result["status"] == "pass", result["message"]
         assert result["details"]["nnodes"] == 2 and result["details"]["node_rank"] == rank
         assert result["details"]["master"].startswith("127.0.0.1:")
     summary = json.loads((reports / "fleet.json").read_text())
+    # The summaries sit next to the folder they read, never in it (no "skipped" notes).
+    assert sorted(p.name for p in (reports / "nodes").iterdir()) == ["node0.json", "node1.json"]
+    assert summary["skipped"] == [] and "skipped" not in res.stderr
     assert (reports / "fleet.html").read_text().startswith("<!DOCTYPE html>")
     assert (reports / "fleet.txt").read_text().strip()
     # One machine played both nodes (same host_id): the newer report counts.

@@ -259,21 +259,30 @@ class SlurmCluster:
         return info
 
     def wait_state(
-        self, names: Sequence[str], want: str, *, reason: str | None = None, timeout: float = START_TIMEOUT_S
+        self,
+        names: Sequence[str],
+        want: str,
+        *,
+        reason: str | None = None,
+        without: str | None = None,
+        timeout: float = START_TIMEOUT_S,
     ) -> None:
-        """Wait until every node's State contains ``want`` (IDLE, DRAIN) and, when given,
-        its Reason starts with ``reason``."""
+        """Wait until every node's State contains ``want`` (IDLE, DRAIN), and not the flag
+        ``without`` (``IDLE`` but not ``DRAIN``) and, when given, its Reason starts with
+        ``reason``."""
 
         def ok() -> bool:
             for n in names:
                 info = self.node_info(n)
-                if want not in info.get("State", "").split("+"):
+                flags = info.get("State", "").split("+")
+                if want not in flags or (without is not None and without in flags):
                     return False
                 if reason is not None and not info.get("Reason", "").startswith(reason):
                     return False
             return True
 
-        self._wait_for(ok, f"{', '.join(names)} to be {want}" + (f" ({reason})" if reason else ""), timeout)
+        what = f"{', '.join(names)} to be {want}" + (f" without {without}" if without else "")
+        self._wait_for(ok, what + (f" ({reason})" if reason else ""), timeout)
 
     def node_pid(self, name: str) -> int:
         return self.procs[f"slurmd-{name}"].pid
