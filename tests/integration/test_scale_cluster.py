@@ -68,6 +68,30 @@ def test_manifest_mounts_devices_groups_shm_and_reports(file: str, kind: str) ->
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
 
 
+def _kubernetes_validate() -> str:
+    tool = which("kubernetes-validate") or which(str(Path(sys.executable).parent / "kubernetes-validate"))
+    if tool is None:
+        pytest.skip("kubernetes-validate is not installed (pip install kubernetes-validate)")
+    return tool
+
+
+def test_manifests_pass_the_strict_schema_check(tmp_path: Path) -> None:
+    """Every resource against the real Kubernetes schemas, unknown fields rejected."""
+    manifests = sorted(str(p) for p in (SCRIPTS / "k8s").glob("*.yaml"))
+    res = run([_kubernetes_validate(), "--strict", *manifests], timeout=120)
+    assert res.ok, res.stdout + res.stderr
+    docs = [d for p in manifests for d in _docs(Path(p).name)]
+    assert res.stdout.count(" passed for resource ") == len(docs)
+    assert {"DaemonSet", "Job", "ClusterRole"} <= {d["kind"] for d in docs}
+    # The check would catch a misspelt field in the pod template.
+    (doc,) = [d for d in _docs("daemonset.yaml") if d["kind"] == "DaemonSet"]
+    _pod(doc)["initContainers"][0]["volumeMount"] = []
+    bad = tmp_path / "daemonset.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    res = run([_kubernetes_validate(), "--strict", str(bad)], timeout=120)
+    assert res.status == "failed" and "volumeMount" in res.stdout + res.stderr
+
+
 def test_job_runs_one_pod_per_node() -> None:
     (job,) = [d for d in _docs("job.yaml") if d["kind"] == "Job"]
     anti = _pod(job)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]

@@ -123,11 +123,13 @@ def test_onboard_names_the_node_that_cannot_take_part(cluster_root: Path, tmp_pa
     """n1's torch does not import: n0 hears it from the readiness store and names n1,
     instead of waiting out the rendezvous for a peer that never comes."""
     torch_init = _torch_init()
-    with SlurmCluster(cluster_root, nodes=2) as cluster:
-        with cluster.node_mount("n1", _broken_torch(tmp_path), torch_init):
-            info, reports = _onboard(
-                cluster, tmp_path, level=3, doctor_args="--only torch.import --only distributed --backend cpu"
-            )
+    with (
+        SlurmCluster(cluster_root, nodes=2) as cluster,
+        cluster.node_mount("n1", _broken_torch(tmp_path), torch_init),
+    ):
+        info, reports = _onboard(
+            cluster, tmp_path, level=3, doctor_args="--only torch.import --only distributed --backend cpu"
+        )
     log = _job_log(tmp_path)
     assert info["JobState"] == "FAILED" and info["ExitCode"] == "1:0", f"{info}\n{log}"
     n0 = {r["name"]: r for r in json.loads((reports / "nodes" / "n0.json").read_text())["results"]}
