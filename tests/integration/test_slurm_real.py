@@ -172,7 +172,9 @@ def _hooks(tmp: Path, cluster: SlurmCluster, *, prolog: bool) -> tuple[list[str]
         "--slurm-conf",
         str(cluster.conf),
         "--interval",
-        "2",
+        # Short for the test, but over one run's length on a busy 2-core machine:
+        # slurmd starts the next run on time even while the last one still runs.
+        "5",
         "--node-state",
         "ANY",
     ]

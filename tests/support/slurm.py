@@ -59,6 +59,27 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def _session_members(sid: int) -> list[int]:
+    """The processes of session ``sid`` other than its leader (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The command name may hold spaces and parentheses: split after its last ")".
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        if len(fields) > 3 and int(fields[3]) == sid and pid != sid:
+            found.append(pid)
+    return found
+
+
+def _kill_session(sid: int) -> None:
+    for pid in _session_members(sid):
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 @dataclass
 class SlurmCluster:
     """One controller and ``nodes`` compute nodes; use as a context manager."""
@@ -207,9 +228,16 @@ class SlurmCluster:
             log.close()
 
     def stop(self) -> None:
-        """End every daemon this cluster started, by its PID, slurmd first."""
+        """End every daemon this cluster started, by its PID, slurmd first, and what
+        they started: job steps (slurmstepd daemonizes, so it would outlive slurmd)
+        and running hooks."""
+        self._kill_jobs()
         for name in reversed(list(self.procs)):
             proc = self.procs[name]
+            # A running health check or prolog (slurmd's children, in the session we
+            # started it in): slurmd would wait for it before exiting.
+            if name.startswith("slurmd-") and proc.poll() is None:
+                _kill_session(proc.pid)
             if proc.poll() is None:
                 with suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGTERM)
@@ -219,7 +247,28 @@ class SlurmCluster:
                     with suppress(ProcessLookupError):
                         os.kill(proc.pid, signal.SIGKILL)
                     proc.wait(timeout=10)
+            # What it started and left (a hook started meanwhile, slurmctld's
+            # slurmscriptd after a SIGKILL) would outlive it otherwise.
+            _kill_session(proc.pid)
+        self._kill_jobs()
         self.procs.clear()
+
+    def _kill_jobs(self) -> None:
+        """SIGKILL, by PID, every process that carries this cluster's SLURM_CONF in its
+        environment (slurmstepd and the job's processes), other than the daemons."""
+        mark = f"SLURM_CONF={self.conf}".encode()
+        daemons = {p.pid for p in self.procs.values()}
+        for environ in Path("/proc").glob("[0-9]*/environ"):
+            pid = int(environ.parent.name)
+            if pid in daemons or pid == os.getpid():
+                continue
+            try:
+                found = mark in environ.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if found:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     # -- queries -----------------------------------------------------------------------
 
