@@ -133,7 +133,7 @@ def healthcheck_cmd(
     Exit codes: 0 healthy, 1 a check failed (node drained), 3 the checks could not run.
     Install it with `rocmkit slurm config --write /etc/slurm`.
     """
-    from rocmkit.slurm.hooks import Log, health_check, node_name
+    from rocmkit.slurm.hooks import Log, health_check, node_name, single_run
     from rocmkit.slurm.scontrol import Scontrol
 
     name = node_name(node, dict(os.environ))
@@ -141,8 +141,12 @@ def healthcheck_cmd(
     # scontrol needs only a PATH (a standard one when slurmd gave none) and, at sites
     # with slurm.conf elsewhere, SLURM_CONF.
     control = Scontrol(scontrol, env={k: v for k in ("PATH", "SLURM_CONF") if (v := os.environ.get(k))})
-    outcome = _outcome(name, venv, python_path, skip, settings, strict, budget, report, max_age)
-    result = health_check(name, outcome, control, log, drain=not no_drain)
+    with single_run(name) as alone:
+        if not alone:
+            log(f"{name}: the previous health check still runs: this one skipped")
+            sys.exit(0)
+        outcome = _outcome(name, venv, python_path, skip, settings, strict, budget, report, max_age)
+        result = health_check(name, outcome, control, log, drain=not no_drain)
     sys.exit(result.exit_code)
 
 

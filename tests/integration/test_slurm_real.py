@@ -204,8 +204,12 @@ def hc_cluster(cluster_root: Path, tmp_path: Path) -> Iterator[tuple[SlurmCluste
     lines, log = _hooks(tmp_path, cluster, prolog=False)
     assert any(ln.startswith("HealthCheckProgram=/") for ln in lines), lines
     cluster.extra_conf = lines
-    with cluster:
-        yield cluster, log
+    try:
+        with cluster:
+            yield cluster, log
+    finally:
+        # The hook's lock file (it keeps two runs from overlapping) outlives the run.
+        Path("/run/rocmkit-healthcheck-n0.lock").unlink(missing_ok=True)
 
 
 def test_healthcheck_drains_resumes_and_leaves_admin_drains(

@@ -13,7 +13,7 @@ from rocmkit.doctor.result import Status
 from rocmkit.slurm import ready
 from rocmkit.slurm.checks import Finding, Outcome, drain_reason
 from rocmkit.slurm.config import HookConfig, conf_lines, hook_script
-from rocmkit.slurm.hooks import Action, decide, health_check
+from rocmkit.slurm.hooks import Action, decide, health_check, single_run
 from rocmkit.slurm.scontrol import NodeState, parse_node
 from rocmkit.slurm.task import not_started, parse_doctor_args, runs_distributed
 
@@ -135,3 +135,14 @@ def test_not_started_blames_the_node_that_said_it_cannot() -> None:
     # A node never heard from: nobody knows whose fault it is, so it stays an error.
     missing = not_started(ready.Verdict(go=False, missing=("rank 1 (n1)",)), "n0", 2, "n0:29502")
     assert missing.status is Status.ERROR and "never reported ready: rank 1 (n1)" in missing.message
+
+
+def test_only_one_health_check_runs_at_a_time(tmp_path: Path) -> None:
+    with single_run("n0", tmp_path) as first:
+        assert first
+        with single_run("n0", tmp_path) as second, single_run("n1", tmp_path) as other:
+            assert not second and other
+    with single_run("n0", tmp_path) as again:
+        assert again  # released when the run ended
+    with single_run("n0", tmp_path / "missing") as unlocked:
+        assert unlocked  # no lock folder (not root): run anyway
