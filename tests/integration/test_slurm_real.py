@@ -2,7 +2,8 @@
 on this host (tests/support/slurm.py), each node in its own UTS and mount
 namespace, so a fault can be put on one node alone.
 
-- ``scripts/slurm/onboard.sbatch`` as a site submits it, on 1 and 2 nodes;
+- ``scripts/slurm/onboard.sbatch`` as a site submits it, on 1 and 2 nodes, and
+  its level-3 all-reduce across the two;
 - a node whose torch is broken is named by its peer, through the readiness store,
   without the peer waiting out its timeout, and is the only node on the drain list;
 - ``rocmkit slurm healthcheck`` as slurmd's ``HealthCheckProgram`` (written by
@@ -117,6 +118,21 @@ def test_onboard_sbatch_level0(cluster_root: Path, tmp_path: Path, nodes: int) -
     assert (reports / "drain.txt").read_text() == ""
     assert (reports / "fleet.html").read_text().startswith("<!DOCTYPE html>")
     assert "healthy" in (reports / "fleet.txt").read_text()
+
+
+def test_onboard_runs_the_all_reduce_across_two_slurm_nodes(cluster_root: Path, tmp_path: Path) -> None:
+    with SlurmCluster(cluster_root, nodes=2) as cluster:
+        info, reports = _onboard(cluster, tmp_path, level=3, doctor_args="--only distributed --backend cpu")
+    log = _job_log(tmp_path)
+    assert info["JobState"] == "COMPLETED", f"{info}\n{log}"
+    for rank in (0, 1):
+        results = json.loads((reports / "nodes" / f"n{rank}.json").read_text())["results"]
+        (result,) = [r for r in results if r["name"] == "distributed.all_reduce"]
+        assert result["status"] == "pass", result["message"]
+        # Both nodes in one job, meeting at the allocation's first node by name.
+        assert result["details"]["nnodes"] == 2 and result["details"]["node_rank"] == rank
+        assert result["details"]["master"].startswith("n0:")
+    assert (reports / "drain.txt").read_text() == ""
 
 
 def test_onboard_names_the_node_that_cannot_take_part(cluster_root: Path, tmp_path: Path) -> None:

@@ -59,19 +59,19 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def _session_of(pid: int) -> int | None:
+    try:
+        # The command name may hold spaces and parentheses: split after its last ")".
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return int(fields[3]) if len(fields) > 3 else None
+
+
 def _session_members(sid: int) -> list[int]:
     """The processes of session ``sid`` other than its leader (from /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            # The command name may hold spaces and parentheses: split after its last ")".
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        pid = int(stat.parent.name)
-        if len(fields) > 3 and int(fields[3]) == sid and pid != sid:
-            found.append(pid)
-    return found
+    pids = (int(p.name) for p in Path("/proc").glob("[0-9]*"))
+    return [pid for pid in pids if pid != sid and _session_of(pid) == sid]
 
 
 def _kill_session(sid: int) -> None:
@@ -257,10 +257,12 @@ class SlurmCluster:
         """SIGKILL, by PID, every process that carries this cluster's SLURM_CONF in its
         environment (slurmstepd and the job's processes), other than the daemons."""
         mark = f"SLURM_CONF={self.conf}".encode()
+        # The daemons and their own helpers (slurmctld's slurmscriptd, which it needs
+        # to shut down cleanly) share the daemons' sessions; job steps have their own.
         daemons = {p.pid for p in self.procs.values()}
         for environ in Path("/proc").glob("[0-9]*/environ"):
             pid = int(environ.parent.name)
-            if pid in daemons or pid == os.getpid():
+            if pid in daemons or pid == os.getpid() or _session_of(pid) in daemons:
                 continue
             try:
                 found = mark in environ.read_bytes().split(b"\0")
