@@ -40,6 +40,16 @@ def missing_reason() -> str | None:
     absent = [b for b in BINARIES if shutil.which(b, path=_PATH) is None]
     if absent:
         return f"not installed: {', '.join(absent)} (apt-get install -y slurmctld slurmd slurm-client munge)"
+    # Each node needs its own hostname and mounts; a container without CAP_SYS_ADMIN cannot.
+    probe = subprocess.run(
+        ["unshare", "--uts", "--mount", "--propagation", "private", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": _PATH},
+    )
+    if probe.returncode != 0:
+        return f"cannot make a node's namespaces here (unshare --uts --mount: {probe.stderr.strip()})"
     return None
 
 
