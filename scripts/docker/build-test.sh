@@ -9,8 +9,8 @@
 #
 # Needs root, and docker.io and debootstrap (`apt-get install -y docker.io
 # debootstrap`; .ci/run installs them). The base tarball and wheels are cached in
-# /var/cache/rocmkit-tests (or $DOCKER_TEST_CACHE): the first run takes about 6
-# minutes on 2 cores, later ones about 3. Not part of the default test run for
+# /var/cache/rocmkit-tests (or $DOCKER_TEST_CACHE): the first run takes about 5
+# minutes on 2 shared cores, later ones 2 to 3. Not part of the default test run for
 # that reason.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

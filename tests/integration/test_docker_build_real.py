@@ -12,7 +12,7 @@
 
 Only the ``FROM`` line differs from the committed file. Measured on the 2-core
 test machine: the first run makes and caches the base (debootstrap, about 3
-minutes, from the apt mirror); every run then takes about 3 minutes (the image's
+minutes, from the apt mirror); every run then takes 2 to 3 minutes (the image's
 own apt-get update, two pip installs, layer commits). That is too long for the
 suite's 10-minute budget, so it runs when ``DOCKER_BUILD_TEST=1`` is set:
 ``scripts/docker/build-test.sh`` (as root) does that.
