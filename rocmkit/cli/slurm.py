@@ -133,14 +133,20 @@ def healthcheck_cmd(
     Exit codes: 0 healthy, 1 a check failed (node drained), 3 the checks could not run.
     Install it with `rocmkit slurm config --write /etc/slurm`.
     """
-    from rocmkit.slurm.hooks import Log, health_check, node_name
+    from rocmkit.slurm.hooks import Log, health_check, node_name, single_run
     from rocmkit.slurm.scontrol import Scontrol
 
     name = node_name(node, dict(os.environ))
     log = Log(log_target, "rocmkit-healthcheck")
-    control = Scontrol(scontrol, env={"PATH": os.environ.get("PATH", "")} if os.environ.get("PATH") else None)
-    outcome = _outcome(name, venv, python_path, skip, settings, strict, budget, report, max_age)
-    result = health_check(name, outcome, control, log, drain=not no_drain)
+    # scontrol needs only a PATH (a standard one when slurmd gave none) and, at sites
+    # with slurm.conf elsewhere, SLURM_CONF.
+    control = Scontrol(scontrol, env={k: v for k in ("PATH", "SLURM_CONF") if (v := os.environ.get(k))})
+    with single_run(name) as alone:
+        if not alone:
+            log(f"{name}: the previous health check still runs: this one skipped")
+            sys.exit(0)
+        outcome = _outcome(name, venv, python_path, skip, settings, strict, budget, report, max_age)
+        result = health_check(name, outcome, control, log, drain=not no_drain)
     sys.exit(result.exit_code)
 
 
@@ -194,6 +200,11 @@ def prolog_cmd(
 @click.option(
     "--python", "python_path", metavar="PATH", help="The Python that has rocmkit (default: this one)."
 )
+@click.option(
+    "--slurm-conf",
+    metavar="PATH",
+    help="slurm.conf for the hooks' scontrol, where it is not the default (/etc/slurm/slurm.conf).",
+)
 @click.argument("hook_args", nargs=-1, type=click.UNPROCESSED)
 def config_cmd(
     folder: Path,
@@ -203,6 +214,7 @@ def config_cmd(
     node_state: str,
     log_target: str,
     python_path: str | None,
+    slurm_conf: str | None,
     hook_args: tuple[str, ...],
 ) -> None:
     """Print the slurm.conf lines for the health check (or --prolog), and with --write
@@ -215,6 +227,8 @@ def config_cmd(
 
     if not folder.is_absolute():
         raise UsageError(f"--dir {folder} is not an absolute path", "slurmd needs one, e.g. --dir /etc/slurm")
+    if slurm_conf is not None and not Path(slurm_conf).is_absolute():
+        raise UsageError(f"--slurm-conf {slurm_conf} is not an absolute path", "pass the full path")
     cfg = HookConfig(
         folder=folder,
         python=python_path or sys.executable,
@@ -222,6 +236,7 @@ def config_cmd(
         node_state=node_state,
         log=log_target,
         args=hook_args,
+        slurm_conf=slurm_conf,
     )
     if write:
         if not folder.is_dir():

@@ -29,15 +29,18 @@ class HookConfig:
     node_state: str = DEFAULT_NODE_STATE
     log: str = DEFAULT_LOG
     args: Sequence[str] = ()  # --venv V, --report R, --strict, --set K=V ...
+    # slurm.conf where scontrol does not look by default (slurmd passes the hooks no SLURM_CONF).
+    slurm_conf: str | None = None
 
 
 def hook_script(cfg: HookConfig, command: str) -> str:
     argv = [cfg.python, "-m", "rocmkit", "slurm", command, "--log", cfg.log, *cfg.args]
+    conf = f"SLURM_CONF={shlex.quote(cfg.slurm_conf)}\nexport SLURM_CONF\n" if cfg.slurm_conf else ""
     return (
         "#!/bin/sh\n"
-        f"# Written by `rocmkit slurm config --write`: slurmd runs this as root, with no\n"
-        f"# arguments and an empty environment, so every path in it is absolute.\n"
-        f"exec {shlex.join(argv)}\n"
+        "# Written by `rocmkit slurm config --write`: slurmd runs this as root, with no\n"
+        "# arguments and an empty environment, so every path in it is absolute.\n"
+        f"{conf}exec {shlex.join(argv)}\n"
     )
 
 

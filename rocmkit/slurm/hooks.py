@@ -13,9 +13,13 @@ error") and requeues the job, so a job never starts on a broken node.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -78,6 +82,30 @@ class Log:
                     f.write(f"{stamp} {self.tag}: {line}\n")
             except OSError as exc:
                 print(f"{self.tag}: cannot write the log {self.target}: {exc}", file=sys.stderr)
+
+
+@contextmanager
+def single_run(node: str, folder: Path = Path("/run")) -> Iterator[bool]:
+    """True while this is the node's only health check; False when one still runs.
+
+    slurmd starts the next run on time even when the last one has not finished (a
+    slow import, a hung GPU within the budget), and two runs could then undo each
+    other (one resuming the node after the other read its state). ``/run`` is
+    root's; where it cannot be written the run goes ahead unlocked."""
+    try:
+        fd = os.open(folder / f"rocmkit-healthcheck-{node}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def node_name(given: str | None, env: dict[str, str]) -> str:

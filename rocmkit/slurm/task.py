@@ -98,19 +98,25 @@ def probe(d: DoctorArgs, env: Mapping[str, str]) -> tuple[bool, str]:
 def not_started(verdict: ready.Verdict, host: str, nnodes: int, master: str) -> CheckResult:
     """The all-reduce result when the barrier said no: names the node(s) at fault."""
     mine = [a for a in verdict.not_ready if a.node == host]
+    # A healthy peer of a node that said "cannot" is not at fault: its all-reduce is a
+    # skip that names the node, so the drain list holds that node alone. A peer that
+    # never answered (or a store never reached) stays an error: nobody knows whose fault.
+    status = Status.ERROR
     if mine:
         message = f"this node ({host}) cannot take part in the all-reduce: {mine[0].reason}; not started on any node"
         remedy = "fix this node's torch first (see its torch.import result), then onboard again"
     else:
         message = f"all-reduce not started on any of {nnodes} nodes: {verdict.describe()}"
         names = ", ".join(a.node for a in verdict.not_ready) or "the node named"
+        if verdict.not_ready and not verdict.missing and not verdict.error:
+            status = Status.SKIP
         remedy = (
             f"fix {names} (its own report says how), or leave it out (sbatch --exclude), and onboard again"
         )
     return CheckResult(
         name=NAME,
         level=3,
-        status=Status.ERROR,
+        status=status,
         message=message,
         remedy=remedy,
         details={"readiness": verdict.to_dict(), "nnodes": nnodes, "master": master},

@@ -68,6 +68,30 @@ def test_manifest_mounts_devices_groups_shm_and_reports(file: str, kind: str) ->
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
 
 
+def _kubernetes_validate() -> str:
+    tool = which("kubernetes-validate") or which(str(Path(sys.executable).parent / "kubernetes-validate"))
+    if tool is None:
+        pytest.skip("kubernetes-validate is not installed (pip install kubernetes-validate)")
+    return tool
+
+
+def test_manifests_pass_the_strict_schema_check(tmp_path: Path) -> None:
+    """Every resource against the real Kubernetes schemas, unknown fields rejected."""
+    manifests = sorted(str(p) for p in (SCRIPTS / "k8s").glob("*.yaml"))
+    res = run([_kubernetes_validate(), "--strict", *manifests], timeout=120)
+    assert res.ok, res.stdout + res.stderr
+    docs = [d for p in manifests for d in _docs(Path(p).name)]
+    assert res.stdout.count(" passed for resource ") == len(docs)
+    assert {"DaemonSet", "Job", "ClusterRole"} <= {d["kind"] for d in docs}
+    # The check would catch a misspelt field in the pod template.
+    (doc,) = [d for d in _docs("daemonset.yaml") if d["kind"] == "DaemonSet"]
+    _pod(doc)["initContainers"][0]["volumeMount"] = []
+    bad = tmp_path / "daemonset.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    res = run([_kubernetes_validate(), "--strict", str(bad)], timeout=120)
+    assert res.status == "failed" and "volumeMount" in res.stdout + res.stderr
+
+
 def test_job_runs_one_pod_per_node() -> None:
     (job,) = [d for d in _docs("job.yaml") if d["kind"] == "Job"]
     anti = _pod(job)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -117,7 +141,12 @@ def test_sbatch_script_syntax_and_one_task_per_node() -> None:
 
 def test_sbatch_runs_the_cross_node_all_reduce(tmp_path: Path) -> None:
     """The job script end to end: a stand-in srun starts its tasks side by side as two
-    "nodes" would; each runs the real level-3 all-reduce, meeting at scontrol's first host."""
+    "nodes" would; each runs the real level-3 all-reduce, meeting at scontrol's first host.
+    Where a real Slurm can run, test_slurm_real.py does the same on it instead."""
+    from tests.support.slurm import missing_reason
+
+    if missing_reason() is None:
+        pytest.skip("a real Slurm runs this here (test_slurm_real.py)")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     srun_log = tmp_path / "srun.args"
@@ -151,13 +180,16 @@ def test_sbatch_runs_the_cross_node_all_reduce(tmp_path: Path) -> None:
     assert res.status in ("ok", "failed"), res.describe()
     assert "--ntasks-per-node=1" in srun_log.read_text()
     for rank in (0, 1):
-        report = json.loads((reports / f"node{rank}.json").read_text())
+        report = json.loads((reports / "nodes" / f"node{rank}.json").read_text())
         (result,) = report["results"]
         assert result["name"] == "distributed.all_reduce"
         assert result["status"] == "pass", result["message"]
         assert result["details"]["nnodes"] == 2 and result["details"]["node_rank"] == rank
         assert result["details"]["master"].startswith("127.0.0.1:")
     summary = json.loads((reports / "fleet.json").read_text())
+    # The summaries sit next to the folder they read, never in it (no "skipped" notes).
+    assert sorted(p.name for p in (reports / "nodes").iterdir()) == ["node0.json", "node1.json"]
+    assert summary["skipped"] == [] and "skipped" not in res.stderr
     assert (reports / "fleet.html").read_text().startswith("<!DOCTYPE html>")
     assert (reports / "fleet.txt").read_text().strip()
     # One machine played both nodes (same host_id): the newer report counts.

@@ -1,7 +1,7 @@
 """The committed Dockerfiles: lint-clean (hadolint), equal to the generator, and their
 build steps work here as far as they can without Docker: the install arguments resolve
-to a plan for the image's archs, and the build-time doctor passes. (No image is built:
-there is no container engine on the test machines.)"""
+to a plan for the image's archs, and the build-time doctor passes. A real image build
+is test_docker_build_real.py (scripts/docker/build-test.sh: root, dockerd, minutes)."""
 
 from __future__ import annotations
 

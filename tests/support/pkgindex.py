@@ -240,8 +240,12 @@ class _Server(ThreadingHTTPServer):
 class IndexServer:
     """Serve ``root`` as PEP 503/691 simple indexes with PEP 658 metadata on 127.0.0.1."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, legacy_metadata: bool = True) -> None:
         self.root = Path(root)
+        # PEP 658's first attribute name (data-dist-info-metadata) as well as PEP 714's.
+        # pip 23.0 (Debian bookworm's) mishandles the first, which is why PyPI serves
+        # only data-core-metadata; False serves what PyPI does.
+        self.legacy_metadata = legacy_metadata
         self.requests: list[str] = []
         self._lock = threading.Lock()
         self._stop_after: str | None = None
@@ -351,10 +355,12 @@ class IndexServer:
                     "hashes": {"sha256": digest},
                     "requires-python": requires_python,
                     "core-metadata": {"sha256": meta_sha},
-                    "dist-info-metadata": {"sha256": meta_sha},
                 }
             )
-            attrs = f' data-dist-info-metadata="sha256={meta_sha}" data-core-metadata="sha256={meta_sha}"'
+            attrs = f' data-core-metadata="sha256={meta_sha}"'
+            if self.legacy_metadata:
+                files[-1]["dist-info-metadata"] = {"sha256": meta_sha}
+                attrs = f' data-dist-info-metadata="sha256={meta_sha}"{attrs}'
             if requires_python:
                 attrs += f' data-requires-python="{html.escape(requires_python)}"'
             links.append(f'<a href="{href}#sha256={digest}"{attrs}>{html.escape(wheel.name)}</a><br/>\n')

@@ -40,6 +40,16 @@ def missing_reason() -> str | None:
     absent = [b for b in BINARIES if shutil.which(b, path=_PATH) is None]
     if absent:
         return f"not installed: {', '.join(absent)} (apt-get install -y slurmctld slurmd slurm-client munge)"
+    # Each node needs its own hostname and mounts; a container without CAP_SYS_ADMIN cannot.
+    probe = subprocess.run(
+        ["unshare", "--uts", "--mount", "--propagation", "private", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": _PATH},
+    )
+    if probe.returncode != 0:
+        return f"cannot make a node's namespaces here (unshare --uts --mount: {probe.stderr.strip()})"
     return None
 
 
@@ -57,6 +67,27 @@ def free_ports(n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def _session_of(pid: int) -> int | None:
+    try:
+        # The command name may hold spaces and parentheses: split after its last ")".
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return int(fields[3]) if len(fields) > 3 else None
+
+
+def _session_members(sid: int) -> list[int]:
+    """The processes of session ``sid`` other than its leader (from /proc)."""
+    pids = (int(p.name) for p in Path("/proc").glob("[0-9]*"))
+    return [pid for pid in pids if pid != sid and _session_of(pid) == sid]
+
+
+def _kill_session(sid: int) -> None:
+    for pid in _session_members(sid):
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @dataclass
@@ -207,9 +238,16 @@ class SlurmCluster:
             log.close()
 
     def stop(self) -> None:
-        """End every daemon this cluster started, by its PID, slurmd first."""
+        """End every daemon this cluster started, by its PID, slurmd first, and what
+        they started: job steps (slurmstepd daemonizes, so it would outlive slurmd)
+        and running hooks."""
+        self._kill_jobs()
         for name in reversed(list(self.procs)):
             proc = self.procs[name]
+            # A running health check or prolog (slurmd's children, in the session we
+            # started it in): slurmd would wait for it before exiting.
+            if name.startswith("slurmd-") and proc.poll() is None:
+                _kill_session(proc.pid)
             if proc.poll() is None:
                 with suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGTERM)
@@ -219,7 +257,30 @@ class SlurmCluster:
                     with suppress(ProcessLookupError):
                         os.kill(proc.pid, signal.SIGKILL)
                     proc.wait(timeout=10)
+            # What it started and left (a hook started meanwhile, slurmctld's
+            # slurmscriptd after a SIGKILL) would outlive it otherwise.
+            _kill_session(proc.pid)
+        self._kill_jobs()
         self.procs.clear()
+
+    def _kill_jobs(self) -> None:
+        """SIGKILL, by PID, every process that carries this cluster's SLURM_CONF in its
+        environment (slurmstepd and the job's processes), other than the daemons."""
+        mark = f"SLURM_CONF={self.conf}".encode()
+        # The daemons and their own helpers (slurmctld's slurmscriptd, which it needs
+        # to shut down cleanly) share the daemons' sessions; job steps have their own.
+        daemons = {p.pid for p in self.procs.values()}
+        for environ in Path("/proc").glob("[0-9]*/environ"):
+            pid = int(environ.parent.name)
+            if pid in daemons or pid == os.getpid() or _session_of(pid) in daemons:
+                continue
+            try:
+                found = mark in environ.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if found:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     # -- queries -----------------------------------------------------------------------
 
@@ -259,21 +320,30 @@ class SlurmCluster:
         return info
 
     def wait_state(
-        self, names: Sequence[str], want: str, *, reason: str | None = None, timeout: float = START_TIMEOUT_S
+        self,
+        names: Sequence[str],
+        want: str,
+        *,
+        reason: str | None = None,
+        without: str | None = None,
+        timeout: float = START_TIMEOUT_S,
     ) -> None:
-        """Wait until every node's State contains ``want`` (IDLE, DRAIN) and, when given,
-        its Reason starts with ``reason``."""
+        """Wait until every node's State contains ``want`` (IDLE, DRAIN), and not the flag
+        ``without`` (``IDLE`` but not ``DRAIN``) and, when given, its Reason starts with
+        ``reason``."""
 
         def ok() -> bool:
             for n in names:
                 info = self.node_info(n)
-                if want not in info.get("State", "").split("+"):
+                flags = info.get("State", "").split("+")
+                if want not in flags or (without is not None and without in flags):
                     return False
                 if reason is not None and not info.get("Reason", "").startswith(reason):
                     return False
             return True
 
-        self._wait_for(ok, f"{', '.join(names)} to be {want}" + (f" ({reason})" if reason else ""), timeout)
+        what = f"{', '.join(names)} to be {want}" + (f" without {without}" if without else "")
+        self._wait_for(ok, what + (f" ({reason})" if reason else ""), timeout)
 
     def node_pid(self, name: str) -> int:
         return self.procs[f"slurmd-{name}"].pid

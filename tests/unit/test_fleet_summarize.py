@@ -232,3 +232,59 @@ def test_cli_json_html_and_strict(fleet_dir: Path, tmp_path: Path) -> None:
 def test_cli_bad_threshold_is_a_usage_error(fleet_dir: Path) -> None:
     res = CliRunner().invoke(cli, ["fleet", "summarize", str(fleet_dir), "--threshold", "1.5"])
     assert res.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("key", "column"),
+    [
+        ("triton.vector_add:bandwidth", "vector_add.bandwidth"),
+        # The figure already carries the check's part: no "sdpa.flash.sdpa.flash...".
+        ("attention.sdpa.flash:sdpa.flash.max_abs_error", "sdpa.flash.max_abs_error"),
+        ("attention.sdpa.flash:flash.speedup", "flash.speedup"),
+        ("distributed.all_reduce:busbw_128M", "all_reduce.busbw_128M"),
+        ("triton.launch:launch", "launch"),
+    ],
+)
+def test_column_names_do_not_repeat_their_prefix(key: str, column: str) -> None:
+    assert render_text.short_figure(key) == column
+
+
+def test_drain_list_names_failing_nodes_with_their_checks(fleet_dir: Path) -> None:
+    s = summarize(load_reports([fleet_dir]).reports)
+    assert [(d.hostname, d.reason, d.checks) for d in s.drain] == [
+        ("node05", "rocmkit: env.kfd_access", ("env.kfd_access",)),
+        ("node06", "rocmkit: env.kfd_access", ("env.kfd_access",)),
+    ]
+    assert "Drain list (node, reason):\n  node05  rocmkit: env.kfd_access" in render_text.render(s)
+    assert s.to_dict()["drain"][0] == {
+        "hostname": "node05",
+        "reason": "rocmkit: env.kfd_access",
+        "checks": ["env.kfd_access"],
+        "verdict": "fail",
+    }
+
+
+def test_drain_cli_text_and_json(fleet_dir: Path, tmp_path: Path) -> None:
+    err = _result("torch.import", Status.ERROR, level=1, message="libamdhip64.so missing")
+    write(fleet_dir, make_report("node07", extra=(err, _result("env.shm", Status.WARN, level=0))))
+    runner = CliRunner()
+    text = runner.invoke(cli, ["fleet", "drain", str(fleet_dir)])
+    assert text.exit_code == 0, text.output
+    assert text.stdout.splitlines() == [
+        "node05\trocmkit: env.kfd_access",
+        "node06\trocmkit: env.kfd_access",
+        "node07\trocmkit: torch.import",  # a warning alone never drains
+    ]
+    as_json = runner.invoke(cli, ["fleet", "drain", str(fleet_dir), "--json"])
+    rows = json.loads(as_json.stdout)
+    assert [(r["hostname"], r["verdict"]) for r in rows] == [
+        ("node05", "fail"),
+        ("node06", "fail"),
+        ("node07", "error"),
+    ]
+    healthy = tmp_path / "healthy"
+    healthy.mkdir()
+    write(healthy, make_report("node01"))
+    empty = runner.invoke(cli, ["fleet", "drain", str(healthy)])
+    assert empty.exit_code == 0 and empty.stdout == ""
+    assert json.loads(runner.invoke(cli, ["fleet", "drain", str(healthy), "--json"]).stdout) == []

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# A real `docker build` of docker/rocm6.2-torch2.5.Dockerfile, end to end, on this
+# machine, with nothing from a registry (tests/integration/test_docker_build_real.py):
+# its own dockerd (stopped by PID), a debootstrap Debian base loaded with
+# `docker import`, the classic builder, and 127.0.0.1 indexes for pip and for
+# rocmkit's torch install; then `rocmkit doctor --level 0` in the image.
+#
+#   sudo scripts/docker/build-test.sh            # after scripts/test.sh made .venv
+#
+# Needs root, and docker.io and debootstrap (`apt-get install -y docker.io
+# debootstrap`; .ci/run installs them). The base tarball and wheels are cached in
+# /var/cache/rocmkit-tests (or $DOCKER_TEST_CACHE): the first run takes about 5
+# minutes on 2 shared cores, later ones 2 to 3. Not part of the default test run for
+# that reason.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export DOCKER_BUILD_TEST=1
+exec .venv/bin/python -m pytest tests/integration/test_docker_build_real.py -p no:cacheprovider "$@"

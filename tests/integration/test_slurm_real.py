@@ -1,0 +1,277 @@
+"""rocmkit on a real Slurm (Debian's 22.05): munged, slurmctld and one or two slurmd
+on this host (tests/support/slurm.py), each node in its own UTS and mount
+namespace, so a fault can be put on one node alone.
+
+- ``scripts/slurm/onboard.sbatch`` as a site submits it, on 1 and 2 nodes, and
+  its level-3 all-reduce across the two;
+- a node whose torch is broken is named by its peer, through the readiness store,
+  without the peer waiting out its timeout, and is the only node on the drain list;
+- ``rocmkit slurm healthcheck`` as slurmd's ``HealthCheckProgram`` (written by
+  ``rocmkit slurm config --write``, run by slurmd as root with an empty
+  environment) drains a failing node with ``rocmkit: CHECK``, resumes it once the
+  fault is gone, and leaves a node an admin drained alone;
+- ``rocmkit slurm prolog`` as ``Prolog``: a failing node is drained by slurmd.
+
+Skips, saying why, without root or the Slurm binaries (.ci/run installs them).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rocmkit.doctor.checks.distributed import free_port
+from rocmkit.runner import run
+from tests.support.slurm import SlurmCluster, missing_reason
+
+pytestmark = [pytest.mark.integration]
+
+_why = missing_reason()
+if _why:
+    pytestmark.append(pytest.mark.skip(reason=_why))
+
+REPO = Path(__file__).resolve().parents[2]
+SBATCH = REPO / "scripts" / "slurm" / "onboard.sbatch"
+# Slurm's own checks of a job and of the node's state: seconds, with room for a busy host.
+WAIT_S = 90.0
+
+
+def _rocmkit(tmp: Path) -> Path:
+    """The rocmkit command for job steps and hooks: this Python's, by absolute path."""
+    exe = tmp / "rocmkit"
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} -m rocmkit "$@"\n')
+    exe.chmod(0o755)
+    return exe
+
+
+def _torch_init() -> Path:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        pytest.skip("torch is not installed in this Python")
+    return Path(spec.origin)
+
+
+def _broken_torch(tmp: Path) -> Path:
+    """A torch/__init__.py that fails to import: the fault one node gets."""
+    bad = tmp / "broken_torch_init.py"
+    bad.write_text('raise ImportError("injected fault: libtorch_hip.so: cannot open shared object file")\n')
+    return bad
+
+
+@pytest.fixture
+def cluster_root(tmp_path: Path) -> Path:
+    root = tmp_path / "slurm"
+    root.mkdir()
+    return root
+
+
+def _onboard(cluster: SlurmCluster, tmp: Path, level: int, doctor_args: str = "") -> tuple[dict[str, str], Path]:
+    reports = tmp / "reports"
+    job = cluster.sbatch(
+        [
+            f"--nodes={len(cluster.names)}",
+            f"--chdir={tmp}",
+            f"--output={tmp}/onboard-%j.out",
+            str(SBATCH),
+        ],
+        env={
+            "ROCMKIT": str(_rocmkit(tmp)),
+            "ROCMKIT_LEVEL": str(level),
+            "ROCMKIT_DOCTOR_ARGS": doctor_args,
+            "ROCMKIT_REPORTS": str(reports),
+            "MASTER_PORT": str(free_port()),
+        },
+    )
+    info = cluster.wait_job(job, timeout=240)
+    return info, reports
+
+
+def _job_log(tmp: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in tmp.glob("onboard-*.out"))
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_onboard_sbatch_level0(cluster_root: Path, tmp_path: Path, nodes: int) -> None:
+    with SlurmCluster(cluster_root, nodes=nodes) as cluster:
+        info, reports = _onboard(cluster, tmp_path, level=0)
+    log = _job_log(tmp_path)
+    assert info["JobState"] == "COMPLETED", f"{info}\n{log}"
+    assert info["ExitCode"] == "0:0", log
+    # One report per node, each from the node it names (its own hostname), in nodes/.
+    found = sorted(p.name for p in (reports / "nodes").iterdir())
+    assert found == [f"n{i}.json" for i in range(nodes)]
+    for i in range(nodes):
+        report = json.loads((reports / "nodes" / f"n{i}.json").read_text())
+        assert report["hostname"] == f"n{i}" and report["level"] == 0
+    # The summaries sit next to the folder they read, never in it.
+    summary = json.loads((reports / "fleet.json").read_text())
+    assert sorted(n["hostname"] for n in summary["nodes"]) == [f"n{i}" for i in range(nodes)]
+    assert summary["skipped"] == [] and "skipped" not in log
+    assert summary["healthy"] is True and summary["drain"] == []
+    assert (reports / "drain.txt").read_text() == ""
+    assert (reports / "fleet.html").read_text().startswith("<!DOCTYPE html>")
+    assert "healthy" in (reports / "fleet.txt").read_text()
+
+
+def test_onboard_runs_the_all_reduce_across_two_slurm_nodes(cluster_root: Path, tmp_path: Path) -> None:
+    with SlurmCluster(cluster_root, nodes=2) as cluster:
+        info, reports = _onboard(cluster, tmp_path, level=3, doctor_args="--only distributed --backend cpu")
+    log = _job_log(tmp_path)
+    assert info["JobState"] == "COMPLETED", f"{info}\n{log}"
+    for rank in (0, 1):
+        results = json.loads((reports / "nodes" / f"n{rank}.json").read_text())["results"]
+        (result,) = [r for r in results if r["name"] == "distributed.all_reduce"]
+        assert result["status"] == "pass", result["message"]
+        # Both nodes in one job, meeting at the allocation's first node by name.
+        assert result["details"]["nnodes"] == 2 and result["details"]["node_rank"] == rank
+        assert result["details"]["master"].startswith("n0:")
+    assert (reports / "drain.txt").read_text() == ""
+
+
+def test_onboard_names_the_node_that_cannot_take_part(cluster_root: Path, tmp_path: Path) -> None:
+    """n1's torch does not import: n0 hears it from the readiness store and names n1,
+    instead of waiting out the rendezvous for a peer that never comes."""
+    torch_init = _torch_init()
+    with (
+        SlurmCluster(cluster_root, nodes=2) as cluster,
+        cluster.node_mount("n1", _broken_torch(tmp_path), torch_init),
+    ):
+        info, reports = _onboard(
+            cluster, tmp_path, level=3, doctor_args="--only torch.import --only distributed --backend cpu"
+        )
+    log = _job_log(tmp_path)
+    assert info["JobState"] == "FAILED" and info["ExitCode"] == "1:0", f"{info}\n{log}"
+    n0 = {r["name"]: r for r in json.loads((reports / "nodes" / "n0.json").read_text())["results"]}
+    n1 = {r["name"]: r for r in json.loads((reports / "nodes" / "n1.json").read_text())["results"]}
+    assert n0["torch.import"]["status"] == "pass"
+    assert n1["torch.import"]["status"] == "fail" and "injected fault" in n1["torch.import"]["message"]
+    peer = n0["distributed.all_reduce"]
+    assert peer["status"] == "skip" and "n1" in peer["message"], peer
+    readiness = peer["details"]["readiness"]
+    # The verdict came from n1's own "cannot", not from a timeout with n1 missing.
+    assert [a["node"] for a in readiness["not_ready"]] == ["n1"]
+    assert readiness["missing"] == [] and readiness["error"] == ""
+    assert "injected fault" in readiness["not_ready"][0]["reason"]
+    own = n1["distributed.all_reduce"]
+    assert own["status"] == "error" and "this node (n1) cannot take part" in own["message"]
+    # Only the broken node is to be drained, with the checks it failed.
+    drain = (reports / "drain.txt").read_text().splitlines()
+    assert len(drain) == 1 and drain[0].startswith("n1\trocmkit: torch.import"), drain
+    assert "NOT ready" in log and "n1" in log
+
+
+def _hooks(tmp: Path, cluster: SlurmCluster, *, prolog: bool) -> tuple[list[str], Path]:
+    """``rocmkit slurm config --write``: the slurm.conf lines and hook scripts a site uses."""
+    hooks = tmp / "hooks"
+    hooks.mkdir()
+    log = tmp / "hooks.log"
+    argv = [
+        sys.executable,
+        "-m",
+        "rocmkit",
+        "slurm",
+        "config",
+        "--dir",
+        str(hooks),
+        "--write",
+        "--python",
+        sys.executable,
+        "--log",
+        str(log),
+        "--slurm-conf",
+        str(cluster.conf),
+        "--interval",
+        # Short for the test, but over one run's length on a busy 2-core machine:
+        # slurmd starts the next run on time even while the last one still runs.
+        "5",
+        "--node-state",
+        "ANY",
+    ]
+    res = run([*argv, "--prolog"] if prolog else argv, timeout=60)
+    assert res.ok, res.describe()
+    lines = [ln for ln in res.stdout.splitlines() if ln and not ln.startswith("#")]
+    return lines, log
+
+
+def _log_count(log: Path, pattern: str) -> int:
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return len(re.findall(pattern, text))
+
+
+def _wait_log(cluster: SlurmCluster, log: Path, pattern: str, at_least: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while _log_count(log, pattern) < at_least:
+        if time.monotonic() > deadline:
+            text = log.read_text(errors="replace") if log.exists() else "(no log)"
+            raise AssertionError(f"{pattern!r} not logged {at_least} times:\n{text}\n{cluster.logs()}")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def hc_cluster(cluster_root: Path, tmp_path: Path) -> Iterator[tuple[SlurmCluster, Path]]:
+    cluster = SlurmCluster(cluster_root, nodes=1)
+    lines, log = _hooks(tmp_path, cluster, prolog=False)
+    assert any(ln.startswith("HealthCheckProgram=/") for ln in lines), lines
+    cluster.extra_conf = lines
+    try:
+        with cluster:
+            yield cluster, log
+    finally:
+        # The hook's lock file (it keeps two runs from overlapping) outlives the run.
+        Path("/run/rocmkit-healthcheck-n0.lock").unlink(missing_ok=True)
+
+
+def test_healthcheck_drains_resumes_and_leaves_admin_drains(
+    hc_cluster: tuple[SlurmCluster, Path], tmp_path: Path
+) -> None:
+    cluster, log = hc_cluster
+    healthy = r"n0: healthy \("
+    _wait_log(cluster, log, healthy, 1)
+    # slurmd ran it with no PATH and no HOME: the node was still found and checked.
+    assert "DRAIN" not in cluster.node_info("n0")["State"].split("+")
+    with cluster.node_mount("n0", _broken_torch(tmp_path), _torch_init()):
+        cluster.wait_state(["n0"], "DRAIN", reason="rocmkit: torch.import", timeout=WAIT_S)
+    assert "injected fault" in log.read_text()
+    cluster.wait_state(["n0"], "IDLE", without="DRAIN", timeout=WAIT_S)
+    assert "resumed" in log.read_text()
+
+    # An admin's drain stays, healthy or not.
+    res = cluster.scontrol(["update", "NodeName=n0", "State=DRAIN", "Reason=admin: new PSU"])
+    assert res.returncode == 0, res.stderr
+    seen = _log_count(log, healthy)
+    _wait_log(cluster, log, healthy, seen + 2)
+    info = cluster.node_info("n0")
+    assert "DRAIN" in info["State"].split("+") and info["Reason"] == "admin: new PSU", info
+    with cluster.node_mount("n0", _broken_torch(tmp_path), _torch_init()):
+        _wait_log(cluster, log, r"already drained by someone else", 1)
+    info = cluster.node_info("n0")
+    assert info["Reason"] == "admin: new PSU", info
+
+
+def test_failing_prolog_drains_the_node(cluster_root: Path, tmp_path: Path) -> None:
+    cluster = SlurmCluster(cluster_root, nodes=1)
+    lines, log = _hooks(tmp_path, cluster, prolog=True)
+    assert any(ln.startswith("Prolog=/") for ln in lines), lines
+    cluster.extra_conf = lines
+    with cluster:
+        # A healthy node: the prolog lets the job run.
+        ok = cluster.sbatch([f"--chdir={tmp_path}", f"--output={tmp_path}/ok-%j.out", "--wrap", "true"])
+        assert cluster.wait_job(ok, timeout=WAIT_S)["JobState"] == "COMPLETED"
+        assert f"job {ok} may start" in log.read_text()
+        with cluster.node_mount("n0", _broken_torch(tmp_path), _torch_init()):
+            job = cluster.sbatch([f"--chdir={tmp_path}", f"--output={tmp_path}/bad-%j.out", "--wrap", "true"])
+            cluster.wait_state(["n0"], "DRAIN", reason="Prolog error", timeout=WAIT_S)
+        text = log.read_text()
+        assert f"rocmkit: torch.import: refusing job {job}" in text, text
+        # Slurm requeues the job rather than running it on the broken node.
+        state = cluster.job_info(job)
+        assert state.get("JobState") in ("PENDING", "REQUEUED", "CONFIGURING"), state
+        out = tmp_path / f"bad-{job}.out"
+        assert not out.exists() or "Error running slurm prolog" in out.read_text()
