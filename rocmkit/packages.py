@@ -109,7 +109,7 @@ def http_get(
         ) from None
     with resp:
         length = resp.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > max_bytes:
+        if length and (length.isascii() and length.isdigit()) and int(length) > max_bytes:
             raise NetworkError(
                 f"{url} answered {int(length)} bytes, more than the {max_bytes} a simple page may be",
                 "check that the URL is a package index",

@@ -22,7 +22,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -109,6 +109,28 @@ def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
     return shutil.which(program, path=os.pathsep.join(dirs))
 
 
+# Called with the pid (= process group id: every child gets its own session) of each
+# command as it starts. The install journal records it, so that after rocmkit itself
+# is killed (kill -9, where no cleanup runs) the next run can stop a pip or uv that
+# was left running, instead of restoring under its feet.
+_started_hooks: list[Callable[[int], None]] = []
+
+
+@contextlib.contextmanager
+def on_child_started(hook: Callable[[int], None]) -> Iterator[None]:
+    """Call ``hook(pid)`` for every command started inside the ``with`` block."""
+    _started_hooks.append(hook)
+    try:
+        yield
+    finally:
+        _started_hooks.remove(hook)
+
+
+def _started(proc: subprocess.Popen[bytes]) -> None:
+    for hook in list(_started_hooks):
+        hook(proc.pid)
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the process group, then SIGKILL it if it does not go."""
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
@@ -165,6 +187,7 @@ def run(
     except OSError as exc:
         return CommandResult(argv=args, status="error", error=str(exc), duration_s=time.monotonic() - start)
     try:
+        _started(proc)
         return _collect(proc, args, timeout, input_text, start, max_output)
     except KeyboardInterrupt:
         # The child has its own session, so Ctrl-C reaches only us: stop its group as well.
@@ -332,6 +355,7 @@ def _run_streaming(
             cwd=cwd,
             start_new_session=True,
         )
+        _started(proc)
         if input_text is not None and proc.stdin is not None:
             proc.stdin.write(input_text.encode())
             proc.stdin.close()

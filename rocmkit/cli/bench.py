@@ -31,13 +31,12 @@ def _write(path: Path, text: str) -> None:
 
 def _load(path: Path) -> SuiteResult:
     from rocmkit.errors import DataError
+    from rocmkit.safeload import load_json_file
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(
-            f"cannot read {path}: {exc}", "pass a file written by `rocmkit bench models --json`"
-        ) from exc
+        data = load_json_file(path, str(path))
+    except DataError as exc:
+        raise DataError(exc.message, "pass a file written by `rocmkit bench models --json`") from exc
     return SuiteResult.from_dict(data)
 
 

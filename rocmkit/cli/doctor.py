@@ -119,6 +119,10 @@ def cli(
     from rocmkit.doctor.python_env import select_python
 
     python = select_python(venv=venv, python=python_path)
+    from rocmkit.install.flow import recover_for_python
+
+    # An install killed in this venv (kill -9) left a journal: undo it before checking.
+    recover_for_python(Path(python.executable), lambda m: click.echo(m, err=True))
     if not python.own:
         click.echo(f"checking the Python at {python.executable} ({python.version})", err=True)
     machine = load_machine(capture)

@@ -548,8 +548,8 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
 
 def _nvidia_archs(ctx: CheckContext, compiled: list[str]) -> CheckResult:
     name = "torch.arch_list"
-    sms = {int(a[3:]) for a in compiled if a.startswith("sm_") and a[3:].isdigit()}
-    ptx = {int(a[8:]) for a in compiled if a.startswith("compute_") and a[8:].isdigit()}
+    sms = {int(a[3:]) for a in compiled if a.startswith("sm_") and (a[3:].isascii() and a[3:].isdigit())}
+    ptx = {int(a[8:]) for a in compiled if a.startswith("compute_") and (a[8:].isascii() and a[8:].isdigit())}
     missing = []
     for g in ctx.machine.nvidia_gpus:
         cc = _sm(g.compute_capability)
