@@ -191,3 +191,29 @@ def test_sigterm_while_verifying_restores_in_process_and_exits_10(
     assert "Traceback" not in err
     assert not (venv / JOURNAL_NAME).exists()
     assert pip_freeze_all(venv) == before
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_lock_with_every_hash_wrong_never_exits_0_even_when_installed(
+    installer: str, tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lock = tmp_path / "torch.lock"
+    code, _, err = rk(capsys, "--plan", str(plan_62(tmp_path, server)), "--lock", str(lock))
+    assert code == 0, err
+    venv = tmp_path / "venv"
+    code, _, err = rk(capsys, "--venv", str(venv), "--from-lock", str(lock), "--installer", installer)
+    assert code == 0, err
+    before = pip_freeze_all(venv)
+    # The very versions installed, every hash wrong (no plan line: nothing else to trip on).
+    wrong = tmp_path / "wrong.lock"
+    wrong.write_text(
+        "".join(
+            "    --hash=sha256:" + "0" * 64 + "\n" if line.lstrip().startswith("--hash=") else line
+            for line in lock.read_text().splitlines(True)
+            if not line.startswith("# rocmkit-plan")
+        )
+    )
+    code, _, err = rk(capsys, "--venv", str(venv), "--from-lock", str(wrong), "--installer", installer)
+    assert code == 7, err
+    assert "sha256 does not match the lock" in err
+    assert pip_freeze_all(venv) == before
