@@ -145,6 +145,47 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def _pipe_holders(fds: Sequence[int]) -> list[int]:
+    """The pids (not ours) holding the other end of the pipes ``fds`` read from.
+
+    A command that exited while something it started still holds its stdout is
+    followed by that something, even when it left the command's process group
+    (``setsid``, a daemonising tool): a pipe's two ends share one inode, so every
+    process with an fd on ``pipe:[INODE]`` is found in /proc, whatever its group."""
+    wanted = set()
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            wanted.add(f"pipe:[{os.fstat(fd).st_ino}]")
+    me = os.getpid()
+    holders: list[int] = []
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isascii() and p.isdigit()]
+    except OSError:
+        return holders
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            links = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone, or not ours to look at
+        for name in links:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{name}") in wanted:
+                    holders.append(pid)
+                    break
+            except OSError:
+                continue
+    return holders
+
+
+def _kill_holders(fds: Sequence[int]) -> None:
+    """SIGKILL what still holds the command's pipes after it exited (see :func:`_pipe_holders`)."""
+    for pid in _pipe_holders(fds):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -287,6 +328,9 @@ def _collect(
         sel.close()
     if ended is not None:
         _kill_group(proc)
+    if ended == "held":
+        # The group is gone already if the holder stayed in it; one that left it is found by its pipe.
+        _kill_holders((out_fd, err_fd))
     rc: int | None
     if ended in ("timeout", "overflow"):
         rc = proc.returncode
@@ -372,6 +416,9 @@ def _run_streaming(
             if not sel.select(timeout=min(remaining, 0.5)):
                 if proc.poll() is not None and not buf:
                     # Process ended and the pipe stays quiet: a grandchild may hold it.
+                    # Stop it (its group, or wherever it went) rather than leave it running.
+                    _kill_group(proc)
+                    _kill_holders((proc.stdout.fileno(),))
                     break
                 continue
             chunk = os.read(proc.stdout.fileno(), 65536)
