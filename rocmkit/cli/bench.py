@@ -24,9 +24,15 @@ def _split_models(values: tuple[str, ...]) -> tuple[str, ...]:
 
 def _write(path: Path, text: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
+        from rocmkit.atomicio import write_text_atomic
+
+        write_text_atomic(path, text)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}", "choose a writable path") from exc
+        from rocmkit.errors import storage_error
+
+        raise storage_error(exc) or UsageError(
+            f"cannot write {path}: {exc.strerror}", "choose a writable path"
+        ) from exc
 
 
 def _load(path: Path) -> SuiteResult:

@@ -72,6 +72,9 @@ class Outcome:
     left_out: tuple[str, ...] = ()  # companions not installed (--no-companions, or no source has them)
 
     def to_dict(self) -> dict[str, Any]:
+        # A report for logs and CI: a mirror's user:token never goes into it.
+        from rocmkit.redact import redact_text
+
         return {
             "schema": "rocmkit.install/1",
             "action": self.action,
@@ -79,10 +82,10 @@ class Outcome:
             "installer": self.installer,
             "backend": self.plan.backend if self.plan else None,
             "requirements": list(self.plan.requirements) if self.plan else [],
-            "index_urls": list(self.sources.index_urls),
-            "find_links": list(self.sources.find_links),
+            "index_urls": [redact_text(u) for u in self.sources.index_urls],
+            "find_links": [redact_text(u) for u in self.sources.find_links],
             "offline": self.sources.offline,
-            "messages": list(self.messages),
+            "messages": [redact_text(m) for m in self.messages],
             "changes": self.changes,
             "verification": self.verification,
             "path": self.path,
@@ -227,8 +230,10 @@ def checked_sources(
         timeout=opts.probe_timeout_s,
         companions=companions,
     )
+    from rocmkit.redact import redact_text
+
     for message in decision.messages:
-        echo(f"rocmkit: {message}")
+        echo(f"rocmkit: {redact_text(message)}")
         notes.append(message)
     return decision.sources, decision.left_out
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmkit.atomicio import write_text_atomic
+from rocmkit.atomicio import write_bytes_atomic, write_text_atomic
 from rocmkit.errors import ToolError
 from rocmkit.install.venv import Target
 from rocmkit.runner import run
@@ -356,4 +356,4 @@ def restore_files(backup: Backup) -> None:
             path.unlink(missing_ok=True)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            write_bytes_atomic(path, data)
