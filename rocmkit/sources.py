@@ -435,7 +435,7 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         (dest / "cmd").mkdir(parents=True, exist_ok=True)
         (dest / "root").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CaptureError(
+        raise storage_error(exc) or CaptureError(
             f"cannot create {dest}: {exc.strerror}", "choose a folder you can write to"
         ) from exc
     try:
