@@ -141,9 +141,10 @@ _exclusive = journal.exclusive
 
 
 @contextmanager
-def _signals_deferred(echo: Echo) -> Iterator[None]:
+def _signals_deferred(echo: Echo, *, reraise: bool = True) -> Iterator[None]:
     """While a restore runs, SIGINT/SIGTERM/SIGHUP wait: a second Ctrl-C must not leave
-    half a restore (the journal would still finish it later, but now is better)."""
+    half a restore (the journal would still finish it later, but now is better).
+    ``reraise``: act on a deferred signal afterwards (not when already unwinding from one)."""
     import signal
 
     if threading.current_thread() is not threading.main_thread():
@@ -163,7 +164,7 @@ def _signals_deferred(echo: Echo) -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
-    if caught:
+    if caught and reraise:
         # Restored: now the signal does what it would have done.
         from rocmkit.errors import Terminated
 
@@ -491,7 +492,7 @@ def _journaled(
         echo(
             f"rocmkit: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'install failed'}; restoring"
         )
-        with _signals_deferred(echo):
+        with _signals_deferred(echo, reraise=False):
             report = tx.restore()
         for step in report.steps:
             echo(f"rocmkit:   {step}")

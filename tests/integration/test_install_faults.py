@@ -172,8 +172,9 @@ def test_kill_9_while_verifying_then_doctor_restores(
     assert pip_freeze_all(venv) == before
 
 
-def test_sigterm_while_verifying_restores_in_process_and_exits_10(
-    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_verifying_restores_in_process_and_exits_10(
+    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str], sig: signal.Signals
 ) -> None:
     venv = setup_61(capsys, tmp_path, server)
     before = pip_freeze_all(venv)
@@ -181,7 +182,7 @@ def test_sigterm_while_verifying_restores_in_process_and_exits_10(
     try:
         wait_for_step(venv, "verifying", proc)
         time.sleep(0.5)
-        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, sig)
         _, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
@@ -217,3 +218,33 @@ def test_lock_with_every_hash_wrong_never_exits_0_even_when_installed(
     assert code == 7, err
     assert "sha256 does not match the lock" in err
     assert pip_freeze_all(venv) == before
+
+
+def test_sourcing_activate_with_a_hostile_plan_value_runs_nothing(tmp_path: Path) -> None:
+    from rocmkit.install import guard
+    from rocmkit.plan import Plan
+
+    marker = tmp_path / "pwned"
+    value = f"10.3.0$(touch {marker})`touch {marker}`;touch {marker}"
+    plan = Plan.from_dict(
+        {
+            "schema": "rocmkit.plan/1",
+            "backend": "rocm6.2",
+            "torch_version": "2.5.1+rocm6.2",
+            "requirements": ["torch==2.5.1+rocm6.2"],
+            "index_urls": ["https://download.pytorch.org/whl/rocm6.2"],
+            "env": {"HSA_OVERRIDE_GFX_VERSION": value},
+        }
+    )
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin/activate").write_text("deactivate () { :; }\n")
+    guard.write_guard(tmp_path, plan)
+    done = subprocess.run(
+        ["bash", "-c", f'source {tmp_path}/bin/activate && printf %s "$HSA_OVERRIDE_GFX_VERSION"'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == value  # the value, verbatim, as data
+    assert not marker.exists()
