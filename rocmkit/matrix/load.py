@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocmkit.errors import DataError
 from rocmkit.matrix.fields import FIX, Row, check_keys, did_you_mean, parse_release, read_sources, rows
@@ -331,7 +331,7 @@ def _requirement_pin(row: Row, key: str) -> str | None:
         raise row.error(f"{key} = {text!r} must pin one version with '==' (like 'triton-rocm==3.6.0')")
     try:
         Version(match.group(2))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or more digits than int() takes
         raise row.error(f"{key} = {text!r}: {match.group(2)!r} is not a valid version") from None
     return text
 

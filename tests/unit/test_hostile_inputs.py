@@ -229,3 +229,37 @@ def test_install_outcome_json_does_not_carry_index_credentials() -> None:
         sources=Sources(index_urls=("https://u:tok@mirror.example/whl/rocm6.2",)),
     )
     assert "tok@" not in json.dumps(outcome.to_dict())
+
+
+@pytest.mark.parametrize("value", ["NaN", "1e400", "[" * 10_000])
+def test_doctor_set_values_are_bounded(value: str) -> None:
+    from rocmkit.cli.doctor import parse_settings
+    from rocmkit.errors import UsageError
+
+    with pytest.raises(UsageError):
+        parse_settings((f"repeats={value}",))
+    assert parse_settings(("repeats=5", "name=plain text")) == {"repeats": 5, "name": "plain text"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--python", "3." + "9" * 5000), ("--python", "3.١١"), ("--torch", "9" * 5000 + ".1"), ("--cuda", "١٢.٤")],
+)
+def test_resolve_versions_are_ascii_and_short(capsys: pytest.CaptureFixture[str], args: tuple[str, ...]) -> None:
+    code, _, err = rk(capsys, "resolve", "--cpu", *args)
+    assert code == 4, err
+
+
+def test_a_matrix_version_past_int_limits_is_a_data_error(tmp_path: Path) -> None:
+    from rocmkit.matrix.load import parse_matrix
+    from tests.conftest import REPO
+
+    for name in ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml"):
+        (tmp_path / name).symlink_to(REPO / "matrices" / name)
+    text = (REPO / "matrices/torch.toml").read_text()
+    (tmp_path / "torch.toml").unlink()
+    (tmp_path / "torch.toml").write_text(
+        text.replace('triton = "pytorch-triton-rocm==3.3.1"', 'triton = "pytorch-triton-rocm==' + "9" * 5000 + '.1"', 1)
+    )
+    with pytest.raises(DataError, match="not a valid version"):
+        parse_matrix(tmp_path)

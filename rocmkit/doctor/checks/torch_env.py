@@ -18,7 +18,7 @@ from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocmkit.doctor.absent import install_torch_remedy, pip_index
 from rocmkit.doctor.checks import archs
@@ -110,7 +110,7 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
         )
     try:
         fits = pin.specifier.contains(Version(have), prereleases=True)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or more digits than int() takes
         fits = False
     if not fits:
         return result(
@@ -153,7 +153,7 @@ def amdsmi_package(ctx: CheckContext) -> CheckResult:
 def _is_rocm_torch(torch_version: str) -> bool:
     try:
         return "rocm" in (Version(torch_version).local or "")
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or more digits than int() takes
         return "rocm" in torch_version
 
 
