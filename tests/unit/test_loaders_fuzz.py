@@ -321,3 +321,25 @@ def test_safe_toml_loader(text: str) -> None:
     from rocmkit.safeload import loads_toml
 
     value_or_own_error(lambda: loads_toml(text, "fuzz.toml"))
+
+
+TOOL_JSON = sorted(
+    p.read_text(encoding="utf-8", errors="replace")
+    for p in (REPO / "tests/data/captures").rglob("*.json")
+    if p.parent.name == "cmd" and p.stat().st_size < 200_000
+)
+
+
+@FUZZ
+@given(data=st.data())
+def test_tool_json_parsers_on_damaged_real_output(data: st.DataObject) -> None:
+    """Real amd-smi / rocm-smi JSON with numbers made NaN, Infinity, 1e400 or 5000 digits long,
+    cut, or nested past recursion: records come back with sane values, never an exception."""
+    from rocmkit.parsers import amd_smi, rocm_smi
+
+    text = data.draw(st.sampled_from(TOOL_JSON))
+    for _ in range(data.draw(st.integers(1, 3))):
+        text = data.draw(mutated_text(text))
+    for parse in (amd_smi.parse_static_json, rocm_smi.parse_json):
+        for gpu in parse(text).gpus:
+            assert gpu.memory_bytes is None or 0 < gpu.memory_bytes < 2**60
