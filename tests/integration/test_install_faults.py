@@ -254,3 +254,31 @@ def test_sourcing_activate_with_a_hostile_plan_value_runs_nothing(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert done.stdout == value  # the value, verbatim, as data
     assert not marker.exists()
+
+
+def test_kill_9_during_the_restore_of_a_failed_install_is_finished_by_the_next_run(
+    tmp_path: Path, index_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.integration.test_install_e2e import corrupt_member
+
+    root = tmp_path / "root"
+    shutil.copytree(index_root, root)
+    # pip installs pytorch-triton-rocm 3.1.0, then fails extracting torch: a restore follows.
+    corrupt_member(root / "whl/rocm6.2" / TORCH_251, "torch/version.py")
+    with IndexServer(root) as srv:
+        venv = setup_61(capsys, tmp_path, srv)
+        before = pip_freeze_all(venv)
+        proc = start_install(venv, plan_62(tmp_path, srv))
+        try:
+            wait_for_step(venv, "restoring", proc)
+            os.killpg(proc.pid, signal.SIGKILL)  # the restore's own pip is in its own session
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert (venv / JOURNAL_NAME).exists()
+        code, _, err = rk(capsys, "--venv", str(venv), "--plan", str(plan_61(tmp_path, srv)))
+    assert code == 0, err
+    assert "was interrupted at step 'restoring'" in err
+    assert "restored exactly" in err
+    assert pip_freeze_all(venv) == before
