@@ -30,8 +30,10 @@ from typing import Literal
 DEFAULT_TIMEOUT_S = 10.0
 # After SIGTERM, how long a process group gets before SIGKILL.
 KILL_GRACE_S = 2.0
-# Per stream. The largest real output a parser reads (amd-smi static on 16 GPUs) is a few MiB.
-MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+# Per stream. The largest real output a parser reads (rocminfo or amd-smi static on 16 GPUs)
+# is 1-2 MiB. Detection runs ~20 tools at once: 20 x 2 streams x 8 MiB stays far under 1 GiB
+# even if every one of them prints without end.
+MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 # After the command exits, how long its pipes may stay open (a grandchild holding them).
 PIPE_GRACE_S = 1.0
 # A line longer than this is split when streamed (a tool printing with no newline).
@@ -262,10 +264,15 @@ class _Capped:
                 del self.tail[: len(self.tail) - self.half]
 
     def text(self) -> str:
-        data = bytes(self.head)
-        if self.total > len(self.head) + len(self.tail):
-            data += f"\n[... {self.total - len(self.head) - len(self.tail)} bytes left out ...]\n".encode()
-        return (data + bytes(self.tail)).decode(errors="replace")
+        # Once, at the end: decoded piece by piece, each buffer dropped as it goes (no extra
+        # full-size copies while 20 detection tools finish at once).
+        left_out = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode(errors="replace")
+        self.head = bytearray()
+        gap = f"\n[... {left_out} bytes left out ...]\n" if left_out > 0 else ""
+        tail = self.tail.decode(errors="replace")
+        self.tail = bytearray()
+        return head + gap + tail
 
 
 def _collect(

@@ -123,3 +123,35 @@ def test_doctor_survives_a_check_that_floods_and_one_that_escapes(tmp_path: Path
     assert escaped.status is Status.PASS, escaped.message  # not misreported as a hang
     assert wait_gone(int(escaped.details["grandchild"]))
     assert os.getpid()  # the doctor process itself is alive and answered
+
+
+def test_detect_with_tools_that_flood_hang_and_crash_stays_under_1_gib(tmp_path: Path) -> None:
+    """`rocmkit detect` on a PATH of misbehaving fake ROCm/NVIDIA tools, run under a 1 GiB
+    address-space limit: every tool is stopped or timed out, detect answers, exit 0."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tools = {
+        "rocminfo": FLOOD,  # prints without end (several run at once: each capped)
+        "amd-smi": "import os\nfor _ in range(1600): os.write(1, b'z' * 65536)",  # 100 MB, then exits
+        "rocm-smi": "import time\ntime.sleep(600)",  # hangs
+        "nvidia-smi": "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)",  # crashes
+        "hipconfig": FLOOD,
+    }
+    for name, body in tools.items():
+        path = bin_dir / name
+        path.write_text(f"#!{PY}\n{body}\n")
+        path.chmod(0o755)
+    limit = (
+        "import resource, runpy, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "sys.argv = ['rocmkit', 'detect', '--json']\n"
+        "runpy.run_module('rocmkit', run_name='__main__')\n"
+    )
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "ROCMKIT_PROBE_TIMEOUT": "3"}
+    done = subprocess.run([PY, "-c", limit], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
+    import json
+
+    machine = json.loads(done.stdout)
+    assert machine["schema"] == "rocmkit.machine/1"
