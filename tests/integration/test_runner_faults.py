@@ -51,7 +51,7 @@ def test_a_tool_printing_without_end_is_stopped_with_its_own_status() -> None:
 
 
 def test_a_tool_printing_100_mb_and_exiting_costs_bounded_memory(tmp_path: Path) -> None:
-    # Under a 1 GiB address-space limit, the default cap (32 MiB per stream) must hold.
+    # Under a 1 GiB address-space limit, the default cap (8 MiB per stream) must hold.
     script = textwrap.dedent(
         f"""
         import resource, sys
@@ -64,7 +64,7 @@ def test_a_tool_printing_100_mb_and_exiting_costs_bounded_memory(tmp_path: Path)
     out = subprocess.run([PY, "-c", script], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     status, size = out.stdout.split()
-    assert status == "overflow" and int(size) < 40 * 1024 * 1024
+    assert status == "overflow" and int(size) < 9 * 1024 * 1024
 
 
 def test_crash_and_hang_are_statuses() -> None:
