@@ -98,7 +98,10 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
     except RocmkitError as exc:
-        click.echo(exc.one_line(), err=True)
+        from rocmkit.redact import redact_text
+
+        # Errors end up in CI logs: a mirror's user:token in a URL never does.
+        click.echo(redact_text(exc.one_line()), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("error: interrupted", err=True)
@@ -120,6 +123,11 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(0)
     except OSError as exc:
         error = storage_error(exc)
+        if error is None and exc.filename is not None:
+            # A path the user named that cannot be used (missing folder, /proc, ...): bad input.
+            error = UsageError(
+                f"cannot use {exc.filename}: {exc.strerror or exc}", "check the path and its permissions"
+            )
         if error is None:
             raise
         click.echo(error.one_line(), err=True)

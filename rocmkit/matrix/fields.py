@@ -12,19 +12,13 @@ from __future__ import annotations
 
 import difflib
 import re
-import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocmkit.errors import DataError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 SCHEMA = 1
 FIX = "correct the entry, then run `rocmkit matrix check`"
@@ -131,7 +125,7 @@ class Row:
         text = self.string(key)
         try:
             Version(text)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or more digits than int() takes
             raise self.error(f"{key} = {text!r} is not a valid version") from None
         return text
 
@@ -193,10 +187,15 @@ def read_toml(path: Path) -> dict[str, Any]:
         ) from None
     except OSError as exc:
         raise DataError(f"cannot read matrix file {path}: {exc.strerror}", "check its permissions") from None
+    from rocmkit.safeload import loads_toml
+
     try:
-        doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        # Bounded (size, nesting, finite numbers): ROCMKIT_MATRICES_DIR and refreshed data are files too.
+        doc: dict[str, Any] = loads_toml(data.decode("utf-8"), path.name)
+    except UnicodeDecodeError as exc:
         raise DataError(f"{path.name}: not valid TOML: {exc}", FIX) from None
+    except DataError as exc:
+        raise DataError(exc.message.replace(" is not valid TOML:", ": not valid TOML:"), FIX) from None
     schema = doc.get("schema")
     if schema != SCHEMA:
         raise DataError(f"{path.name}: schema = {schema!r}, this rocmkit reads schema = {SCHEMA}", FIX)

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocmkit import arch as gfx
 from rocmkit.arch import Backend
@@ -306,7 +306,7 @@ def _requirement_pin(row: Row, key: str) -> str | None:
         raise row.error(f"{key} = {text!r} must pin one version with '==' (like 'triton-rocm==3.6.0')")
     try:
         Version(pin.version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or more digits than int() takes
         raise row.error(f"{key} = {text!r}: {pin.version!r} is not a valid version") from None
     return text
 

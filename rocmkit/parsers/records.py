@@ -51,6 +51,14 @@ def norm_hex(value: object, width: int = 4) -> str | None:
     return f"0x{int(m.group(1), 16):0{width}x}"
 
 
+def count(text: str) -> int | None:
+    """A decimal count or size as tools print it: ASCII digits, at most 18 of them.
+
+    Anything else is None: ``int()`` takes other scripts' digits ("١") and raises
+    past 4300 digits, and no real quantity a tool prints is that long."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
 def to_int(value: object) -> int | None:
     if isinstance(value, bool):
         return None
@@ -58,6 +66,8 @@ def to_int(value: object) -> int | None:
         return value
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > 40:
+            return None  # no tool prints such a number; int() would raise past 4300 digits
         try:
             return int(text, 16) if text.lower().startswith("0x") else int(text)
         except ValueError:
