@@ -103,16 +103,16 @@ def run_isolated(
         elapsed = time.monotonic() - start
         # The result file is renamed into place whole, so one that exists is complete,
         # even when the process died or hung afterwards (in driver teardown, say).
-        results = _read_results(result_path)
+        results = read_results(result_path)
     if results is None:
-        return [_failure_result(chk, ctx, proc, budget, elapsed)]
+        return [failure_result(chk, ctx, proc, budget, elapsed)]
     if proc.status != "ok":
         note = {"child_exit": proc.describe(), "stderr_tail": stderr_tail(proc.stderr)}
         results = [replace(r, details={**r.details, **note}) for r in results]
     return results
 
 
-def _read_results(path: Path) -> list[CheckResult] | None:
+def read_results(path: Path) -> list[CheckResult] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return [CheckResult.from_dict(d) for d in data["results"]]
@@ -154,7 +154,7 @@ def error_result(
     )
 
 
-def _failure_result(
+def failure_result(
     chk: Check, ctx: CheckContext, proc: CommandResult, budget: float, elapsed: float
 ) -> CheckResult:
     """Turn a child that did not hand back a result into an ``error`` result."""
@@ -184,6 +184,9 @@ def _failure_result(
             remedy = "check `dmesg | grep -i 'out of memory'`; free host memory or lower the check's sizes"
         elif proc.returncode == -signal.SIGABRT:
             message += " (an abort, e.g. hipErrorNoBinaryForGpu or a failed assertion in a native library)"
+    elif proc.status == "overflow":
+        message = f"the check printed more than {proc.error or 'the output limit'} and was stopped"
+        remedy = f"rerun with `rocmkit doctor --only {chk.name} --verbose` and report the output it floods"
     elif proc.status == "ok":
         message = "the check's process exited without writing a result"
     elif proc.status in ("absent", "error"):
@@ -251,14 +254,20 @@ def child_main(request_text: str) -> int:
     if request.get("schema") != REQUEST_SCHEMA:
         print(f"rocmkit.doctor.isolate: not a {REQUEST_SCHEMA} request", file=sys.stderr)
         return 2
-    ctx_data = request["context"]
-    if ctx_data.get("backend") == "cpu":
+    if request["context"].get("backend") == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before any import of triton
+    return serve_request(request)
+
+
+def serve_request(request: Mapping[str, Any]) -> int:
+    """Run one requested check in this process and write its results, with the compile
+    cache hits it saw, to ``request["result_path"]``: the spawned child and the fork
+    server's forks both end here."""
     import importlib
 
-    from rocmkit.doctor import registry
+    from rocmkit.doctor import cachestats, registry
 
-    ctx = CheckContext.from_dict(ctx_data)
+    ctx = CheckContext.from_dict(request["context"])
     importlib.import_module(request["module"])
     chk = registry.load_checks((request["module"],)).get(request["check"])
     if chk is None:
@@ -266,13 +275,21 @@ def child_main(request_text: str) -> int:
             f"rocmkit.doctor.isolate: no check {request['check']!r} in {request['module']}", file=sys.stderr
         )
         return 2
+    cachestats.install()
     results = call_check(chk, ctx)
-    path = Path(request["result_path"])
+    counts = cachestats.collect()
+    if counts and results:
+        results[0] = replace(results[0], details={**results[0].details, "compile_cache": counts})
+    write_results(Path(request["result_path"]), results)
+    return 0
+
+
+def write_results(path: Path, results: list[CheckResult]) -> None:
+    """Write whole or not at all: a reader that finds the file finds all of it."""
     tmp = path.with_suffix(".tmp")
     # default=str: a Path or a numpy number in a check's details must not lose its result.
     tmp.write_text(json.dumps({"results": [r.to_dict() for r in results]}, default=str), encoding="utf-8")
     tmp.replace(path)
-    return 0
 
 
 def main() -> int:

@@ -85,6 +85,10 @@ class Check:
     needs: frozenset[str] = frozenset()
     isolated: bool = False  # run in a child process with its own timeout
     timeout_s: float = 60.0
+    # Needs a process no other code ran in (a fresh interpreter, not a fork of the
+    # doctor's warm worker): e.g. one that must import torch under changed
+    # *_VISIBLE_DEVICES. Implies isolated.
+    pristine: bool = False
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -98,6 +102,7 @@ def check(
     needs: tuple[Need, ...] = (),
     isolated: bool = False,
     timeout_s: float = 60.0,
+    pristine: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check function under ``name``."""
 
@@ -111,8 +116,9 @@ def check(
             func=func,
             module=func.__module__,
             needs=frozenset(needs),
-            isolated=isolated,
+            isolated=isolated or pristine,
             timeout_s=timeout_s,
+            pristine=pristine,
         )
         return func
 

@@ -101,6 +101,8 @@ class Report:
     host_id: str  # stable per node: hostname + machine-id hash
     hostname: str
     level: int
+    # Compile caches the checks used: {"triton": {"hits", "misses", "hit_rate"}}.
+    caches: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def verdict(self) -> Status:
@@ -123,6 +125,7 @@ class Report:
             "versions": self.versions,
             "machine": self.machine,
             "plan": self.plan,
+            "caches": self.caches,
             "results": [r.to_dict() for r in self.results],
         }
 
@@ -141,6 +144,7 @@ class Report:
                 host_id=str(d["host_id"]),
                 hostname=str(d.get("hostname", d["host_id"])),
                 level=int(d.get("level", 1)),
+                caches=dict(d.get("caches") or {}),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(
