@@ -71,6 +71,26 @@ if TYPE_CHECKING:
     metavar="KEY=VALUE",
     help="A check option (size, threshold, repeat count), e.g. --set shm_min_bytes=4294967296.",
 )
+@click.option(
+    "--isolation",
+    type=click.Choice(["fork", "spawn"]),
+    default="fork",
+    show_default=True,
+    help="fork: isolated checks fork from one worker that imported torch and Triton once; "
+    "spawn: a fresh Python per check (slower; rules the worker out).",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 256),
+    help="Checks to run at once (GPU checks still run one at a time). Default: the usable "
+    "cores with --isolation fork, 1 with spawn.",
+)
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Ignore every cache: detect again and compile every kernel and graph again.",
+)
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
 def cli(
@@ -86,6 +106,9 @@ def cli(
     backend: str | None,
     timeout_scale: float,
     settings: tuple[str, ...],
+    isolation: str,
+    jobs: int | None,
+    fresh: bool,
     list_only: bool,
     verbose: bool,
 ) -> None:
@@ -115,13 +138,20 @@ def cli(
     # Bad names fail here, before detection and the plan take their time.
     total = len(select(found.checks, level=level, only=only, skip=skip))
 
-    from rocmkit.detect import load_machine
     from rocmkit.doctor.python_env import select_python
 
     python = select_python(venv=venv, python=python_path)
     if not python.own:
         click.echo(f"checking the Python at {python.executable} ({python.version})", err=True)
-    machine = load_machine(capture)
+    if capture is None:
+        from rocmkit.detect.cached import cached_machine
+
+        # Detection facts are cached per boot and driver state: a rerun skips the probes.
+        machine, _ = cached_machine(cache_dir(), fresh=fresh)
+    else:
+        from rocmkit.detect import load_machine
+
+        machine = load_machine(capture)
     plan = make_plan(machine)
     opts = RunOptions(
         level=level,
@@ -130,6 +160,9 @@ def cli(
         backend=backend,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         timeout_scale=timeout_scale,
         options=parse_settings(settings),
+        isolation=isolation,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+        jobs=jobs,
+        fresh=fresh,
     )
     for key in unknown_settings(opts.options):
         click.echo(

@@ -50,6 +50,7 @@ def child_env(
     # place that `rocmkit` can report on and clear.
     env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    env.update(fresh_env(ctx))
     if ctx.backend == "cpu":
         # Must be in the environment before anything imports triton: Triton reads
         # it when @triton.jit decorates a function, at import time of the module.
@@ -65,6 +66,14 @@ def child_env(
     if first:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (first, env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def fresh_env(ctx: CheckContext) -> dict[str, str]:
+    """``--fresh``: Triton and inductor compile everything again, whatever their caches hold
+    (the caches are still written, so the next run is warm)."""
+    if not ctx.fresh:
+        return {}
+    return {"TRITON_ALWAYS_COMPILE": "1", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
 
 
 def run_isolated(

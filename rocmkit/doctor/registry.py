@@ -49,6 +49,7 @@ class CheckContext:
     env: Mapping[str, str] = field(default_factory=dict)
     cache_dir: Path = Path(".")
     options: dict[str, Any] = field(default_factory=dict)  # thresholds, sizes, repeats
+    fresh: bool = False  # ignore compile caches: every kernel and graph compiles again
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +59,7 @@ class CheckContext:
             "env": dict(self.env),
             "cache_dir": str(self.cache_dir),
             "options": self.options,
+            "fresh": self.fresh,
         }
 
     @classmethod
@@ -69,6 +71,7 @@ class CheckContext:
             env=dict(d.get("env") or {}),
             cache_dir=Path(d.get("cache_dir", ".")),
             options=dict(d.get("options") or {}),
+            fresh=bool(d.get("fresh", False)),
         )
 
 

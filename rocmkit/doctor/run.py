@@ -163,6 +163,7 @@ class RunOptions:
     # (the old way, kept as the benchmark's baseline and a fallback to rule the worker out).
     isolation: Isolation = "fork"
     jobs: int | None = None  # checks at once; default: the usable cores (1 with spawn)
+    fresh: bool = False  # ignore every cache (compile caches here; detection in the CLI)
 
 
 def run_checks(
@@ -485,6 +486,7 @@ def doctor(
         env=relevant_env(env),
         cache_dir=cache_dir,
         options=dict(opts.options),
+        fresh=opts.fresh,
     )
     py = python or this_python()
     server = fork_server(selected, ctx, py) if opts.isolation == "fork" else None

@@ -28,6 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rocmkit.doctor.cachestats import merge
+from rocmkit.doctor.isolate import fresh_env
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.kernels.harness import (
@@ -340,6 +342,12 @@ def atomics(ctx: CheckContext) -> CheckResult:
     return guarded(name, 2, ctx, body)
 
 
+def _cache_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The compile cache hits of the compiler processes, for the report's hit rate."""
+    total = {c: {k: v for k, v in n.items() if k != "hit_rate"} for c, n in merge(parts).items()}
+    return {"compile_cache": total} if total else {}
+
+
 @check(
     "triton.codegen",
     level=1,
@@ -365,6 +373,7 @@ def codegen(ctx: CheckContext) -> CheckResult:
     name = "triton.codegen"
     started = time.perf_counter()
     targets = codegen_targets(ctx)
+    caches: list[dict[str, Any]] = []  # per compiler process: Triton cache hits and misses
 
     def result(status: Status, message: str, remedy: str | None = None, **extra: Any) -> CheckResult:
         figures = extra.pop("figures", ())
@@ -377,7 +386,7 @@ def codegen(ctx: CheckContext) -> CheckResult:
             figures=figures,
             duration_s=round(time.perf_counter() - started, 3),
             backend=ctx.backend,
-            details={"targets": targets, **extra},
+            details={"targets": targets, **extra, **_cache_counts(caches)},
         )
 
     if not targets:
@@ -395,6 +404,7 @@ def codegen(ctx: CheckContext) -> CheckResult:
         except ValueError as exc:
             return result(Status.ERROR, str(exc), "name targets as gfx942, gfx1100, sm_90 or 9.0")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(fresh_env(ctx))
     env.setdefault("TRITON_CACHE_DIR", str(Path(ctx.cache_dir) / "triton"))
     # The child must import this very rocmkit, even from a source checkout.
     root = str(Path(__file__).resolve().parents[3])
@@ -413,6 +423,7 @@ def codegen(ctx: CheckContext) -> CheckResult:
         if data is not None:
             version = data.get("triton") or version
             per_target.update(data["targets"])
+            caches.append(data.get("compile_cache") or {})
         elif proc.status == "signal":
             per_target[target] = {
                 "error": f"the compiler crashed ({proc.describe()}): {crash_line(proc.stderr)}"
