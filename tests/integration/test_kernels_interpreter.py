@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -278,6 +279,13 @@ def test_codegen_compiles_every_kernel_for_amd_and_nvidia_targets(tmp_path: Path
     assert sum(1 for b in nvidia["builds"] if b["kernel"] == "matmul") == 8
     assert {f.name for f in r.figures} >= {"codegen.gfx942.compile", "codegen.sm_90.max_shared"}
     assert (tmp_path / "triton").is_dir()  # the compile cache lives under rocmkit's cache folder
+    cold = r.details["compile_cache"]["triton"]
+    assert cold["misses"] > 0
+    # A rerun finds every kernel in that cache; --fresh compiles them all again.
+    warm = kernels.codegen(ctx).details["compile_cache"]["triton"]
+    assert warm == {"hits": cold["hits"] + cold["misses"], "misses": 0}
+    again = kernels.codegen(replace(ctx, fresh=True)).details["compile_cache"]["triton"]
+    assert again == {"hits": 0, "misses": cold["hits"] + cold["misses"]}
 
 
 def test_codegen_for_an_isa_that_does_not_exist_fails_with_the_compilers_reason(tmp_path: Path) -> None:
