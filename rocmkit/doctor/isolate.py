@@ -8,8 +8,10 @@ hang looks like one from here), the kernel's OOM killer or an exception in the
 check all become that check's ``error`` result with the child's last stderr
 lines, and the doctor goes on with the next check.
 
-The result travels in a file rather than on stdout because Triton's
-interpreter, torch and the checks themselves print freely.
+The result travels in a file (:func:`rocmkit.pyenv.run_json`) rather than on
+stdout because Triton's interpreter, torch and the checks themselves print
+freely. The fork server (:mod:`rocmkit.doctor.forkserver`) runs the same
+:func:`serve_request` in a fork of a warm worker instead of a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rocmkit.doctor.python_env import PythonEnv, shim_path
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status, exception_line
-from rocmkit.runner import CommandResult, run
+from rocmkit.pyenv import PyEnv, run_json, shim_path, write_result
+from rocmkit.runner import CommandResult
 
 REQUEST_SCHEMA = "rocmkit.doctor.request/1"
 # How many trailing stderr lines of a dead child go into the report.
@@ -81,7 +83,7 @@ def run_isolated(
     ctx: CheckContext,
     *,
     timeout_s: float | None = None,
-    python: PythonEnv | None = None,
+    python: PyEnv | None = None,
 ) -> list[CheckResult]:
     """Run ``chk`` in a child process and return its results (never raises for the check's sake).
 
@@ -89,30 +91,26 @@ def run_isolated(
     rocmkit through a folder that holds only rocmkit, so the venv's packages stay its own."""
     budget = chk.timeout_s if timeout_s is None else timeout_s
     start = time.monotonic()
+    request = {"schema": REQUEST_SCHEMA, "check": chk.name, "module": chk.module, "context": ctx.to_dict()}
     with tempfile.TemporaryDirectory(prefix="rocmkit-doctor-") as tmp:
-        result_path = Path(tmp) / "result.json"
-        request = {
-            "schema": REQUEST_SCHEMA,
-            "check": chk.name,
-            "module": chk.module,
-            "context": ctx.to_dict(),
-            "result_path": str(result_path),
-        }
         foreign = python is not None and not python.own
         shim = shim_path(Path(tmp) / "path", python) if foreign and python is not None else None
         executable = python.executable if python is not None else sys.executable
-        proc = run(
-            [executable, "-X", "faulthandler", "-m", "rocmkit.doctor.isolate"],
+        ran = run_json(
+            executable,
+            "rocmkit.doctor.isolate",
             timeout=budget + STARTUP_GRACE_S,
             env=child_env(ctx, shim=shim),
             input_text=json.dumps(request),
+            flags=("-X", "faulthandler"),
             # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
-            cwd=tmp,
+            cwd=Path(tmp),
         )
-        elapsed = time.monotonic() - start
-        # The result file is renamed into place whole, so one that exists is complete,
-        # even when the process died or hung afterwards (in driver teardown, say).
-        results = read_results(result_path)
+    elapsed = time.monotonic() - start
+    proc = ran.proc
+    # The result file is renamed into place whole, so one that exists is complete,
+    # even when the process died or hung afterwards (in driver teardown, say).
+    results = results_from(ran.data)
     if results is None:
         return [failure_result(chk, ctx, proc, budget, elapsed)]
     if proc.status != "ok":
@@ -121,11 +119,17 @@ def run_isolated(
     return results
 
 
+def results_from(data: Any) -> list[CheckResult] | None:
+    try:
+        return [CheckResult.from_dict(d) for d in data["results"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def read_results(path: Path) -> list[CheckResult] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return [CheckResult.from_dict(d) for d in data["results"]]
-    except (OSError, ValueError, KeyError, TypeError):
+        return results_from(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
         return None
 
 
@@ -289,16 +293,9 @@ def serve_request(request: Mapping[str, Any]) -> int:
     counts = cachestats.collect()
     if counts and results:
         results[0] = replace(results[0], details={**results[0].details, "compile_cache": counts})
-    write_results(Path(request["result_path"]), results)
+    # A fork names its result file in the request; a spawned child hears it from run_json.
+    write_result({"results": [r.to_dict() for r in results]}, request.get("result_path"))
     return 0
-
-
-def write_results(path: Path, results: list[CheckResult]) -> None:
-    """Write whole or not at all: a reader that finds the file finds all of it."""
-    tmp = path.with_suffix(".tmp")
-    # default=str: a Path or a numpy number in a check's details must not lose its result.
-    tmp.write_text(json.dumps({"results": [r.to_dict() for r in results]}, default=str), encoding="utf-8")
-    tmp.replace(path)
 
 
 def main() -> int:
