@@ -164,10 +164,10 @@ def cli(
         jobs=jobs,
         fresh=fresh,
     )
-    for key in unknown_settings(opts.options):
+    for key in unknown_settings(opts.options, found.checks):
         click.echo(
-            f"warning: no built-in check reads --set {key}; it is ignored unless a check from "
-            "ROCMKIT_DOCTOR_MODULES reads it (see docs/doctor.md for the option names)",
+            f"warning: no check reads --set {key}; it is ignored (`rocmkit doctor --list` names "
+            "each check's options)",
             err=True,
         )
     progress = text.Progress(total)
@@ -220,29 +220,12 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
     return out
 
 
-# Options the built-in checks read besides the kernel ones in rocmkit.kernels.sizes; a
-# misspelt key would otherwise leave its threshold at the default without a word.
-_CHECK_SETTINGS = frozenset(
-    {
-        "shm_min_bytes",
-        "cache_min_free_bytes",
-        "smoke_rel_tolerance",
-        "distributed_timeout_s",
-        "distributed_work_budget_s",
-        "cpu_procs",
-        "allreduce_sizes",
-        "allreduce_iters",
-        "allreduce_warmup",
-    }
-)
+def unknown_settings(options: Mapping[str, object], checks: Mapping[str, Check] | None = None) -> list[str]:
+    """The ``--set`` keys no check declares (each check lists its own in ``@check(options=...)``)."""
+    from rocmkit.doctor.registry import check_modules, load_checks, unknown_options
 
-
-def unknown_settings(options: Mapping[str, object]) -> list[str]:
-    """The ``--set`` keys no built-in check reads (``models.*`` keys belong to the models check)."""
-    from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS
-
-    known = _CHECK_SETTINGS | OPTION_KEYS.keys() | CHECK_OPTION_KEYS.keys()
-    return [k for k in options if k not in known and not k.startswith("models.")]
+    found = checks if checks is not None else load_checks(check_modules())
+    return unknown_options(options, found.values())
 
 
 def _print_list(checks: Mapping[str, Check]) -> None:
@@ -253,4 +236,5 @@ def _print_list(checks: Mapping[str, Check]) -> None:
     for c in rows:
         where = "child" if c.isolated else "process"
         needs = ",".join(sorted(c.needs)) or "-"
-        click.echo(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}")
+        opts = f" [--set {', '.join(sorted(c.options))}]" if c.options else ""
+        click.echo(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}{opts}")

@@ -223,7 +223,7 @@ def normalise(chk: Check, ctx: CheckContext, value: object, duration_s: float) -
         out.append(
             CheckResult(
                 name=item.name or chk.name,
-                level=item.level,
+                level=chk.level if item.level < 0 else item.level,
                 status=item.status,
                 message=item.message,
                 remedy=item.remedy,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -92,6 +92,9 @@ class Check:
     # doctor's warm worker): e.g. one that must import torch under changed
     # *_VISIBLE_DEVICES. Implies isolated.
     pristine: bool = False
+    # The --set keys this check reads, each with what it sets; a key may be a glob
+    # ("models.*"). The CLI warns about a key no selected check declares.
+    options: Mapping[str, str] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -106,6 +109,7 @@ def check(
     isolated: bool = False,
     timeout_s: float = 60.0,
     pristine: bool = False,
+    options: Mapping[str, str] | None = None,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check function under ``name``."""
 
@@ -122,10 +126,25 @@ def check(
             isolated=isolated or pristine,
             timeout_s=timeout_s,
             pristine=pristine,
+            options=dict(options or {}),
         )
         return func
 
     return deco
+
+
+def option_keys(checks: Iterable[Check]) -> dict[str, str]:
+    """Every --set key the checks declare (globs included), with what it sets."""
+    return {k: v for c in checks for k, v in c.options.items()}
+
+
+def unknown_options(options: Iterable[str], checks: Iterable[Check]) -> list[str]:
+    """The keys in ``options`` that no check declares: a misspelt key would otherwise
+    leave its threshold at the default without a word."""
+    import fnmatch
+
+    known = option_keys(checks)
+    return [k for k in options if not any(k == p or fnmatch.fnmatchcase(k, p) for p in known)]
 
 
 def check_modules(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:

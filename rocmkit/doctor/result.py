@@ -50,9 +50,11 @@ class Figure:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckResult:
-    name: str  # "env.kfd_access", "triton.vector_add"
-    level: int
     status: Status
+    # Filled in by the doctor from the check's @check(name, level) when left out, so a
+    # check states them once; a check returning several results names each.
+    name: str = ""  # "env.kfd_access", "triton.vector_add"
+    level: int = -1
     message: str  # one line
     remedy: str | None = None  # the exact command or setting that fixes it
     figures: tuple[Figure, ...] = ()
@@ -62,8 +64,8 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["status"] = self.status.value
-        return d
+        # Name and level first, as reports have always listed them.
+        return {"name": d.pop("name"), "level": d.pop("level"), **d, "status": self.status.value}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CheckResult:

@@ -123,7 +123,7 @@ def test_a_masking_bug_is_caught(tmp_path: Path) -> None:
     (r,) = run_child(
         """
         import torch
-        from rocmkit.kernels import harness as k
+        from rocmkit.doctor import harness as k
         from rocmkit.kernels.tolerance import tolerance
         c = ctx()
         device = k.open_device(c)
@@ -152,7 +152,7 @@ def test_a_wrong_matmul_is_caught(tmp_path: Path) -> None:
     (r,) = run_child(
         """
         import torch
-        from rocmkit.kernels import harness as k
+        from rocmkit.doctor import harness as k
         from rocmkit.kernels.tolerance import tolerance
         c = ctx()
         device = k.open_device(c)
@@ -353,7 +353,7 @@ def test_gpu_paths_measure_a_reference_and_flag_a_slow_node(tmp_path: Path) -> N
     copy, which is exactly what a slow node looks like."""
     results = run_child(
         """
-        from rocmkit.kernels import harness
+        from rocmkit.doctor import harness
         from rocmkit.doctor.checks import attention, kernels
 
         def fake_device(ctx):

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from rocmkit.doctor import harness, targets
 from rocmkit.doctor.checks import kernels as kchecks
 from rocmkit.doctor.checks.attention import attention_flops
 from rocmkit.doctor.result import Status
 from rocmkit.errors import UsageError
-from rocmkit.kernels import bench, harness, runtime, targets
+from rocmkit.kernels import bench, runtime
 from rocmkit.kernels.compare import Comparison
 from rocmkit.kernels.metrics import copy_bytes, gb_per_s, median, perf_verdict, tflop_per_s
 from rocmkit.kernels.sizes import GPU, INTERPRETER, kernel_sizes

@@ -35,6 +35,14 @@ from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.runner import CommandResult, run
 
 NAME = "distributed.all_reduce"
+DISTRIBUTED_OPTIONS = {
+    "distributed_timeout_s": "seconds the rendezvous may take",
+    "distributed_work_budget_s": "seconds the all-reduce sweep may take",
+    "cpu_procs": "processes on the CPU (gloo) path",
+    "allreduce_sizes": "message sizes in bytes (a list)",
+    "allreduce_iters": "timed all-reduces per size",
+    "allreduce_warmup": "untimed all-reduces per size",
+}
 LEVEL = 3
 RESULT_PREFIX = "ROCMKIT_ALLREDUCE_RESULT "
 
@@ -177,6 +185,7 @@ def size_label(nbytes: int) -> str:
 
 @check(
     NAME,
+    options=DISTRIBUTED_OPTIONS,
     level=LEVEL,
     description="torch.distributed all-reduce across local GPUs (and nodes under Slurm/torchrun): sums and bus bandwidth",
     needs=("torch",),

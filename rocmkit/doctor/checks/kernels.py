@@ -17,7 +17,7 @@ generation, and its speed says nothing about the node, so no threshold applies t
 image build's), one compiler process per target: no GPU needed.
 
 torch and triton are imported inside the functions only; the shared machinery is in
-:mod:`rocmkit.kernels.harness`.
+:mod:`rocmkit.doctor.harness`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmkit.doctor.cachestats import merge
-from rocmkit.doctor.isolate import fresh_env
-from rocmkit.doctor.registry import CheckContext, check
-from rocmkit.doctor.result import CheckResult, Figure, Status
-from rocmkit.kernels.harness import (
+from rocmkit.doctor.harness import (
     SEED,
     CheckError,
     Device,
@@ -45,15 +42,24 @@ from rocmkit.kernels.harness import (
     measure_vs_copy,
     run_and_measure,
 )
+from rocmkit.doctor.isolate import fresh_env
+from rocmkit.doctor.registry import CheckContext, check
+from rocmkit.doctor.result import CheckResult, Figure, Status
+from rocmkit.doctor.targets import codegen_targets, crash_line
 from rocmkit.kernels.metrics import gb_per_s, tflop_per_s
-from rocmkit.kernels.sizes import KernelSizes
-from rocmkit.kernels.targets import codegen_targets, crash_line
+from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS, KernelSizes
 
 # --- the checks ---------------------------------------------------------------
 
 
+def _options(*keys: str) -> dict[str, str]:
+    """The --set keys a kernel check reads: its own sizes plus the timing ones all share."""
+    return {k: OPTION_KEYS[k] for k in (*keys, "repeats", "warn_fraction")}
+
+
 @check(
     "triton.vector_add",
+    options=_options("vector_add_n"),
     level=1,
     description="masked vector add over an odd size: correctness, compile time, GB/s vs a device copy",
     needs=("torch", "triton"),
@@ -93,6 +99,7 @@ def vector_add(ctx: CheckContext) -> CheckResult:
 
 @check(
     "triton.softmax",
+    options=_options("softmax_shape"),
     level=1,
     description="fused row softmax over an irregular shape: correctness, compile time, GB/s vs a device copy",
     needs=("torch", "triton"),
@@ -136,6 +143,7 @@ def softmax(ctx: CheckContext) -> CheckResult:
 
 @check(
     "triton.matmul",
+    options=_options("matmul_shape", "matmul_dtypes"),
     level=2,
     description="tl.dot matmul (fp16 and bf16 on GPUs, fp32 interpreted): correctness, TFLOP/s vs torch.matmul",
     needs=("torch", "triton"),
@@ -236,6 +244,7 @@ def matmul(ctx: CheckContext) -> CheckResult:
 
 @check(
     "triton.layernorm",
+    options=_options("layernorm_shape", "layernorm_block"),
     level=2,
     description="layer norm forward (a row reduction): correctness, compile time, GB/s vs a device copy",
     needs=("torch", "triton"),
@@ -285,6 +294,7 @@ def layernorm(ctx: CheckContext) -> CheckResult:
 
 @check(
     "triton.atomics",
+    options=_options("histogram_n", "histogram_bins"),
     level=2,
     description="tl.atomic_add histogram with an exact answer; values/s vs torch.bincount (no threshold)",
     needs=("torch", "triton"),
@@ -350,6 +360,7 @@ def _cache_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 @check(
     "triton.codegen",
+    options={k: CHECK_OPTION_KEYS[k] for k in ("codegen_targets", "codegen_timeout_s")},
     level=1,
     description="compile every smoke kernel ahead of time for this node's GPU archs (no GPU needed)",
     needs=("triton",),

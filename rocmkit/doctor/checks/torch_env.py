@@ -671,6 +671,7 @@ def smoke_device(torch: Any, device: str, nbytes: int = SMOKE_BYTES, n: int = SM
 
 @check(
     "torch.device_smoke",
+    options={"smoke_rel_tolerance": "relative error allowed in the device matmul"},
     level=1,
     description="Every GPU torch sees allocates, fills and reads back memory, and multiplies correctly.",
     needs=("torch", "gpu"),
