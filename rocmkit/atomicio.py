@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace *path* with *data* in one step; on any failure *path* is unchanged."""
+    import tempfile  # here, not at the top: detect and resolve import this module, rarely write
+
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
