@@ -13,10 +13,13 @@ device smoke (well under a minute), 2 kernels and performance (minutes),
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import os
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -114,13 +117,20 @@ def check(
     """Register a check function under ``name``."""
 
     def deco(func: CheckFunc) -> CheckFunc:
-        if name in _REGISTRY and _REGISTRY[name].func is not func:
+        existing = _REGISTRY.get(name)
+        if existing is not None and getattr(existing.func, "__wrapped__", None) is not func:
             raise ValueError(f"check {name!r} registered twice")
-        _REGISTRY[name] = Check(
+
+        @functools.wraps(func)
+        def run(ctx: CheckContext) -> CheckResult | list[CheckResult]:
+            with running(chk):
+                return _stamp(func(ctx), chk)
+
+        chk = Check(
             name=name,
             level=level,
             description=description,
-            func=func,
+            func=run,
             module=func.__module__,
             needs=frozenset(needs),
             isolated=isolated or pristine,
@@ -128,9 +138,45 @@ def check(
             pristine=pristine,
             options=dict(options or {}),
         )
-        return func
+        _REGISTRY[name] = chk
+        return run
 
     return deco
+
+
+_CURRENT: ContextVar[Check | None] = ContextVar("rocmkit_doctor_check", default=None)
+
+
+@contextlib.contextmanager
+def running(chk: Check) -> Iterator[None]:
+    """Make ``chk`` the :func:`current_check` for the code inside."""
+    token = _CURRENT.set(chk)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_check() -> Check:
+    """The check running now in this thread: shared helpers (the kernel harness) name
+    their results and remedies after it without each check passing its name along."""
+    chk = _CURRENT.get()
+    if chk is None:
+        raise RuntimeError("no doctor check is running (call the check through its @check function)")
+    return chk
+
+
+def _stamp(value: object, chk: Check) -> CheckResult | list[CheckResult]:
+    """Fill in the name and level a result left out, from ``@check``."""
+
+    def one(item: object) -> object:
+        if isinstance(item, CheckResult) and (not item.name or item.level < 0):
+            return replace(item, name=item.name or chk.name, level=chk.level if item.level < 0 else item.level)
+        return item
+
+    if isinstance(value, list):
+        return [one(v) for v in value]  # type: ignore[misc]  # normalise reports non-results
+    return one(value)  # type: ignore[return-value]  # normalise reports a non-result
 
 
 def option_keys(checks: Iterable[Check]) -> dict[str, str]:

@@ -269,15 +269,17 @@ def _device(backend: str) -> harness.Device:
 
 
 def _result(backend: str, *runs: harness.Measurement):  # type: ignore[no-untyped-def]
-    return harness.build_result(
-        name="triton.matmul",
-        level=2,
-        what="tl.dot matmul",
-        device=_device(backend),
-        runs=list(runs),
-        started=0.0,
-        details={"shape": [1, 2, 3]},
-    )
+    from rocmkit.doctor.registry import load_checks, running
+
+    # As inside the triton.matmul check, whose name and level the result takes.
+    with running(load_checks(("rocmkit.doctor.checks.kernels",))["triton.matmul"]):
+        return harness.build_result(
+            what="tl.dot matmul",
+            device=_device(backend),
+            runs=list(runs),
+            started=0.0,
+            details={"shape": [1, 2, 3]},
+        )
 
 
 def test_fast_and_correct_passes_with_figures_against_the_reference() -> None:

@@ -67,8 +67,6 @@ def _options(*keys: str) -> dict[str, str]:
     timeout_s=180.0,
 )
 def vector_add(ctx: CheckContext) -> CheckResult:
-    name = "triton.vector_add"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -91,10 +89,10 @@ def vector_add(ctx: CheckContext) -> CheckResult:
             copy_n_bytes=n * x.element_size(),
         )
         return build_result(
-            name=name, level=1, what="vector add", device=device, runs=[m], started=started, details={"n": n}
+            what="vector add", device=device, runs=[m], started=started, details={"n": n}
         )
 
-    return guarded(name, 1, ctx, body)
+    return guarded(ctx, body)
 
 
 @check(
@@ -107,8 +105,6 @@ def vector_add(ctx: CheckContext) -> CheckResult:
     timeout_s=180.0,
 )
 def softmax(ctx: CheckContext) -> CheckResult:
-    name = "triton.softmax"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -129,8 +125,6 @@ def softmax(ctx: CheckContext) -> CheckResult:
             copy_n_bytes=x.numel() * x.element_size(),
         )
         return build_result(
-            name=name,
-            level=1,
             what="fused softmax",
             device=device,
             runs=[m],
@@ -138,7 +132,7 @@ def softmax(ctx: CheckContext) -> CheckResult:
             details={"shape": [rows, cols]},
         )
 
-    return guarded(name, 1, ctx, body)
+    return guarded(ctx, body)
 
 
 @check(
@@ -151,8 +145,6 @@ def softmax(ctx: CheckContext) -> CheckResult:
     timeout_s=600.0,
 )
 def matmul(ctx: CheckContext) -> CheckResult:
-    name = "triton.matmul"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -230,8 +222,6 @@ def matmul(ctx: CheckContext) -> CheckResult:
                 )
             )
         return build_result(
-            name=name,
-            level=2,
             what=f"tl.dot matmul {m_}x{n_}x{k_}",
             device=device,
             runs=runs,
@@ -239,7 +229,7 @@ def matmul(ctx: CheckContext) -> CheckResult:
             details={"shape": [m_, n_, k_]},
         )
 
-    return guarded(name, 2, ctx, body)
+    return guarded(ctx, body)
 
 
 @check(
@@ -252,8 +242,6 @@ def matmul(ctx: CheckContext) -> CheckResult:
     timeout_s=180.0,
 )
 def layernorm(ctx: CheckContext) -> CheckResult:
-    name = "triton.layernorm"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -280,8 +268,6 @@ def layernorm(ctx: CheckContext) -> CheckResult:
             copy_n_bytes=x.numel() * x.element_size(),
         )
         return build_result(
-            name=name,
-            level=2,
             what="layer norm",
             device=device,
             runs=[m],
@@ -289,7 +275,7 @@ def layernorm(ctx: CheckContext) -> CheckResult:
             details={"shape": [rows, cols], "block": sizes.layernorm_block},
         )
 
-    return guarded(name, 2, ctx, body)
+    return guarded(ctx, body)
 
 
 @check(
@@ -302,8 +288,6 @@ def layernorm(ctx: CheckContext) -> CheckResult:
     timeout_s=180.0,
 )
 def atomics(ctx: CheckContext) -> CheckResult:
-    name = "triton.atomics"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -340,8 +324,6 @@ def atomics(ctx: CheckContext) -> CheckResult:
             warn_fraction=0.0,
         )
         return build_result(
-            name=name,
-            level=2,
             what="atomic-add histogram",
             device=device,
             runs=[m],
@@ -349,7 +331,7 @@ def atomics(ctx: CheckContext) -> CheckResult:
             details={"n": n, "bins": bins},
         )
 
-    return guarded(name, 2, ctx, body)
+    return guarded(ctx, body)
 
 
 def _cache_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -381,7 +363,6 @@ def codegen(ctx: CheckContext) -> CheckResult:
 
     from rocmkit.runner import run
 
-    name = "triton.codegen"
     started = time.perf_counter()
     targets = codegen_targets(ctx)
     caches: list[dict[str, Any]] = []  # per compiler process: Triton cache hits and misses
@@ -389,8 +370,6 @@ def codegen(ctx: CheckContext) -> CheckResult:
     def result(status: Status, message: str, remedy: str | None = None, **extra: Any) -> CheckResult:
         figures = extra.pop("figures", ())
         return CheckResult(
-            name=name,
-            level=1,
             status=status,
             message=message,
             remedy=remedy,
