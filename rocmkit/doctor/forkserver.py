@@ -178,9 +178,14 @@ class ForkServer:
             "preload": list(self.preload),
             "modules": list(self.modules),
         }
+        env = isolate.child_env(self.ctx, shim=shim)
+        # torch.cuda.is_available() then asks NVML rather than initialising the CUDA driver,
+        # which would make every later fork unable to use the GPU (the forks inherit it too,
+        # harmlessly: a check that uses the GPU initialises it for real).
+        env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         worker = _Worker(
             [executable, "-X", "faulthandler", "-m", "rocmkit.doctor.worker"],
-            isolate.child_env(self.ctx, shim=shim),
+            env,
             # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
             self.folder,
             start,

@@ -9,9 +9,12 @@ corrupt a reply).
 
 Why fork is safe here: CUDA and HIP cannot be used in a child forked after the
 parent initialised them, and this process never does. It imports torch and
-Triton, which touch no device until asked, and refuses to fork (``refused``) if
-``torch.cuda.is_initialized()`` ever reads true; the parent then runs the rest
-in spawned children. Each fork starts a new session, so its process group holds
+Triton, which touch no device until asked (the parent also sets
+``PYTORCH_NVML_BASED_CUDA_CHECK=1``, so a ``torch.cuda.is_available()`` during an
+import asks NVML instead of running cuInit), and refuses to fork (``refused``) if
+``torch.cuda.is_initialized()`` ever reads true or it holds a GPU device file
+open (/dev/kfd, a render node, /dev/nvidia*); the parent then runs the rest in
+spawned children. Each fork starts a new session, so its process group holds
 it and anything it starts; the parent kills that group on a timeout, and this
 process kills it when the fork exits, so a grandchild left behind dies too.
 
@@ -54,8 +57,35 @@ def _send(stream: IO[str], message: dict[str, Any]) -> None:
     stream.flush()
 
 
+# Device files a GPU runtime opens when it initialises: HSA opens /dev/kfd (and render
+# nodes), the CUDA driver /dev/nvidiactl, /dev/nvidia<N> and /dev/nvidia-uvm.
+_DEVICE_PREFIXES = ("/dev/kfd", "/dev/dri/renderD", "/dev/nvidia")
+
+
+def device_files_open(fd_dir: str = "/proc/self/fd") -> list[str]:
+    """GPU device files this process holds open: a runtime initialised here, even one
+    torch does not know about (``torch.cuda.is_available()`` runs cuInit without
+    setting ``torch.cuda.is_initialized()``)."""
+    found: list[str] = []
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return found
+    for name in names:
+        try:
+            target = os.readlink(os.path.join(fd_dir, name))
+        except OSError:
+            continue
+        if target.startswith(_DEVICE_PREFIXES):
+            found.append(target)
+    return sorted(set(found))
+
+
 def cuda_initialized() -> bool:
-    """True once torch has initialised CUDA/HIP in this process (never, by design)."""
+    """True once a GPU runtime is initialised in this process (never, by design): then a
+    fork would inherit a driver state it cannot use, so the worker refuses to fork."""
+    if device_files_open():
+        return True
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None) if torch is not None else None
     try:

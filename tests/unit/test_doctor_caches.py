@@ -81,3 +81,17 @@ def test_compile_cache_counts_merge_into_a_hit_rate() -> None:
         "inductor": {"hits": 0, "misses": 2, "hit_rate": 0.0},
     }
     assert cache_line(caches) == "compile caches: inductor 0/2 hits (0 %), triton 8/9 hits (89 %)"
+
+
+def test_the_worker_sees_a_gpu_runtime_by_its_open_device_files(tmp_path: Path) -> None:
+    from rocmkit.doctor.worker import device_files_open
+
+    fds = tmp_path / "fd"
+    fds.mkdir()
+    (fds / "0").symlink_to("/dev/null")
+    (fds / "1").symlink_to("pipe:[1234]")
+    assert device_files_open(str(fds)) == []
+    (fds / "7").symlink_to("/dev/kfd")
+    (fds / "8").symlink_to("/dev/nvidiactl")
+    assert device_files_open(str(fds)) == ["/dev/kfd", "/dev/nvidiactl"]
+    assert device_files_open(str(tmp_path / "absent")) == []
