@@ -137,8 +137,9 @@ def test_a_masking_bug_is_caught(tmp_path: Path) -> None:
         m = k.run_and_measure(kernel=broken, expected=x + y, tolerance=tolerance("vector_add", "float32"),
             device=device, repeats=1, label="float32", work=12 * n, unit="GB/s", reference=None,
             reference_name="a device copy", warn_fraction=0.5)
-        emit([k.build_result(name="triton.vector_add", level=1, what="vector add", device=device, runs=[m],
-            started=0.0, details={})])
+        from rocmkit.doctor.registry import load_checks, running
+        with running(load_checks(("rocmkit.doctor.checks.kernels",))["triton.vector_add"]):
+            emit([k.build_result(what="vector add", device=device, runs=[m], started=0.0, details={})])
         """,
         tmp_path,
     )
@@ -162,8 +163,9 @@ def test_a_wrong_matmul_is_caught(tmp_path: Path) -> None:
             tolerance=tolerance("matmul", "float32"), device=device, repeats=1, label="float32",
             work=mod.flops(96, 96, 96), unit="TFLOP/s", reference=None, reference_name="torch.matmul",
             warn_fraction=0.5)
-        emit([k.build_result(name="triton.matmul", level=2, what="tl.dot matmul", device=device, runs=[m],
-            started=0.0, details={})])
+        from rocmkit.doctor.registry import load_checks, running
+        with running(load_checks(("rocmkit.doctor.checks.kernels",))["triton.matmul"]):
+            emit([k.build_result(what="tl.dot matmul", device=device, runs=[m], started=0.0, details={})])
         """,
         tmp_path,
     )
