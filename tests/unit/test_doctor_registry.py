@@ -28,7 +28,8 @@ def many(ctx: CheckContext) -> list[CheckResult]:
 
 
 def test_name_and_level_come_from_check() -> None:
-    (r,) = [stamped(CTX)]
+    r = stamped(CTX)
+    assert isinstance(r, CheckResult)
     assert (r.name, r.level) == ("stamp.one", 2)
     whole, part = many(CTX)  # type: ignore[misc]
     assert (whole.name, whole.level) == ("stamp.many", 1)
