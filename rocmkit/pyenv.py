@@ -26,12 +26,12 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from typing import TYPE_CHECKING, Any
 
 from rocmkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 from rocmkit.runner import CommandResult, run
 
 # Modules whose presence decides needs, and distributions whose versions go in the report.
@@ -131,8 +131,13 @@ class PyEnv:
     def short_version(self) -> str:
         return ".".join(self.version.split(".")[:2])
 
+
 def triton_pin(requires: Iterable[str] | None) -> Requirement | None:
     """The Triton requirement in torch's Requires-Dist that applies to this platform."""
+    # Here, not at the top: the doctor's level 0 and every probe import this module.
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     for raw in requires or ():
         try:
             req = Requirement(raw)

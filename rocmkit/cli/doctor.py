@@ -144,15 +144,17 @@ def cli(
     if not python.own:
         click.echo(f"checking the Python at {python.executable} ({python.version})", err=True)
     if capture is None:
-        from rocmkit.detect.cached import cached_machine
+        from rocmkit.detect_cache import cached_machine, cached_plan
 
-        # Detection facts are cached per boot and driver state: a rerun skips the probes.
+        # Detection facts are cached per boot and driver state, and the plan with them:
+        # a rerun skips the probes and resolve.
         machine, _ = cached_machine(cache_dir(), fresh=fresh)
+        plan = cached_plan(cache_dir(), machine, make_plan, fresh=fresh)
     else:
         from rocmkit.detect import load_machine
 
         machine = load_machine(capture)
-    plan = make_plan(machine)
+        plan = make_plan(machine)
     opts = RunOptions(
         level=level,
         only=only,

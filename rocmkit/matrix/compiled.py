@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import stat
 import sys
 import zlib
@@ -80,6 +79,8 @@ def load_matrix(directory: Path | None = None) -> Matrix:
     memo = _MEMO.get(f"{folder}\0{key}")
     if memo is not None:
         return memo
+    import pickle
+
     path = _cache_folder() / f"{key}.pickle"
     matrix: Matrix | None = None
     if _trusted(path):
@@ -99,6 +100,8 @@ def load_matrix(directory: Path | None = None) -> Matrix:
 
 
 def _store(path: Path, matrix: Matrix) -> None:
+    import pickle
+
     # A cache that cannot be written costs the next run a parse, nothing more.
     with contextlib.suppress(OSError, pickle.PicklingError):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

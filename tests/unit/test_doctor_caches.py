@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.detect import cached
+from rocmkit import detect_cache as cached
 from rocmkit.doctor.cachestats import merge
 from rocmkit.doctor.reporters.text import cache_line
 from rocmkit.machine import Host, Machine
@@ -95,3 +95,26 @@ def test_the_worker_sees_a_gpu_runtime_by_its_open_device_files(tmp_path: Path) 
     (fds / "8").symlink_to("/dev/nvidiactl")
     assert device_files_open(str(fds)) == ["/dev/kfd", "/dev/nvidiactl"]
     assert device_files_open(str(tmp_path / "absent")) == []
+
+
+@needs_boot_id
+def test_the_plan_is_cached_beside_the_machine(tmp_path: Path) -> None:
+    from rocmkit.plan import Plan
+
+    calls: list[Machine] = []
+    plan = Plan(backend="cpu", torch_version="2.13.0+cpu", requirements=("torch==2.13.0+cpu",))
+
+    def make(m: Machine) -> Plan | None:
+        calls.append(m)
+        return plan if m.host.hostname == "a" else None
+
+    env = {"PATH": "/usr/bin"}
+    a, b = Machine(host=Host(hostname="a")), Machine(host=Host(hostname="b"))
+    assert cached.cached_plan(tmp_path, a, make, environ=env) == plan
+    assert cached.cached_plan(tmp_path, a, make, environ=env) == plan
+    assert len(calls) == 1
+    # Another machine (facts changed without a key change) resolves again; so does --fresh.
+    assert cached.cached_plan(tmp_path, b, make, environ=env) is None
+    assert cached.cached_plan(tmp_path, b, make, environ=env) is None
+    assert cached.cached_plan(tmp_path, a, make, environ=env, fresh=True) == plan
+    assert len(calls) == 3

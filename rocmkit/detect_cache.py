@@ -18,12 +18,17 @@ import hashlib
 import json
 import os
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocmkit import __version__
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.machine import Machine
+
+if TYPE_CHECKING:
+    from rocmkit.plan import Plan
 
 SCHEMA = "rocmkit.detect-cache/1"
 # Even with an unchanged key, detect again after this long (a dmesg line about a GPU
@@ -94,10 +99,6 @@ def cached_machine(
     """This machine, from the cache when the state key matches, else detected and stored.
     Returns the machine and whether it came from the cache. ``fresh``: detect, then store."""
     env = os.environ if environ is None else environ
-    if detect is None:
-        from rocmkit.detect import detect_machine
-
-        detect = detect_machine
     key = state_key(env)
     path = cache_dir / "detect" / f"{key}.json"
     if key is not None and not fresh:
@@ -107,6 +108,11 @@ def cached_machine(
                 return Machine.from_dict(data["machine"]), True
         except (OSError, ValueError, KeyError, TypeError):
             pass  # absent or unreadable: detect
+    if detect is None:
+        # Only on a miss: the probes and parsers are most of what detection costs to import.
+        from rocmkit.detect import detect_machine
+
+        detect = detect_machine
     machine = detect()
     if key is not None and machine.source == "live":
         # A cache we cannot write is a slower rerun, never a failed doctor.
@@ -115,3 +121,40 @@ def cached_machine(
             payload = {"schema": SCHEMA, "stored_at": now(), "machine": machine.to_dict()}
             write_text_atomic(path, json.dumps(payload))
     return machine, False
+
+
+def cached_plan(
+    cache_dir: Path,
+    machine: Machine,
+    make: Callable[[Machine], Plan | None],
+    *,
+    fresh: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> Plan | None:
+    """The plan resolve makes for ``machine``, cached beside it: the key adds the machine
+    itself and a checksum of the matrix files, so new data or another machine resolves
+    again. Saves a rerun of the doctor importing and running resolve."""
+    from rocmkit.matrix.compiled import matrix_key
+    from rocmkit.paths import matrices_dir
+    from rocmkit.plan import Plan
+
+    env = os.environ if environ is None else environ
+    key = state_key(env)
+    if key is None or machine.source != "live":
+        return make(machine)
+    facts = json.dumps(machine.to_dict(), sort_keys=True).encode()
+    name = f"{key}-plan-{matrix_key(matrices_dir())}-{zlib.crc32(facts):08x}.json"
+    path = cache_dir / "detect" / name
+    if not fresh:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("schema") == SCHEMA:
+                return Plan.from_dict(data["plan"]) if data["plan"] is not None else None
+        except Exception:  # absent, unreadable, or a plan this rocmkit no longer accepts
+            pass
+    plan = make(machine)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"schema": SCHEMA, "plan": plan.to_dict() if plan is not None else None}
+        write_text_atomic(path, json.dumps(payload))
+    return plan
