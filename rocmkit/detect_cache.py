@@ -5,7 +5,8 @@ the same boot, with the same driver, the same devices and the same environment,
 detection (rocminfo, amd-smi, nvidia-smi, sysfs) finds the same machine. The key
 covers everything that changes what detection reports without a reboot: the boot
 id, the loaded driver versions and the KFD topology generation, the device nodes
-(their owners and modes), the mounts (/dev/shm, a ROCm bind mount), the ROCm
+(their owners and modes), the mounts under /dev, /opt and /usr (/dev/shm, a ROCm
+bind mount), the ROCm
 install, this process's user and groups, the variables detection reads, and
 rocmkit's version. Anything else changed means a different key, so a stale entry
 is never read; ``rocmkit doctor --fresh`` ignores the cache altogether.
@@ -42,7 +43,6 @@ _FILES = (
     "/sys/module/nvidia/version",
     "/proc/driver/nvidia/version",
     "/sys/class/kfd/kfd/topology/generation_id",
-    "/proc/mounts",
     "/opt/rocm/.info/version",
 )
 _DEVICE_DIRS = ("/dev/dri",)
@@ -65,6 +65,21 @@ def _stat(path: str) -> str:
     return f"{st.st_mode:o}:{st.st_uid}:{st.st_gid}:{st.st_rdev}"
 
 
+# Mount points whose change changes what detection reports (/dev/shm's size, a ROCm or
+# driver tree bind-mounted into a container). Other mounts come and go with every job
+# (a Slurm job's tmpfs, a container's overlay) and must not empty the cache.
+_MOUNT_PREFIXES = ("/dev", "/opt", "/usr", "/sys/module")
+
+
+def _mounts(text: str) -> str:
+    keep = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[1].startswith(_MOUNT_PREFIXES):
+            keep.append(" ".join(fields[:4]))
+    return "\n".join(sorted(keep))
+
+
 def state_key(environ: Mapping[str, str]) -> str | None:
     """The key of this boot's driver and device state, or None where there is no boot id
     (not Linux, or /proc hidden): then nothing is cached."""
@@ -75,6 +90,7 @@ def state_key(environ: Mapping[str, str]) -> str | None:
         return None
     parts: list[str] = [SCHEMA, __version__]
     parts += [f"{p}={_read(p)}" for p in _FILES]
+    parts.append(_mounts(_read("/proc/mounts")))
     devices = list(_DEVICES)
     for folder in _DEVICE_DIRS:
         with contextlib.suppress(OSError):
