@@ -6,9 +6,8 @@ detection (rocminfo, amd-smi, nvidia-smi, sysfs) finds the same machine. The key
 covers everything that changes what detection reports without a reboot: the boot
 id, the loaded driver versions and the KFD topology generation, the device nodes
 (their owners and modes), the mounts under /dev, /opt and /usr (/dev/shm, a ROCm
-bind mount), the ROCm
-install, this process's user and groups, the variables detection reads, and
-rocmkit's version. Anything else changed means a different key, so a stale entry
+bind mount), the ROCm install, this process's user and groups, the variables
+detection reads, and rocmkit's version. Anything else changed means a different key, so a stale entry
 is never read; ``rocmkit doctor --fresh`` ignores the cache altogether.
 """
 

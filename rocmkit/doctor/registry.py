@@ -95,6 +95,9 @@ class Check:
     # doctor's warm worker): e.g. one that must import torch under changed
     # *_VISIBLE_DEVICES. Implies isolated.
     pristine: bool = False
+    # Runs with no other check beside it: its verdict is a measured speedup or bandwidth
+    # that concurrent checks would distort.
+    exclusive: bool = False
     # The --set keys this check reads, each with what it sets; a key may be a glob
     # ("models.*"). The CLI warns about a key no selected check declares.
     options: Mapping[str, str] = field(default_factory=dict)
@@ -113,6 +116,7 @@ def check(
     timeout_s: float = 60.0,
     pristine: bool = False,
     options: Mapping[str, str] | None = None,
+    exclusive: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check function under ``name``."""
 
@@ -137,6 +141,7 @@ def check(
             timeout_s=timeout_s,
             pristine=pristine,
             options=dict(options or {}),
+            exclusive=exclusive,
         )
         _REGISTRY[name] = chk
         return run

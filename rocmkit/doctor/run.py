@@ -183,7 +183,8 @@ def run_checks(
     Python is a finding, not a skip.
 
     ``jobs`` checks run at once, except that a GPU check waits for every GPU check
-    before it (the built-in ones use every visible GPU, so one at a time), and a check
+    before it (the built-in ones use every visible GPU, so one at a time), an
+    ``exclusive`` check (one whose verdict is a speedup or a bandwidth) runs alone, and a check
     waits for the gate check of what it needs (``torch.import`` for torch), whose
     failure skips it. ``on_result`` is called in ``selected``'s order whatever the order
     the checks end in, so progress and the report read the same on every run."""
@@ -238,10 +239,12 @@ class _Schedule:
         try:
             while self.emitted < len(self.pending):
                 for i, chk in enumerate(self.pending):
-                    if len(running) >= jobs:
+                    if len(running) >= jobs or any(self.pending[r].exclusive for r in running.values()):
                         break
                     if self.out[i] is not None or i in running.values() or not self.ready(i):
                         continue
+                    if chk.exclusive and running:
+                        break  # it starts alone, once what runs has ended; nothing overtakes it
                     if on_start is not None:
                         on_start(chk)
                     found = self.gate(chk)

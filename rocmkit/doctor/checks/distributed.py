@@ -185,6 +185,7 @@ def size_label(nbytes: int) -> str:
 
 @check(
     NAME,
+    exclusive=True,
     options=DISTRIBUTED_OPTIONS,
     level=LEVEL,
     description="torch.distributed all-reduce across local GPUs (and nodes under Slurm/torchrun): sums and bus bandwidth",
