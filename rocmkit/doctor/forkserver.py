@@ -239,12 +239,31 @@ class ForkServer:
     # -- one check ----------------------------------------------------------------------
 
     def run(self, chk: Check, ctx: CheckContext, *, timeout_s: float) -> list[CheckResult]:
-        """Run ``chk`` in a fork; raises :class:`WorkerUnavailable` when no worker can run it."""
-        worker = self._live_worker()
-        with self._lock:
-            self._next_id += 1
-            request_id = self._next_id
-        folder = Path(tempfile.mkdtemp(prefix=f"{request_id}-", dir=self.folder))
+        """Run ``chk`` in a fork; raises :class:`WorkerUnavailable` when no worker can run it.
+
+        A worker that dies while the check runs (its fork killed with it) could have been
+        killed by this check or by another one running beside it, so the check runs once
+        more in a new worker; dying again, it is this check's ``error``."""
+        for attempt in (1, 2):
+            worker = self._live_worker()
+            with self._lock:
+                self._next_id += 1
+                request_id = self._next_id
+            folder = Path(tempfile.mkdtemp(prefix=f"{request_id}-", dir=self.folder))
+            try:
+                status, returncode, error, elapsed = self._run_once(
+                    worker, request_id, chk, ctx, folder, timeout_s
+                )
+                if status == "died" and attempt == 1 and not (folder / "result.json").exists():
+                    continue
+                return self._results(chk, ctx, folder, status, returncode, timeout_s, elapsed, worker, error)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        raise AssertionError("unreachable: the second attempt returns")
+
+    def _run_once(
+        self, worker: _Worker, request_id: int, chk: Check, ctx: CheckContext, folder: Path, timeout_s: float
+    ) -> tuple[str, int | None, str | None, float]:
         request = {
             "op": "run",
             "id": request_id,
@@ -262,27 +281,23 @@ class ForkServer:
             start = time.monotonic()
             if not worker.send(request):
                 waiter.put({"event": "died"})
-            status, returncode = self._wait(waiter, timeout_s, start)
-            elapsed = time.monotonic() - start
+            status, returncode, error = self._wait(waiter, timeout_s, start)
+            return status, returncode, error, time.monotonic() - start
         finally:
             worker.unregister(request_id)
-        try:
-            return self._results(chk, ctx, folder, status, returncode, timeout_s, elapsed, worker)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
 
     def _wait(
         self, waiter: queue.Queue[dict[str, Any]], timeout_s: float, start: float
-    ) -> tuple[str, int | None]:
+    ) -> tuple[str, int | None, str | None]:
         """Wait for the fork's end: ``ok``/``failed``/``signal``/``overflow``, ``timeout``
-        (killed here), ``died`` (the worker went) or ``refused``."""
+        (killed here), ``died`` (the worker went), ``refused``, or ``error`` (no fork: why)."""
         pid: int | None = None
         deadline = start + timeout_s
         killed_at: float | None = None
         while True:
             now = time.monotonic()
             if killed_at is not None and now > killed_at + EXIT_GRACE_S:
-                return "timeout", None
+                return "timeout", None, None
             try:
                 msg = waiter.get(timeout=POLL_S)
             except queue.Empty:
@@ -293,23 +308,25 @@ class ForkServer:
                     pid = int(msg["pid"])
                 elif event == "exited":
                     code = msg.get("returncode")
+                    if msg.get("error"):
+                        return "error", None, f"fork failed: {msg['error']}"
                     if killed_at is not None:
-                        return "timeout", code
+                        return "timeout", code, None
                     if msg.get("overflow"):
-                        return "overflow", code
-                    return ("ok" if code == 0 else "signal" if (code or 0) < 0 else "failed"), code
+                        return "overflow", code, None
+                    return ("ok" if code == 0 else "signal" if (code or 0) < 0 else "failed"), code, None
                 elif event == "refused":
                     self.refused = True
-                    return "refused", None
+                    return "refused", None, None
                 elif event == "died":
                     if pid is not None:
                         _kill_group(pid)
-                    return "died", None
+                    return "died", None, None
             if killed_at is None and time.monotonic() > deadline and pid is not None:
                 _kill_group(pid)
                 killed_at = time.monotonic()
             elif killed_at is None and time.monotonic() > deadline + EXIT_GRACE_S:
-                return "timeout", None  # never started: the worker is stuck
+                return "timeout", None, None  # never started: the worker is stuck
 
     def _results(
         self,
@@ -321,6 +338,7 @@ class ForkServer:
         budget: float,
         elapsed: float,
         worker: _Worker,
+        error: str | None = None,
     ) -> list[CheckResult]:
         if status == "refused":
             raise WorkerUnavailable("torch.cuda was initialised in the worker: forking is unsafe")
@@ -337,8 +355,8 @@ class ForkServer:
                 isolate.error_result(
                     chk,
                     ctx,
-                    "the doctor's worker process died while this check ran; it was started again "
-                    "for the checks after it",
+                    "the doctor's worker process died twice while this check ran (in two "
+                    "workers); it was started again for the checks after it",
                     elapsed,
                     "check `dmesg` for the out-of-memory killer; rerun with "
                     f"`rocmkit doctor --only {chk.name} --isolation spawn`",
@@ -351,12 +369,12 @@ class ForkServer:
             ]
         proc = CommandResult(
             argv=("fork", chk.name),
-            status=status,  # type: ignore[arg-type]  # ok/failed/signal/timeout/overflow
+            status=status,  # type: ignore[arg-type]  # ok/failed/signal/timeout/overflow/error
             returncode=returncode,
             stderr=output,
             duration_s=round(elapsed, 3),
             timeout_s=budget,
-            error=f"{self.output_cap // (1024 * 1024)} MiB" if status == "overflow" else None,
+            error=f"{self.output_cap // (1024 * 1024)} MiB" if status == "overflow" else error,
         )
         return [isolate.failure_result(chk, ctx, proc, budget, elapsed)]
 

@@ -242,7 +242,11 @@ def serve(stdin_fd: int, replies: IO[str], proto_fd: int) -> int:
                     {"id": request["id"], "event": "refused", "reason": "torch.cuda is initialised"},
                 )
                 continue
-            fork = _fork(request, proto_fd, forks)
+            try:
+                fork = _fork(request, proto_fd, forks)
+            except OSError as exc:  # out of processes or memory: this check's error, not the worker's end
+                _send(replies, {"id": request["id"], "event": "exited", "returncode": None, "error": str(exc)})
+                continue
             forks[fork.pid] = fork
             _send(replies, {"id": fork.request_id, "event": "started", "pid": fork.pid})
         if not chunk:

@@ -61,7 +61,9 @@ def test_a_worker_that_dies_is_restarted_and_the_rest_run(tmp_path: Path) -> Non
     by_name = _run(tmp_path, "fake.state_before", "fake.kill_worker", "fake.state_after", jobs=1)
     died = by_name["fake.kill_worker"]
     assert died.status is Status.ERROR
-    assert "worker process died" in died.message
+    # Run once more in a new worker (a neighbour may have been the killer), it killed that
+    # one too: then it is this check's error.
+    assert "worker process died twice" in died.message
     before, after = by_name["fake.state_before"], by_name["fake.state_after"]
     assert before.status is after.status is Status.PASS
     assert after.details["worker_pid"] != before.details["worker_pid"]
