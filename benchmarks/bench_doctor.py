@@ -1,12 +1,14 @@
-"""Time `rocmkit doctor` per level, cold vs warm compile caches, and level 0 against a peer.
+"""Time `rocmkit doctor` per level: the fork server against one child per check, cold and warm.
 
-    python benchmarks/bench_doctor.py [--levels 0,1,2] [--repeat 1]
+    python benchmarks/bench_doctor.py [--levels 0,1,2] [--repeat 1] [--backend cpu]
 
-Each run is a fresh process, as a user or a Slurm prolog starts it. "cold" uses
-an empty ROCMKIT_CACHE_DIR (Triton and inductor caches empty); "warm" reruns
-with the cache the cold run filled. The peer for level 0 is
-`python -m torch.utils.collect_env`, the tool people run today for the same
-question ("what is this environment?").
+Each run is a fresh process, as a user or a Slurm prolog starts it. "cold" uses an
+empty ROCMKIT_CACHE_DIR (no detection cache, empty Triton and inductor caches);
+"warm" reruns with the cache the cold run filled. The baseline is the same doctor
+with `--isolation spawn`: one fresh Python per isolated check, each importing torch
+(and Triton) again, one check at a time. The ratios are fork / spawn (lower is
+faster) and warm / cold. Then the per-check times of the highest level, with the
+five slowest, and the peer for level 0: `python -m torch.utils.collect_env`.
 """
 
 from __future__ import annotations
@@ -20,48 +22,92 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _time(argv: list[str], env: dict[str, str]) -> tuple[float, int, dict[str, object] | None]:
+def _time(argv: list[str], env: dict[str, str]) -> tuple[float, int, dict[str, Any] | None]:
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO, timeout=1200, check=False)
     took = time.perf_counter() - start
-    report = None
-    if proc.stdout.startswith("{"):
-        report = json.loads(proc.stdout)
+    report = json.loads(proc.stdout) if proc.stdout.startswith("{") else None
     return took, proc.returncode, report
 
 
 def _doctor(
     level: int, cache: Path, *extra: str, env_extra: dict[str, str] | None = None
-) -> tuple[float, int, dict[str, object] | None]:
+) -> tuple[float, int, dict[str, Any] | None]:
     env = {**os.environ, "ROCMKIT_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO), **(env_extra or {})}
+    env.pop("TRITON_CACHE_DIR", None)
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
     return _time([sys.executable, "-m", "rocmkit", "doctor", "--level", str(level), "--json", *extra], env)
+
+
+def _cold_warm(level: int, *extra: str) -> tuple[float, float, dict[str, Any] | None, dict[str, Any] | None]:
+    with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp:
+        cold, _, cold_report = _doctor(level, Path(tmp), *extra)
+        warm, _, warm_report = _doctor(level, Path(tmp), *extra)
+    return cold, warm, cold_report, warm_report
+
+
+def _durations(report: dict[str, Any] | None) -> dict[str, float]:
+    return {r["name"]: float(r["duration_s"]) for r in (report or {}).get("results", ())}
+
+
+def _hit_rate(report: dict[str, Any] | None) -> str:
+    caches = (report or {}).get("caches") or {}
+    if not caches:
+        return "-"
+    return ", ".join(
+        f"{k} {int(v['hits'])}/{int(v['hits'] + v['misses'])}" for k, v in sorted(caches.items())
+    )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--levels", default="0,1,2")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--backend", default=None, help="pass --backend to the doctor (default: detected)")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
-    print(f"{'level':>5}  {'cold s':>8}  {'warm s':>8}  {'warm/cold':>9}  {'checks':>6}  verdict")
+    backend = ("--backend", args.backend) if args.backend else ()
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
+    head = (
+        f"{'level':>5}  {'spawn cold':>10}  {'spawn warm':>10}  {'fork cold':>9}  {'fork warm':>9}  "
+        f"{'fork/spawn cold':>15}  {'fork/spawn warm':>15}  {'warm/cold fork':>14}  {'checks':>6}  "
+        f"{'verdict':7}  warm cache hits"
+    )
+    print(head)
+    last: dict[str, dict[str, Any] | None] = {}
     for level in levels:
-        colds, warms = [], []
-        verdict, n = "?", 0
+        runs: dict[str, list[float]] = {"sc": [], "sw": [], "fc": [], "fw": []}
+        verdict, n, hits = "?", 0, "-"
         for _ in range(args.repeat):
-            with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp:
-                cold, _, _ = _doctor(level, Path(tmp))
-                warm, _, report = _doctor(level, Path(tmp))
-            colds.append(cold)
-            warms.append(warm)
-            if report:
-                verdict = str(report["verdict"])
-                n = len(report["results"])  # type: ignore[arg-type]
-        c, w = statistics.median(colds), statistics.median(warms)
-        print(f"{level:>5}  {c:8.2f}  {w:8.2f}  {w / c:9.2f}  {n:>6}  {verdict}")
+            sc, sw, spawn_report, _ = _cold_warm(level, "--isolation", "spawn", *backend)
+            fc, fw, fork_report, warm_report = _cold_warm(level, "--isolation", "fork", *backend)
+            for key, value in zip(("sc", "sw", "fc", "fw"), (sc, sw, fc, fw), strict=True):
+                runs[key].append(value)
+            last = {"spawn": spawn_report, "fork": fork_report}
+            if fork_report:
+                verdict = str(fork_report["verdict"])
+                n = len(fork_report["results"])
+            hits = _hit_rate(warm_report)
+        sc, sw, fc, fw = (statistics.median(runs[k]) for k in ("sc", "sw", "fc", "fw"))
+        print(
+            f"{level:>5}  {sc:10.2f}  {sw:10.2f}  {fc:9.2f}  {fw:9.2f}  {fc / sc:15.2f}  {fw / sw:15.2f}  "
+            f"{fw / fc:14.2f}  {n:>6}  {verdict:7}  {hits}"
+        )
+    spawn_s, fork_s = _durations(last.get("spawn")), _durations(last.get("fork"))
+    ran = {k: v for k, v in spawn_s.items() if v > 0 or fork_s.get(k, 0) > 0}
+    print(f"\nper check at level {levels[-1]}, cold (s; fork times overlap: checks run concurrently)")
+    print(f"{'check':28}  {'spawn':>7}  {'fork':>7}  {'fork/spawn':>10}")
+    for name in sorted(ran, key=lambda k: -spawn_s[k]):
+        f = fork_s.get(name, 0.0)
+        ratio = f"{f / spawn_s[name]:10.2f}" if spawn_s[name] else f"{'-':>10}"
+        print(f"{name:28}  {spawn_s[name]:7.2f}  {f:7.2f}  {ratio}")
+    top = sorted(fork_s.items(), key=lambda kv: -kv[1])[:5]
+    print("top five with the fork server: " + ", ".join(f"{k} {v:.2f} s" for k, v in top))
     # On the CPU the kernels run interpreted (nothing to cache); ahead-of-time codegen for
     # a GPU arch compiles for real, so it shows what the compile cache under
     # ROCMKIT_CACHE_DIR buys on a GPU node's second run.
@@ -71,7 +117,8 @@ def main() -> int:
         warm, _, report = _doctor(1, Path(tmp), "--only", "triton.codegen", env_extra=codegen)
     if rc in (0, 2) and report:
         print(
-            f"triton.codegen gfx942+gfx90a: cold {cold:.2f} s, warm {warm:.2f} s, warm/cold {warm / cold:.2f}"
+            f"triton.codegen gfx942+gfx90a: cold {cold:.2f} s, warm {warm:.2f} s, warm/cold "
+            f"{warm / cold:.2f}, warm cache hits {_hit_rate(report)}"
         )
     else:
         print(f"triton.codegen not available here (exit {rc})")
@@ -82,11 +129,13 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp:
         ours, _, _ = _doctor(0, Path(tmp))
+        ours_warm, _, _ = _doctor(0, Path(tmp))
     peer, rc, _ = _time([sys.executable, "-m", "torch.utils.collect_env"], dict(os.environ))
     print(
-        f"level 0 vs `python -m torch.utils.collect_env`: {ours:.2f} s vs {peer:.2f} s "
-        f"(ratio {ours / peer:.2f}; collect_env exit {rc})"
+        f"level 0 vs `python -m torch.utils.collect_env`: cold {ours:.2f} s, warm {ours_warm:.2f} s "
+        f"vs {peer:.2f} s (ratio warm {ours_warm / peer:.2f}; collect_env exit {rc})"
     )
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
     return 0
 
 

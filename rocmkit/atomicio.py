@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace *path* with *data* in one step; on any failure *path* is unchanged."""
+
     path = Path(path)
     try:
         _write(path, data, mode)
@@ -25,6 +25,8 @@ def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> N
 
 
 def _write(path: Path, data: bytes, mode: int | None) -> None:
+    import tempfile  # here, not at the top: the hot read-only paths (resolve, detect) never write
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

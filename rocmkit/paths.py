@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -50,6 +51,10 @@ def overlay_dir() -> Path:
     override = os.environ.get("ROCMKIT_DATA_DIR")
     if override:
         return Path(override) / "matrices"
+    if sys.platform.startswith("linux"):
+        # platformdirs' Linux rule, without importing it on every resolve and detect.
+        xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+        return Path(xdg or os.path.expanduser("~/.local/share")) / "rocmkit" / "matrices"
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("rocmkit")) / "matrices"
@@ -60,6 +65,11 @@ def cache_dir() -> Path:
     override = os.environ.get("ROCMKIT_CACHE_DIR")
     if override:
         return Path(override)
+    if sys.platform.startswith("linux"):
+        # platformdirs' Linux rule (XDG base directories), without importing it: resolve
+        # and detect read the compiled matrix from here on every run.
+        xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+        return Path(xdg or os.path.expanduser("~/.cache")) / "rocmkit"
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("rocmkit"))

@@ -73,6 +73,26 @@ if TYPE_CHECKING:
     metavar="KEY=VALUE",
     help="A check option (size, threshold, repeat count), e.g. --set shm_min_bytes=4294967296.",
 )
+@click.option(
+    "--isolation",
+    type=click.Choice(["fork", "spawn"]),
+    default="fork",
+    show_default=True,
+    help="fork: isolated checks fork from one worker that imported torch and Triton once; "
+    "spawn: a fresh Python per check (slower; rules the worker out).",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 256),
+    help="Checks to run at once (GPU checks still run one at a time). Default: the usable "
+    "cores with --isolation fork, 1 with spawn.",
+)
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Ignore every cache: detect again and compile every kernel and graph again.",
+)
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
 def cli(
@@ -88,6 +108,9 @@ def cli(
     backend: str | None,
     timeout_scale: float,
     settings: tuple[str, ...],
+    isolation: str,
+    jobs: int | None,
+    fresh: bool,
     list_only: bool,
     verbose: bool,
 ) -> None:
@@ -117,7 +140,6 @@ def cli(
     # Bad names fail here, before detection and the plan take their time.
     total = len(select(found.checks, level=level, only=only, skip=skip))
 
-    from rocmkit.detect import load_machine
     from rocmkit.doctor.python_env import select_python
 
     python = select_python(venv=venv, python=python_path)
@@ -127,8 +149,18 @@ def cli(
     recover_for_python(Path(python.executable), lambda m: click.echo(m, err=True))
     if not python.own:
         click.echo(f"checking the Python at {python.executable} ({python.version})", err=True)
-    machine = load_machine(capture)
-    plan = make_plan(machine)
+    if capture is None:
+        from rocmkit.detect_cache import cached_machine, cached_plan
+
+        # Detection facts are cached per boot and driver state, and the plan with them:
+        # a rerun skips the probes and resolve.
+        machine, _ = cached_machine(cache_dir(), fresh=fresh)
+        plan = cached_plan(cache_dir(), machine, make_plan, fresh=fresh)
+    else:
+        from rocmkit.detect import load_machine
+
+        machine = load_machine(capture)
+        plan = make_plan(machine)
     opts = RunOptions(
         level=level,
         only=only,
@@ -136,11 +168,14 @@ def cli(
         backend=backend,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         timeout_scale=timeout_scale,
         options=parse_settings(settings),
+        isolation=isolation,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+        jobs=jobs,
+        fresh=fresh,
     )
-    for key in unknown_settings(opts.options):
+    for key in unknown_settings(opts.options, found.checks):
         click.echo(
-            f"warning: no built-in check reads --set {key}; it is ignored unless a check from "
-            "ROCMKIT_DOCTOR_MODULES reads it (see docs/doctor.md for the option names)",
+            f"warning: no check reads --set {key}; it is ignored (`rocmkit doctor --list` names "
+            "each check's options)",
             err=True,
         )
     progress = text.Progress(total)
@@ -195,29 +230,12 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
     return out
 
 
-# Options the built-in checks read besides the kernel ones in rocmkit.kernels.sizes; a
-# misspelt key would otherwise leave its threshold at the default without a word.
-_CHECK_SETTINGS = frozenset(
-    {
-        "shm_min_bytes",
-        "cache_min_free_bytes",
-        "smoke_rel_tolerance",
-        "distributed_timeout_s",
-        "distributed_work_budget_s",
-        "cpu_procs",
-        "allreduce_sizes",
-        "allreduce_iters",
-        "allreduce_warmup",
-    }
-)
+def unknown_settings(options: Mapping[str, object], checks: Mapping[str, Check] | None = None) -> list[str]:
+    """The ``--set`` keys no check declares (each check lists its own in ``@check(options=...)``)."""
+    from rocmkit.doctor.registry import check_modules, load_checks, unknown_options
 
-
-def unknown_settings(options: Mapping[str, object]) -> list[str]:
-    """The ``--set`` keys no built-in check reads (``models.*`` keys belong to the models check)."""
-    from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS
-
-    known = _CHECK_SETTINGS | OPTION_KEYS.keys() | CHECK_OPTION_KEYS.keys()
-    return [k for k in options if k not in known and not k.startswith("models.")]
+    found = checks if checks is not None else load_checks(check_modules())
+    return unknown_options(options, found.values())
 
 
 def _print_list(checks: Mapping[str, Check]) -> None:
@@ -228,4 +246,5 @@ def _print_list(checks: Mapping[str, Check]) -> None:
     for c in rows:
         where = "child" if c.isolated else "process"
         needs = ",".join(sorted(c.needs)) or "-"
-        click.echo(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}")
+        opts = f" [--set {', '.join(sorted(c.options))}]" if c.options else ""
+        click.echo(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}{opts}")

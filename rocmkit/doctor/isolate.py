@@ -8,8 +8,10 @@ hang looks like one from here), the kernel's OOM killer or an exception in the
 check all become that check's ``error`` result with the child's last stderr
 lines, and the doctor goes on with the next check.
 
-The result travels in a file rather than on stdout because Triton's
-interpreter, torch and the checks themselves print freely.
+The result travels in a file (:func:`rocmkit.pyenv.run_json`) rather than on
+stdout because Triton's interpreter, torch and the checks themselves print
+freely. The fork server (:mod:`rocmkit.doctor.forkserver`) runs the same
+:func:`serve_request` in a fork of a warm worker instead of a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rocmkit.doctor.python_env import PythonEnv, shim_path
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status, exception_line
-from rocmkit.runner import CommandResult, run
+from rocmkit.pyenv import PyEnv, run_json, shim_path, write_result
+from rocmkit.runner import CommandResult
 
 REQUEST_SCHEMA = "rocmkit.doctor.request/1"
 # How many trailing stderr lines of a dead child go into the report.
@@ -50,6 +52,7 @@ def child_env(
     # place that `rocmkit` can report on and clear.
     env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    env.update(fresh_env(ctx))
     if ctx.backend == "cpu":
         # Must be in the environment before anything imports triton: Triton reads
         # it when @triton.jit decorates a function, at import time of the module.
@@ -67,12 +70,20 @@ def child_env(
     return env
 
 
+def fresh_env(ctx: CheckContext) -> dict[str, str]:
+    """``--fresh``: Triton and inductor compile everything again, whatever their caches hold
+    (the caches are still written, so the next run is warm)."""
+    if not ctx.fresh:
+        return {}
+    return {"TRITON_ALWAYS_COMPILE": "1", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
+
+
 def run_isolated(
     chk: Check,
     ctx: CheckContext,
     *,
     timeout_s: float | None = None,
-    python: PythonEnv | None = None,
+    python: PyEnv | None = None,
 ) -> list[CheckResult]:
     """Run ``chk`` in a child process and return its results (never raises for the check's sake).
 
@@ -80,43 +91,45 @@ def run_isolated(
     rocmkit through a folder that holds only rocmkit, so the venv's packages stay its own."""
     budget = chk.timeout_s if timeout_s is None else timeout_s
     start = time.monotonic()
+    request = {"schema": REQUEST_SCHEMA, "check": chk.name, "module": chk.module, "context": ctx.to_dict()}
     with tempfile.TemporaryDirectory(prefix="rocmkit-doctor-") as tmp:
-        result_path = Path(tmp) / "result.json"
-        request = {
-            "schema": REQUEST_SCHEMA,
-            "check": chk.name,
-            "module": chk.module,
-            "context": ctx.to_dict(),
-            "result_path": str(result_path),
-        }
         foreign = python is not None and not python.own
         shim = shim_path(Path(tmp) / "path", python) if foreign and python is not None else None
         executable = python.executable if python is not None else sys.executable
-        proc = run(
-            [executable, "-X", "faulthandler", "-m", "rocmkit.doctor.isolate"],
+        ran = run_json(
+            executable,
+            "rocmkit.doctor.isolate",
             timeout=budget + STARTUP_GRACE_S,
             env=child_env(ctx, shim=shim),
             input_text=json.dumps(request),
+            flags=("-X", "faulthandler"),
             # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
-            cwd=tmp,
+            cwd=Path(tmp),
         )
-        elapsed = time.monotonic() - start
-        # The result file is renamed into place whole, so one that exists is complete,
-        # even when the process died or hung afterwards (in driver teardown, say).
-        results = _read_results(result_path)
+    elapsed = time.monotonic() - start
+    proc = ran.proc
+    # The result file is renamed into place whole, so one that exists is complete,
+    # even when the process died or hung afterwards (in driver teardown, say).
+    results = results_from(ran.data)
     if results is None:
-        return [_failure_result(chk, ctx, proc, budget, elapsed)]
+        return [failure_result(chk, ctx, proc, budget, elapsed)]
     if proc.status != "ok":
         note = {"child_exit": proc.describe(), "stderr_tail": stderr_tail(proc.stderr)}
         results = [replace(r, details={**r.details, **note}) for r in results]
     return results
 
 
-def _read_results(path: Path) -> list[CheckResult] | None:
+def results_from(data: Any) -> list[CheckResult] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         return [CheckResult.from_dict(d) for d in data["results"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def read_results(path: Path) -> list[CheckResult] | None:
+    try:
+        return results_from(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
         return None
 
 
@@ -154,7 +167,7 @@ def error_result(
     )
 
 
-def _failure_result(
+def failure_result(
     chk: Check, ctx: CheckContext, proc: CommandResult, budget: float, elapsed: float
 ) -> CheckResult:
     """Turn a child that did not hand back a result into an ``error`` result."""
@@ -185,9 +198,8 @@ def _failure_result(
         elif proc.returncode == -signal.SIGABRT:
             message += " (an abort, e.g. hipErrorNoBinaryForGpu or a failed assertion in a native library)"
     elif proc.status == "overflow":
-        # The runner keeps the head and tail of the output and stops the child (memory stays bounded).
-        message = f"the check's process printed more than {proc.error} and was stopped"
-        remedy = f"rerun with `rocmkit doctor --only {chk.name} --verbose` and look at what it prints"
+        message = f"the check printed more than {proc.error or 'the output limit'} and was stopped"
+        remedy = f"rerun with `rocmkit doctor --only {chk.name} --verbose` and report the output it floods"
     elif proc.status == "ok":
         message = "the check's process exited without writing a result"
     elif proc.status in ("absent", "error"):
@@ -211,7 +223,7 @@ def normalise(chk: Check, ctx: CheckContext, value: object, duration_s: float) -
         out.append(
             CheckResult(
                 name=item.name or chk.name,
-                level=item.level,
+                level=chk.level if item.level < 0 else item.level,
                 status=item.status,
                 message=item.message,
                 remedy=item.remedy,
@@ -255,14 +267,20 @@ def child_main(request_text: str) -> int:
     if request.get("schema") != REQUEST_SCHEMA:
         print(f"rocmkit.doctor.isolate: not a {REQUEST_SCHEMA} request", file=sys.stderr)
         return 2
-    ctx_data = request["context"]
-    if ctx_data.get("backend") == "cpu":
+    if request["context"].get("backend") == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before any import of triton
+    return serve_request(request)
+
+
+def serve_request(request: Mapping[str, Any]) -> int:
+    """Run one requested check in this process and write its results, with the compile
+    cache hits it saw, to ``request["result_path"]``: the spawned child and the fork
+    server's forks both end here."""
     import importlib
 
-    from rocmkit.doctor import registry
+    from rocmkit.doctor import cachestats, registry
 
-    ctx = CheckContext.from_dict(ctx_data)
+    ctx = CheckContext.from_dict(request["context"])
     importlib.import_module(request["module"])
     chk = registry.load_checks((request["module"],)).get(request["check"])
     if chk is None:
@@ -270,12 +288,13 @@ def child_main(request_text: str) -> int:
             f"rocmkit.doctor.isolate: no check {request['check']!r} in {request['module']}", file=sys.stderr
         )
         return 2
+    cachestats.install()
     results = call_check(chk, ctx)
-    path = Path(request["result_path"])
-    tmp = path.with_suffix(".tmp")
-    # default=str: a Path or a numpy number in a check's details must not lose its result.
-    tmp.write_text(json.dumps({"results": [r.to_dict() for r in results]}, default=str), encoding="utf-8")
-    tmp.replace(path)
+    counts = cachestats.collect()
+    if counts and results:
+        results[0] = replace(results[0], details={**results[0].details, "compile_cache": counts})
+    # A fork names its result file in the request; a spawned child hears it from run_json.
+    write_result({"results": [r.to_dict() for r in results]}, request.get("result_path"))
     return 0
 
 

@@ -13,10 +13,13 @@ device smoke (well under a minute), 2 kernels and performance (minutes),
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,6 +52,7 @@ class CheckContext:
     env: Mapping[str, str] = field(default_factory=dict)
     cache_dir: Path = Path(".")
     options: dict[str, Any] = field(default_factory=dict)  # thresholds, sizes, repeats
+    fresh: bool = False  # ignore compile caches: every kernel and graph compiles again
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +62,7 @@ class CheckContext:
             "env": dict(self.env),
             "cache_dir": str(self.cache_dir),
             "options": self.options,
+            "fresh": self.fresh,
         }
 
     @classmethod
@@ -69,6 +74,7 @@ class CheckContext:
             env=dict(d.get("env") or {}),
             cache_dir=Path(d.get("cache_dir", ".")),
             options=dict(d.get("options") or {}),
+            fresh=bool(d.get("fresh", False)),
         )
 
 
@@ -85,6 +91,16 @@ class Check:
     needs: frozenset[str] = frozenset()
     isolated: bool = False  # run in a child process with its own timeout
     timeout_s: float = 60.0
+    # Needs a process no other code ran in (a fresh interpreter, not a fork of the
+    # doctor's warm worker): e.g. one that must import torch under changed
+    # *_VISIBLE_DEVICES. Implies isolated.
+    pristine: bool = False
+    # Runs with no other check beside it: its verdict is a measured speedup or bandwidth
+    # that concurrent checks would distort.
+    exclusive: bool = False
+    # The --set keys this check reads, each with what it sets; a key may be a glob
+    # ("models.*"). The CLI warns about a key no selected check declares.
+    options: Mapping[str, str] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -98,25 +114,88 @@ def check(
     needs: tuple[Need, ...] = (),
     isolated: bool = False,
     timeout_s: float = 60.0,
+    pristine: bool = False,
+    options: Mapping[str, str] | None = None,
+    exclusive: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check function under ``name``."""
 
     def deco(func: CheckFunc) -> CheckFunc:
-        if name in _REGISTRY and _REGISTRY[name].func is not func:
+        existing = _REGISTRY.get(name)
+        if existing is not None and getattr(existing.func, "__wrapped__", None) is not func:
             raise ValueError(f"check {name!r} registered twice")
-        _REGISTRY[name] = Check(
+
+        @functools.wraps(func)
+        def run(ctx: CheckContext) -> CheckResult | list[CheckResult]:
+            with running(chk):
+                return _stamp(func(ctx), chk)
+
+        chk = Check(
             name=name,
             level=level,
             description=description,
-            func=func,
+            func=run,
             module=func.__module__,
             needs=frozenset(needs),
-            isolated=isolated,
+            isolated=isolated or pristine,
             timeout_s=timeout_s,
+            pristine=pristine,
+            options=dict(options or {}),
+            exclusive=exclusive,
         )
-        return func
+        _REGISTRY[name] = chk
+        return run
 
     return deco
+
+
+_CURRENT: ContextVar[Check | None] = ContextVar("rocmkit_doctor_check", default=None)
+
+
+@contextlib.contextmanager
+def running(chk: Check) -> Iterator[None]:
+    """Make ``chk`` the :func:`current_check` for the code inside."""
+    token = _CURRENT.set(chk)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_check() -> Check:
+    """The check running now in this thread: shared helpers (the kernel harness) name
+    their results and remedies after it without each check passing its name along."""
+    chk = _CURRENT.get()
+    if chk is None:
+        raise RuntimeError("no doctor check is running (call the check through its @check function)")
+    return chk
+
+
+def _stamp(value: object, chk: Check) -> CheckResult | list[CheckResult]:
+    """Fill in the name and level a result left out, from ``@check``."""
+
+    def one(item: object) -> object:
+        if isinstance(item, CheckResult) and (not item.name or item.level < 0):
+            return replace(item, name=item.name or chk.name, level=chk.level if item.level < 0 else item.level)
+        return item
+
+    if isinstance(value, list):
+        return [one(v) for v in value]  # type: ignore[misc]  # normalise reports non-results
+    return one(value)  # type: ignore[return-value]  # normalise reports a non-result
+
+
+def option_keys(checks: Iterable[Check]) -> dict[str, str]:
+    """Every --set key the checks declare (globs included), with what it sets."""
+    return {k: v for c in checks for k, v in c.options.items()}
+
+
+def unknown_options(options: Iterable[str], checks: Iterable[Check]) -> list[str]:
+    """The keys in ``options`` that no check declares: a misspelt key would otherwise
+    leave its threshold at the default without a word."""
+    import fnmatch
+
+    known = option_keys(checks)
+    return [k for k in options if not any(k == p or fnmatch.fnmatchcase(k, p) for p in known)]
 
 
 def check_modules(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:

@@ -50,9 +50,11 @@ class Figure:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckResult:
-    name: str  # "env.kfd_access", "triton.vector_add"
-    level: int
     status: Status
+    # Filled in by the doctor from the check's @check(name, level) when left out, so a
+    # check states them once; a check returning several results names each.
+    name: str = ""  # "env.kfd_access", "triton.vector_add"
+    level: int = -1
     message: str  # one line
     remedy: str | None = None  # the exact command or setting that fixes it
     figures: tuple[Figure, ...] = ()
@@ -62,8 +64,8 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["status"] = self.status.value
-        return d
+        # Name and level first, as reports have always listed them.
+        return {"name": d.pop("name"), "level": d.pop("level"), **d, "status": self.status.value}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CheckResult:
@@ -101,6 +103,8 @@ class Report:
     host_id: str  # stable per node: hostname + machine-id hash
     hostname: str
     level: int
+    # Compile caches the checks used: {"triton": {"hits", "misses", "hit_rate"}}.
+    caches: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def verdict(self) -> Status:
@@ -123,6 +127,7 @@ class Report:
             "versions": self.versions,
             "machine": self.machine,
             "plan": self.plan,
+            "caches": self.caches,
             "results": [r.to_dict() for r in self.results],
         }
 
@@ -141,6 +146,7 @@ class Report:
                 host_id=str(d["host_id"]),
                 hostname=str(d.get("hostname", d["host_id"])),
                 level=int(d.get("level", 1)),
+                caches=dict(d.get("caches") or {}),
             )
         except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as exc:
             raise DataError(

@@ -17,15 +17,17 @@ import importlib.util
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from rocmkit import __version__
 from rocmkit.arch import Backend
-from rocmkit.doctor import isolate
+from rocmkit.doctor import cachestats, isolate
 from rocmkit.doctor.absent import absent_gate, install_torch_remedy
+from rocmkit.doctor.forkserver import ForkServer, WorkerUnavailable
 from rocmkit.doctor.python_env import PythonEnv, this_python
 from rocmkit.doctor.registry import Check, CheckContext, load_checks
 from rocmkit.doctor.result import CheckResult, Report, Status
@@ -36,6 +38,7 @@ from rocmkit.plan import Plan
 from rocmkit.sources import relevant_env
 
 MAX_LEVEL = 3
+Isolation = Literal["fork", "spawn"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +161,11 @@ class RunOptions:
     timeout_scale: float = 1.0
     options: dict[str, Any] = field(default_factory=dict)
     modules: tuple[str, ...] = ()  # default: registry.check_modules()
+    # "fork": isolated checks fork from one warm worker; "spawn": a fresh child per check
+    # (the old way, kept as the benchmark's baseline and a fallback to rule the worker out).
+    isolation: Isolation = "fork"
+    jobs: int | None = None  # checks at once; default: the usable cores (1 with spawn)
+    fresh: bool = False  # ignore every cache (compile caches here; detection in the CLI)
 
 
 def run_checks(
@@ -169,36 +177,153 @@ def run_checks(
     on_result: ResultHook | None = None,
     python: PythonEnv | None = None,
     level: int = 1,
+    jobs: int = 1,
+    server: ForkServer | None = None,
 ) -> list[CheckResult]:
-    """Run ``selected`` in order. ``level``: the level asked for; from 1 on, torch (or
-    Triton next to torch) missing from the checked Python is a finding, not a skip."""
-    results: list[CheckResult] = []
+    """Run ``selected`` and return their results in ``selected``'s order. ``level``: the
+    level asked for; from 1 on, torch (or Triton next to torch) missing from the checked
+    Python is a finding, not a skip.
+
+    ``jobs`` checks run at once, except that a GPU check waits for every GPU check
+    before it (the built-in ones use every visible GPU, so one at a time), an
+    ``exclusive`` check (one whose verdict is a speedup or a bandwidth) runs alone, and a check
+    waits for the gate check of what it needs (``torch.import`` for torch), whose
+    failure skips it. ``on_result`` is called in ``selected``'s order whatever the order
+    the checks end in, so progress and the report read the same on every run."""
     pending = list(selected)
-    broken: dict[str, Why] = {}  # need -> why later checks needing it are not run
-    for i, chk in enumerate(pending):
-        if on_start is not None:
-            on_start(chk)
+    plan = _Schedule(pending, ctx, timeout_scale, python, level, server)
+    if jobs <= 1:
+        return plan.run_serial(on_start, on_result)
+    return plan.run_parallel(jobs, on_start, on_result)
+
+
+class _Schedule:
+    """The bookkeeping of one run: which checks are done, what broke, what may start."""
+
+    def __init__(
+        self,
+        pending: list[Check],
+        ctx: CheckContext,
+        timeout_scale: float,
+        python: PythonEnv | None,
+        level: int,
+        server: ForkServer | None,
+    ) -> None:
+        self.pending = pending
+        self.ctx = ctx
+        self.timeout_scale = timeout_scale
+        self.python = python
+        self.level = level
+        self.server = server
+        self.out: list[list[CheckResult] | None] = [None] * len(pending)
+        self.broken: dict[str, Why] = {}  # need -> why later checks needing it are not run
+        self.emitted = 0
+
+    def run_serial(self, on_start: Progress | None, on_result: ResultHook | None) -> list[CheckResult]:
+        for i, chk in enumerate(self.pending):
+            if on_start is not None:
+                on_start(chk)
+            try:
+                found = self.gate(chk)
+                self.finish(i, found if found is not None else self.execute(chk))
+            except KeyboardInterrupt:
+                self.interrupted({i})
+                self.emit(on_result)
+                break
+            self.emit(on_result)
+        return self.results()
+
+    def run_parallel(
+        self, jobs: int, on_start: Progress | None, on_result: ResultHook | None
+    ) -> list[CheckResult]:
+        running: dict[Future[list[CheckResult]], int] = {}
+        pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rocmkit-doctor")
         try:
-            out = _run_one(chk, ctx, timeout_scale, broken, python, level)
+            while self.emitted < len(self.pending):
+                for i, chk in enumerate(self.pending):
+                    if len(running) >= jobs or any(self.pending[r].exclusive for r in running.values()):
+                        break
+                    if self.out[i] is not None or i in running.values() or not self.ready(i):
+                        continue
+                    if chk.exclusive and running:
+                        break  # it starts alone, once what runs has ended; nothing overtakes it
+                    if on_start is not None:
+                        on_start(chk)
+                    found = self.gate(chk)
+                    if found is not None:
+                        self.finish(i, found)
+                        continue
+                    running[pool.submit(self.execute, chk)] = i
+                self.emit(on_result)
+                if not running:
+                    continue
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    self.finish(running.pop(fut), fut.result())
+                self.emit(on_result)
         except KeyboardInterrupt:
-            # Ctrl-C: the running child is already killed (the runner does it); keep
+            # Ctrl-C: stop every running fork (closing the worker kills their groups), keep
             # what ran and say plainly what did not, so the partial report is honest.
-            out = [_not_run(chk, ctx, Status.ERROR, "interrupted (Ctrl-C) while running")]
-            results.extend(out)
-            if on_result is not None:
-                on_result(chk, out)
-            results.extend(
-                _not_run(c, ctx, Status.SKIP, "not run: the doctor was interrupted") for c in pending[i + 1 :]
-            )
-            break
-        if on_result is not None:
-            on_result(chk, out)
-        results.extend(out)
+            if self.server is not None:
+                self.server.close()
+            self.interrupted(set(running.values()))
+            self.emit(on_result)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return self.results()
+
+    def ready(self, i: int) -> bool:
+        """May check ``i`` start now? Not before the gate of what it needs has ended,
+        and a GPU check not before every GPU check ahead of it."""
+        chk = self.pending[i]
+        for j in range(i):
+            if self.out[j] is not None:
+                continue
+            other = self.pending[j]
+            if GATE_CHECKS.get(other.name) in chk.needs:
+                return False
+            if "gpu" in chk.needs and "gpu" in other.needs:
+                return False
+        return True
+
+    def gate(self, chk: Check) -> list[CheckResult] | None:
+        """The check's result without running it (skipped, or its package absent), or None."""
+        ctx, python = self.ctx, self.python
+        why = missing_need(chk, ctx, python)
+        if why is not None and why.missing in ("torch", "triton"):
+            found = absent_gate(chk, ctx, python or this_python(), self.level)
+            if found is not None:
+                return [found]
+        if why is None:
+            why = next((self.broken[n] for n in sorted(chk.needs) if n in self.broken), None)
+        if why is not None:
+            return [_not_run(chk, ctx, Status.SKIP, why.message, why)]
+        return None
+
+    def execute(self, chk: Check) -> list[CheckResult]:
+        ctx, python = self.ctx, self.python
+        # Another venv's Python: whatever imports torch or Triton must run there, in a child.
+        foreign = (
+            python is not None and not python.own and bool(chk.needs & {"torch", "triton", "transformers"})
+        )
+        if not (chk.isolated or foreign):
+            return isolate.call_check(chk, ctx)
+        budget = chk.timeout_s * self.timeout_scale
+        if self.server is not None and not chk.pristine:
+            try:
+                return self.server.run(chk, ctx, timeout_s=budget)
+            except WorkerUnavailable:
+                pass  # no warm worker here: a spawned child per check, as before
+        return isolate.run_isolated(chk, ctx, timeout_s=budget, python=python)
+
+    def finish(self, i: int, out: list[CheckResult]) -> None:
+        chk = self.pending[i]
+        self.out[i] = out
         for r in out:
             need = GATE_CHECKS.get(r.name)
             if need is not None and r.status in (Status.FAIL, Status.ERROR):
                 # Every later check needing it would fail with the same ImportError: say it once.
-                broken[need] = Why(f"not run: {r.name} failed on this node", f"fix {r.name} first")
+                self.broken[need] = Why(f"not run: {r.name} failed on this node", f"fix {r.name} first")
             if (
                 "gpu" in chk.needs
                 and r.status is Status.ERROR
@@ -206,11 +331,32 @@ def run_checks(
             ):
                 # A GPU that hung one kernel hangs the next: do not spend every
                 # later check's timeout finding that out again.
-                broken["gpu"] = Why(
+                self.broken["gpu"] = Why(
                     f"not run: {r.name} hung, so the GPU may be wedged",
                     "check `dmesg` for GPU resets, reset the GPU or reboot, then rerun",
                 )
-    return results
+
+    def interrupted(self, running: set[int]) -> None:
+        for i, chk in enumerate(self.pending):
+            if self.out[i] is not None:
+                continue
+            if i in running:
+                self.out[i] = [_not_run(chk, self.ctx, Status.ERROR, "interrupted (Ctrl-C) while running")]
+            else:
+                self.out[i] = [_not_run(chk, self.ctx, Status.SKIP, "not run: the doctor was interrupted")]
+
+    def emit(self, on_result: ResultHook | None) -> None:
+        """Hand finished results on in order: a check's results wait for those before it."""
+        while self.emitted < len(self.pending):
+            out = self.out[self.emitted]
+            if out is None:
+                return
+            if on_result is not None:
+                on_result(self.pending[self.emitted], out)
+            self.emitted += 1
+
+    def results(self) -> list[CheckResult]:
+        return [r for out in self.out if out is not None for r in out]
 
 
 def _not_run(
@@ -226,30 +372,6 @@ def _not_run(
         backend=ctx.backend,
         details={"missing": why.missing} if why and why.missing else {},
     )
-
-
-def _run_one(
-    chk: Check,
-    ctx: CheckContext,
-    timeout_scale: float,
-    broken: Mapping[str, Why],
-    python: PythonEnv | None = None,
-    level: int = 1,
-) -> list[CheckResult]:
-    why = missing_need(chk, ctx, python)
-    if why is not None and why.missing in ("torch", "triton"):
-        found = absent_gate(chk, ctx, python or this_python(), level)
-        if found is not None:
-            return [found]
-    if why is None:
-        why = next((broken[n] for n in sorted(chk.needs) if n in broken), None)
-    if why is not None:
-        return [_not_run(chk, ctx, Status.SKIP, why.message, why)]
-    # Another venv's Python: whatever imports torch or Triton must run there, in a child.
-    foreign = python is not None and not python.own and bool(chk.needs & {"torch", "triton", "transformers"})
-    if chk.isolated or foreign:
-        return isolate.run_isolated(chk, ctx, timeout_s=chk.timeout_s * timeout_scale, python=python)
-    return isolate.call_check(chk, ctx)
 
 
 def host_id(hostname: str, read: Callable[[str], str | None] | None = None) -> str:
@@ -287,6 +409,40 @@ def versions(results: Sequence[CheckResult], python: PythonEnv | None = None) ->
         if isinstance(found, dict):
             out.update({str(k): (None if v is None else str(v)) for k, v in found.items()})
     return out
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a Slurm job's allocation, not the node's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+# What a fork of the worker finds imported, per need of the checks it will run, in
+# import order. Inductor's Triton bridge is what triton.import checks, and costs as much
+# as torch itself to import.
+_PRELOAD: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "transformers": ("torch",),
+    "triton": ("torch", "triton", "torch._inductor.runtime.triton_compat"),
+}
+_PRELOAD_ORDER = ("torch", "triton", "torch._inductor.runtime.triton_compat")
+
+
+def fork_server(selected: Sequence[Check], ctx: CheckContext, python: PythonEnv) -> ForkServer | None:
+    """The warm worker for this run's isolated checks, or None where none would run."""
+    forked = [c for c in selected if (c.isolated or not python.own) and not c.pristine]
+    forked = [c for c in forked if missing_need(c, ctx, python) is None]
+    if not forked:
+        return None
+    wanted = {m for c in forked for need in c.needs for m in _PRELOAD.get(need, ())}
+    # Only what the checked Python has: the others are findings for their checks.
+    preload = tuple(
+        m for m in _PRELOAD_ORDER if m in wanted and all(python.has(p) for p in ("torch", m.split(".")[0]))
+    )
+    modules = tuple(dict.fromkeys(c.module for c in forked))
+    return ForkServer(ctx, python=python, preload=preload, modules=modules)
 
 
 def make_plan(machine: Machine) -> Plan | None:
@@ -335,17 +491,25 @@ def doctor(
         env=relevant_env(env),
         cache_dir=cache_dir,
         options=dict(opts.options),
+        fresh=opts.fresh,
     )
     py = python or this_python()
-    ran = run_checks(
-        selected,
-        ctx,
-        timeout_scale=opts.timeout_scale,
-        on_start=on_start,
-        on_result=on_result,
-        python=py,
-        level=opts.level,
-    )
+    server = fork_server(selected, ctx, py) if opts.isolation == "fork" else None
+    try:
+        ran = run_checks(
+            selected,
+            ctx,
+            timeout_scale=opts.timeout_scale,
+            on_start=on_start,
+            on_result=on_result,
+            python=py,
+            level=opts.level,
+            jobs=opts.jobs or (usable_cores() if server is not None else 1),
+            server=server,
+        )
+    finally:
+        if server is not None:
+            server.close()
     results = [*found.broken, *ran]
     live = machine.source == "live"
     # A capture is another machine: never label it with this host's name.
@@ -361,4 +525,5 @@ def doctor(
         host_id=host_id(hostname) if live else f"{hostname}-capture",
         hostname=hostname,
         level=opts.level,
+        caches=cachestats.merge([r.details["compile_cache"] for r in ran if "compile_cache" in r.details]),
     )

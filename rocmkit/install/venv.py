@@ -18,25 +18,6 @@ from pathlib import Path
 from rocmkit.errors import ToolError, UnsafeEnvironmentError, UsageError
 from rocmkit.runner import run, which
 
-# Runs inside the target interpreter; prints one JSON object.
-_PROBE = r"""
-import json, os, sys, sysconfig
-try:
-    scheme = sysconfig.get_default_scheme()
-except AttributeError:  # Python < 3.10
-    scheme = sysconfig._get_default_scheme()
-print(json.dumps({
-    "executable": sys.executable,
-    "prefix": sys.prefix,
-    "base_prefix": getattr(sys, "base_prefix", sys.prefix),
-    "version": "%d.%d.%d" % sys.version_info[:3],
-    "purelib": sysconfig.get_path("purelib"),
-    "platlib": sysconfig.get_path("platlib"),
-    "stdlib": sysconfig.get_path("stdlib", scheme),
-    "has_pip": __import__("importlib.util").util.find_spec("pip") is not None,
-}))
-"""
-
 PROBE_TIMEOUT_S = 30.0
 VENV_TIMEOUT_S = 120.0
 
@@ -77,15 +58,24 @@ def venv_python(venv: Path) -> Path:
 
 def inspect_python(python: Path) -> Target:
     """Ask ``python`` about itself."""
-    result = run([str(python), "-I", "-c", _PROBE], timeout=PROBE_TIMEOUT_S)
+    from rocmkit.pyenv import DISTRIBUTIONS, MODULES, probe_script, run_json
+
+    # The one probe every command uses (rocmkit.pyenv), isolated from PYTHONPATH.
+    ran = run_json(
+        python,
+        probe_script(),
+        [json.dumps(MODULES), json.dumps(DISTRIBUTIONS)],
+        timeout=PROBE_TIMEOUT_S,
+        flags=("-I",),
+    )
+    result = ran.proc
     if result.status == "absent":
         raise UsageError(f"{python} is not an executable Python", "pass a venv folder or a python path")
     if not result.ok:
         raise ToolError(f"could not query {python}: {result.describe()}")
-    try:
-        data = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError) as exc:
-        raise ToolError(f"{python} printed no environment description: {result.stdout[:200]!r}") from exc
+    data = ran.data
+    if not isinstance(data, dict):
+        raise ToolError(f"{python} printed no environment description: {result.stdout[:200]!r}")
     return Target(
         python=python,
         prefix=Path(data["prefix"]),

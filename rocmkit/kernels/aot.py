@@ -244,7 +244,22 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         print("rocmkit.kernels.aot: unset TRITON_INTERPRET to compile ahead of time", file=sys.stderr)
         return 2
-    print(json.dumps(compile_targets(args)))
+    import triton
+
+    # Triton 3.3+ tells a listener after every compile whether its cache had the kernel:
+    # the doctor reports the hit rate, so a warm rerun shows what the cache saved.
+    counts = {"hits": 0, "misses": 0}
+    compilation = getattr(getattr(triton, "knobs", None), "compilation", None)
+    if compilation is not None and hasattr(compilation, "listener"):
+
+        def listener(*_: Any, cache_hit: bool = False, **__: Any) -> None:
+            counts["hits" if cache_hit else "misses"] += 1
+
+        compilation.listener = listener
+    out = compile_targets(args)
+    if counts["hits"] or counts["misses"]:
+        out["compile_cache"] = {"triton": counts}
+    print(json.dumps(out))
     return 0
 
 

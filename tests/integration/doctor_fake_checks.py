@@ -122,13 +122,13 @@ def level2(ctx: CheckContext) -> CheckResult:
 
 @check("fake.flood", level=0, description="prints without end", isolated=True, timeout_s=60)
 def flood(ctx: CheckContext) -> CheckResult:
-    line = b"x" * 65535 + b"\n"
+    line = "fake.flood: " + "x" * 1000 + "\n"
     while True:
-        os.write(1, line)
+        sys.stdout.write(line)
 
 
-@check("fake.escape", level=0, description="leaves a grandchild holding its pipes", isolated=True, timeout_s=30)
-def escape(ctx: CheckContext) -> CheckResult:
+@check("fake.escape_setsid", level=0, description="leaves a grandchild holding its pipes", isolated=True, timeout_s=30)
+def escape_setsid(ctx: CheckContext) -> CheckResult:
     import subprocess
 
     # setsid: the grandchild leaves the check's process group, and keeps stdout and stderr open.
@@ -136,5 +136,75 @@ def escape(ctx: CheckContext) -> CheckResult:
         [sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True
     )
     return CheckResult(
-        name="fake.escape", level=0, status=Status.PASS, message="done", details={"grandchild": grandchild.pid}
+        name="fake.escape_setsid", level=0, status=Status.PASS, message="done", details={"grandchild": grandchild.pid}
+    )
+
+
+@check("fake.escape", level=0, description="leaves a grandchild behind", isolated=True, timeout_s=30)
+def escape(ctx: CheckContext) -> CheckResult:
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(str(ctx.options["fake_marker"]), "w", encoding="utf-8") as f:
+        f.write(str(child.pid))
+    return CheckResult(name="fake.escape", level=0, status=Status.PASS, message="left a grandchild")
+
+
+def _state(name: str) -> CheckResult:
+    """What a check sees of the process state an earlier check might have left behind."""
+    preloaded = "torch" in sys.modules  # before this check imports it
+    import torch
+
+    return CheckResult(
+        name=name,
+        level=0,
+        status=Status.PASS,
+        message="state read",
+        details={
+            "worker_pid": os.getppid(),
+            "torch_preloaded": preloaded,
+            "leak_env": os.environ.get("ROCMKIT_FAKE_LEAK"),
+            "cwd": os.getcwd(),
+            "default_dtype": str(torch.get_default_dtype()),
+            "deterministic": torch.are_deterministic_algorithms_enabled(),
+        },
+    )
+
+
+@check("fake.state_before", level=0, description="reads process state", needs=("torch",), isolated=True)
+def state_before(ctx: CheckContext) -> CheckResult:
+    return _state("fake.state_before")
+
+
+@check("fake.set_state", level=0, description="changes process state", needs=("torch",), isolated=True)
+def set_state(ctx: CheckContext) -> CheckResult:
+    import torch
+
+    os.environ["ROCMKIT_FAKE_LEAK"] = "1"
+    os.chdir("/")
+    torch.set_default_dtype(torch.float64)
+    torch.use_deterministic_algorithms(True)
+    return _state("fake.set_state")
+
+
+@check("fake.kill_worker", level=0, description="kills its parent", needs=("torch",), isolated=True)
+def kill_worker(ctx: CheckContext) -> CheckResult:
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(60)
+    raise AssertionError("unreachable")
+
+
+@check("fake.state_after", level=0, description="reads process state", needs=("torch",), isolated=True)
+def state_after(ctx: CheckContext) -> CheckResult:
+    return _state("fake.state_after")
+
+
+@check("fake.pristine", level=0, description="needs a fresh process", needs=("torch",), pristine=True)
+def pristine(ctx: CheckContext) -> CheckResult:
+    return CheckResult(
+        name="fake.pristine",
+        level=0,
+        status=Status.PASS,
+        message="fresh",
+        details={"torch_preloaded": "torch" in sys.modules, "parent": os.getppid()},
     )

@@ -145,7 +145,7 @@ def test_list_and_capture(captures_dir: Path) -> None:
 def test_misspelt_set_key_is_warned_about(captures_dir: Path) -> None:
     capture = str(captures_dir / "mi250x-gfx90a-rocm6.2.1")
     proc = _doctor("--capture", capture, "--level", "0", "--set", "shm_min_byte=1")
-    assert "warning: no built-in check reads --set shm_min_byte" in proc.stderr
+    assert "warning: no check reads --set shm_min_byte" in proc.stderr
     proc = _doctor(
         "--capture", capture, "--level", "0", "--set", "shm_min_bytes=1", "--set", "models.repeat=3"
     )

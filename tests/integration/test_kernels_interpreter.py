@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,7 @@ def test_a_masking_bug_is_caught(tmp_path: Path) -> None:
     (r,) = run_child(
         """
         import torch
-        from rocmkit.kernels import harness as k
+        from rocmkit.doctor import harness as k
         from rocmkit.kernels.tolerance import tolerance
         c = ctx()
         device = k.open_device(c)
@@ -136,8 +137,9 @@ def test_a_masking_bug_is_caught(tmp_path: Path) -> None:
         m = k.run_and_measure(kernel=broken, expected=x + y, tolerance=tolerance("vector_add", "float32"),
             device=device, repeats=1, label="float32", work=12 * n, unit="GB/s", reference=None,
             reference_name="a device copy", warn_fraction=0.5)
-        emit([k.build_result(name="triton.vector_add", level=1, what="vector add", device=device, runs=[m],
-            started=0.0, details={})])
+        from rocmkit.doctor.registry import load_checks, running
+        with running(load_checks(("rocmkit.doctor.checks.kernels",))["triton.vector_add"]):
+            emit([k.build_result(what="vector add", device=device, runs=[m], started=0.0, details={})])
         """,
         tmp_path,
     )
@@ -151,7 +153,7 @@ def test_a_wrong_matmul_is_caught(tmp_path: Path) -> None:
     (r,) = run_child(
         """
         import torch
-        from rocmkit.kernels import harness as k
+        from rocmkit.doctor import harness as k
         from rocmkit.kernels.tolerance import tolerance
         c = ctx()
         device = k.open_device(c)
@@ -161,8 +163,9 @@ def test_a_wrong_matmul_is_caught(tmp_path: Path) -> None:
             tolerance=tolerance("matmul", "float32"), device=device, repeats=1, label="float32",
             work=mod.flops(96, 96, 96), unit="TFLOP/s", reference=None, reference_name="torch.matmul",
             warn_fraction=0.5)
-        emit([k.build_result(name="triton.matmul", level=2, what="tl.dot matmul", device=device, runs=[m],
-            started=0.0, details={})])
+        from rocmkit.doctor.registry import load_checks, running
+        with running(load_checks(("rocmkit.doctor.checks.kernels",))["triton.matmul"]):
+            emit([k.build_result(what="tl.dot matmul", device=device, runs=[m], started=0.0, details={})])
         """,
         tmp_path,
     )
@@ -278,6 +281,13 @@ def test_codegen_compiles_every_kernel_for_amd_and_nvidia_targets(tmp_path: Path
     assert sum(1 for b in nvidia["builds"] if b["kernel"] == "matmul") == 8
     assert {f.name for f in r.figures} >= {"codegen.gfx942.compile", "codegen.sm_90.max_shared"}
     assert (tmp_path / "triton").is_dir()  # the compile cache lives under rocmkit's cache folder
+    cold = r.details["compile_cache"]["triton"]
+    assert cold["misses"] > 0
+    # A rerun finds every kernel in that cache; --fresh compiles them all again.
+    warm = kernels.codegen(ctx).details["compile_cache"]["triton"]
+    assert warm == {"hits": cold["hits"] + cold["misses"], "misses": 0}
+    again = kernels.codegen(replace(ctx, fresh=True)).details["compile_cache"]["triton"]
+    assert again == {"hits": 0, "misses": cold["hits"] + cold["misses"]}
 
 
 def test_codegen_for_an_isa_that_does_not_exist_fails_with_the_compilers_reason(tmp_path: Path) -> None:
@@ -345,7 +355,7 @@ def test_gpu_paths_measure_a_reference_and_flag_a_slow_node(tmp_path: Path) -> N
     copy, which is exactly what a slow node looks like."""
     results = run_child(
         """
-        from rocmkit.kernels import harness
+        from rocmkit.doctor import harness
         from rocmkit.doctor.checks import attention, kernels
 
         def fake_device(ctx):

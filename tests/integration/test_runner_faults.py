@@ -112,14 +112,14 @@ MOD = "tests.integration.doctor_fake_checks"
 def test_doctor_survives_a_check_that_floods_and_one_that_escapes(tmp_path: Path) -> None:
     report = doctor(
         Machine(),
-        RunOptions(level=3, only=("fake.flood", "fake.escape"), modules=(MOD,), backend="cpu"),
+        RunOptions(level=3, only=("fake.flood", "fake.escape_setsid"), modules=(MOD,), backend="cpu"),
         cache_dir=tmp_path / "cache",
     )
     by_name = {r.name: r for r in report.results}
     flood = by_name["fake.flood"]
     assert flood.status is Status.ERROR
     assert "printed more than" in flood.message and "was stopped" in flood.message
-    escaped = by_name["fake.escape"]
+    escaped = by_name["fake.escape_setsid"]
     assert escaped.status is Status.PASS, escaped.message  # not misreported as a hang
     assert wait_gone(int(escaped.details["grandchild"]))
     assert os.getpid()  # the doctor process itself is alive and answered

@@ -174,3 +174,62 @@ def test_a_broken_torch_import_skips_later_torch_checks_once(tmp_path: Path) -> 
     assert out["torch.build"].status is Status.SKIP
     assert out["torch.build"].message == "not run: torch.import failed on this node"
     assert out["env.x"].status is Status.PASS
+
+
+class _Activity:
+    """Which checks are running right now, as each check sees it on entry."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.active: set[str] = set()
+        self.seen: dict[str, set[str]] = {}
+        self.events = {n: threading.Event() for n in ("par.a", "par.b")}
+
+    def check(self, name: str, needs: frozenset[str] = frozenset(), exclusive: bool = False) -> Check:
+        def func(ctx: CheckContext) -> CheckResult:
+            with self.lock:
+                self.seen[name] = set(self.active)
+                self.active.add(name)
+            try:
+                if name in self.events:  # a and b each wait for the other: only concurrency passes
+                    self.events[name].set()
+                    other = self.events["par.b" if name == "par.a" else "par.a"]
+                    ok = other.wait(30)
+                    return CheckResult(status=Status.PASS if ok else Status.FAIL, message="met")
+                import time
+
+                time.sleep(0.05)  # a window in which an overlap would be seen
+                return CheckResult(status=Status.PASS, message="ran")
+            finally:
+                with self.lock:
+                    self.active.discard(name)
+
+        return Check(
+            name=name, level=0, description="", func=func, module=__name__, needs=needs, exclusive=exclusive
+        )
+
+
+def test_checks_run_concurrently_gpu_ones_one_at_a_time_and_the_order_holds(tmp_path: Path) -> None:
+    from rocmkit.doctor.run import run_checks
+
+    act = _Activity()
+    gpu = frozenset({"gpu"})
+    checks = [
+        act.check("par.gpu1", gpu),
+        act.check("par.a"),
+        act.check("par.gpu2", gpu),
+        act.check("par.b"),
+        act.check("par.excl", exclusive=True),
+        act.check("par.after"),
+    ]
+    ctx = CheckContext(machine=Machine(), backend="rocm", cache_dir=tmp_path)
+    emitted: list[str] = []
+    out = run_checks(checks, ctx, jobs=2, on_result=lambda c, rs: emitted.extend(r.name for r in rs))
+    names = [c.name for c in checks]
+    assert [r.name for r in out] == names == emitted
+    assert all(r.status is Status.PASS for r in out), [(r.name, r.message) for r in out]
+    assert "par.gpu1" not in act.seen["par.gpu2"]  # one GPU check at a time
+    assert act.seen["par.excl"] == set()  # alone
+    assert "par.excl" not in act.seen["par.after"]

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from rocmkit.arch import base_arch, override_to_gfx
+from rocmkit.doctor import harness, targets
 from rocmkit.doctor.checks import kernels as kchecks
 from rocmkit.doctor.checks.attention import attention_flops
 from rocmkit.doctor.result import Status
 from rocmkit.errors import UsageError
-from rocmkit.kernels import harness, runtime, targets, timing
+from rocmkit.kernels import runtime, timing
 from rocmkit.kernels.compare import Comparison
 from rocmkit.kernels.metrics import copy_bytes, gb_per_s, median, perf_verdict, tflop_per_s
 from rocmkit.kernels.sizes import GPU, INTERPRETER, kernel_sizes
@@ -269,15 +270,17 @@ def _device(backend: str) -> harness.Device:
 
 
 def _result(backend: str, *runs: harness.Measurement):  # type: ignore[no-untyped-def]
-    return harness.build_result(
-        name="triton.matmul",
-        level=2,
-        what="tl.dot matmul",
-        device=_device(backend),
-        runs=list(runs),
-        started=0.0,
-        details={"shape": [1, 2, 3]},
-    )
+    from rocmkit.doctor.registry import load_checks, running
+
+    # As inside the triton.matmul check, whose name and level the result takes.
+    with running(load_checks(("rocmkit.doctor.checks.kernels",))["triton.matmul"]):
+        return harness.build_result(
+            what="tl.dot matmul",
+            device=_device(backend),
+            runs=list(runs),
+            started=0.0,
+            details={"shape": [1, 2, 3]},
+        )
 
 
 def test_fast_and_correct_passes_with_figures_against_the_reference() -> None:

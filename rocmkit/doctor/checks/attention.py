@@ -18,13 +18,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rocmkit.doctor.harness import CheckError, Device, open_device
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.errors import UsageError
-from rocmkit.kernels.harness import CheckError, Device, open_device
 from rocmkit.kernels.metrics import perf_verdict, tflop_per_s
+from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS
 
 NAME = "attention.sdpa"
+ATTENTION_OPTIONS = {
+    "attention_shape": OPTION_KEYS["attention_shape"],
+    "attention_min_vs_math": CHECK_OPTION_KEYS["attention_min_vs_math"],
+    "repeats": OPTION_KEYS["repeats"],
+    "warn_fraction": OPTION_KEYS["warn_fraction"],
+}
 LEVEL = 2
 SEED = 0
 # A fused backend below this fraction of the math backend's speed is a warning.
@@ -220,6 +227,7 @@ def _check_backend(
 
 @check(
     NAME,
+    options=ATTENTION_OPTIONS,
     level=LEVEL,
     description="scaled_dot_product_attention per backend (flash, memory-efficient, math) vs the fp32 math reference",
     needs=("torch",),

@@ -32,11 +32,19 @@ from typing import Any
 
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
-from rocmkit.runner import CommandResult, run
+from rocmkit.pyenv import run_json, write_result
+from rocmkit.runner import CommandResult
 
 NAME = "distributed.all_reduce"
+DISTRIBUTED_OPTIONS = {
+    "distributed_timeout_s": "seconds the rendezvous may take",
+    "distributed_work_budget_s": "seconds the all-reduce sweep may take",
+    "cpu_procs": "processes on the CPU (gloo) path",
+    "allreduce_sizes": "message sizes in bytes (a list)",
+    "allreduce_iters": "timed all-reduces per size",
+    "allreduce_warmup": "untimed all-reduces per size",
+}
 LEVEL = 3
-RESULT_PREFIX = "ROCMKIT_ALLREDUCE_RESULT "
 
 # rccl-tests' default sweep is 8 B .. 128 MiB; a few points of it are enough to
 # see both the latency-bound and the bandwidth-bound ends.
@@ -177,6 +185,8 @@ def size_label(nbytes: int) -> str:
 
 @check(
     NAME,
+    exclusive=True,
+    options=DISTRIBUTED_OPTIONS,
     level=LEVEL,
     description="torch.distributed all-reduce across local GPUs (and nodes under Slurm/torchrun): sums and bus bandwidth",
     needs=("torch",),
@@ -266,22 +276,12 @@ def start_workers(
             # Gloo binds to the address the hostname resolves to; on a single
             # node the loopback interface always works.
             wenv.setdefault("GLOO_SOCKET_IFNAME", "lo")
-        res = run([sys.executable, "-m", "rocmkit.doctor.checks.distributed"], timeout=timeout_s, env=wenv)
-        return WorkerOutcome(rank=rank, command=res, payload=_payload(res.stdout))
+        ran = run_json(sys.executable, "rocmkit.doctor.checks.distributed", timeout=timeout_s, env=wenv)
+        payload = ran.data if isinstance(ran.data, dict) else None
+        return WorkerOutcome(rank=rank, command=ran.proc, payload=payload)
 
     with ThreadPoolExecutor(max_workers=layout.procs_per_node) as pool:
         return list(pool.map(one, range(layout.procs_per_node)))
-
-
-def _payload(stdout: str) -> dict[str, Any] | None:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            try:
-                data = json.loads(line[len(RESULT_PREFIX) :])
-            except json.JSONDecodeError:
-                return None
-            return data if isinstance(data, dict) else None
-    return None
 
 
 def summarize(
@@ -482,7 +482,7 @@ def _first_line(exc: BaseException) -> str:
 def _worker_main() -> int:
     spec = json.loads(os.environ["ROCMKIT_ALLREDUCE_SPEC"])
     result = worker(spec)
-    print(RESULT_PREFIX + json.dumps(result), flush=True)
+    write_result(result)  # to the file rocmkit.pyenv.run_json named: torch and NCCL print freely
     return 0 if "error" not in result else 1
 
 

@@ -465,7 +465,12 @@ def _label(g: Gpu) -> str:
     return f"{g.index} ({base_arch(g.arch) or '?'}{', ' + g.name if g.name else ''})"
 
 
-@check("env.shm", level=0, description="/dev/shm is big enough for DataLoader workers and RCCL (#16).")
+@check(
+    "env.shm",
+    level=0,
+    description="/dev/shm is big enough for DataLoader workers and RCCL (#16).",
+    options={"shm_min_bytes": "bytes /dev/shm must hold"},
+)
 def shm(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     name = "env.shm"
@@ -700,6 +705,7 @@ DEFAULT_CACHE_MIN_FREE_BYTES = 2 * GIB
 
 @check(
     "env.cache_dir",
+    options={"cache_min_free_bytes": "free bytes the cache folder needs"},
     level=0,
     description="rocmkit's cache folder (Triton and inductor compile caches) is writable and has room.",
     needs=("live",),

@@ -17,7 +17,7 @@ generation, and its speed says nothing about the node, so no threshold applies t
 image build's), one compiler process per target: no GPU needed.
 
 torch and triton are imported inside the functions only; the shared machinery is in
-:mod:`rocmkit.kernels.harness`.
+:mod:`rocmkit.doctor.harness`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rocmkit.doctor.registry import CheckContext, check
-from rocmkit.doctor.result import CheckResult, Figure, Status
-from rocmkit.kernels.harness import (
+from rocmkit.doctor.cachestats import merge
+from rocmkit.doctor.harness import (
     SEED,
     CheckError,
     Device,
@@ -43,15 +42,24 @@ from rocmkit.kernels.harness import (
     measure_vs_copy,
     run_and_measure,
 )
+from rocmkit.doctor.isolate import fresh_env
+from rocmkit.doctor.registry import CheckContext, check
+from rocmkit.doctor.result import CheckResult, Figure, Status
+from rocmkit.doctor.targets import codegen_targets, crash_line
 from rocmkit.kernels.metrics import gb_per_s, tflop_per_s
-from rocmkit.kernels.sizes import KernelSizes
-from rocmkit.kernels.targets import codegen_targets, crash_line
+from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS, KernelSizes
 
 # --- the checks ---------------------------------------------------------------
 
 
+def _options(*keys: str) -> dict[str, str]:
+    """The --set keys a kernel check reads: its own sizes plus the timing ones all share."""
+    return {k: OPTION_KEYS[k] for k in (*keys, "repeats", "warn_fraction")}
+
+
 @check(
     "triton.vector_add",
+    options=_options("vector_add_n"),
     level=1,
     description="masked vector add over an odd size: correctness, compile time, GB/s vs a device copy",
     needs=("torch", "triton"),
@@ -59,8 +67,6 @@ from rocmkit.kernels.targets import codegen_targets, crash_line
     timeout_s=180.0,
 )
 def vector_add(ctx: CheckContext) -> CheckResult:
-    name = "triton.vector_add"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -83,14 +89,15 @@ def vector_add(ctx: CheckContext) -> CheckResult:
             copy_n_bytes=n * x.element_size(),
         )
         return build_result(
-            name=name, level=1, what="vector add", device=device, runs=[m], started=started, details={"n": n}
+            what="vector add", device=device, runs=[m], started=started, details={"n": n}
         )
 
-    return guarded(name, 1, ctx, body)
+    return guarded(ctx, body)
 
 
 @check(
     "triton.softmax",
+    options=_options("softmax_shape"),
     level=1,
     description="fused row softmax over an irregular shape: correctness, compile time, GB/s vs a device copy",
     needs=("torch", "triton"),
@@ -98,8 +105,6 @@ def vector_add(ctx: CheckContext) -> CheckResult:
     timeout_s=180.0,
 )
 def softmax(ctx: CheckContext) -> CheckResult:
-    name = "triton.softmax"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -120,8 +125,6 @@ def softmax(ctx: CheckContext) -> CheckResult:
             copy_n_bytes=x.numel() * x.element_size(),
         )
         return build_result(
-            name=name,
-            level=1,
             what="fused softmax",
             device=device,
             runs=[m],
@@ -129,11 +132,12 @@ def softmax(ctx: CheckContext) -> CheckResult:
             details={"shape": [rows, cols]},
         )
 
-    return guarded(name, 1, ctx, body)
+    return guarded(ctx, body)
 
 
 @check(
     "triton.matmul",
+    options=_options("matmul_shape", "matmul_dtypes"),
     level=2,
     description="tl.dot matmul (fp16 and bf16 on GPUs, fp32 interpreted): correctness, TFLOP/s vs torch.matmul",
     needs=("torch", "triton"),
@@ -141,8 +145,6 @@ def softmax(ctx: CheckContext) -> CheckResult:
     timeout_s=600.0,
 )
 def matmul(ctx: CheckContext) -> CheckResult:
-    name = "triton.matmul"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -220,8 +222,6 @@ def matmul(ctx: CheckContext) -> CheckResult:
                 )
             )
         return build_result(
-            name=name,
-            level=2,
             what=f"tl.dot matmul {m_}x{n_}x{k_}",
             device=device,
             runs=runs,
@@ -229,11 +229,12 @@ def matmul(ctx: CheckContext) -> CheckResult:
             details={"shape": [m_, n_, k_]},
         )
 
-    return guarded(name, 2, ctx, body)
+    return guarded(ctx, body)
 
 
 @check(
     "triton.layernorm",
+    options=_options("layernorm_shape", "layernorm_block"),
     level=2,
     description="layer norm forward (a row reduction): correctness, compile time, GB/s vs a device copy",
     needs=("torch", "triton"),
@@ -241,8 +242,6 @@ def matmul(ctx: CheckContext) -> CheckResult:
     timeout_s=180.0,
 )
 def layernorm(ctx: CheckContext) -> CheckResult:
-    name = "triton.layernorm"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -269,8 +268,6 @@ def layernorm(ctx: CheckContext) -> CheckResult:
             copy_n_bytes=x.numel() * x.element_size(),
         )
         return build_result(
-            name=name,
-            level=2,
             what="layer norm",
             device=device,
             runs=[m],
@@ -278,11 +275,12 @@ def layernorm(ctx: CheckContext) -> CheckResult:
             details={"shape": [rows, cols], "block": sizes.layernorm_block},
         )
 
-    return guarded(name, 2, ctx, body)
+    return guarded(ctx, body)
 
 
 @check(
     "triton.atomics",
+    options=_options("histogram_n", "histogram_bins"),
     level=2,
     description="tl.atomic_add histogram with an exact answer; values/s vs torch.bincount (no threshold)",
     needs=("torch", "triton"),
@@ -290,8 +288,6 @@ def layernorm(ctx: CheckContext) -> CheckResult:
     timeout_s=180.0,
 )
 def atomics(ctx: CheckContext) -> CheckResult:
-    name = "triton.atomics"
-
     def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
         import torch
 
@@ -328,8 +324,6 @@ def atomics(ctx: CheckContext) -> CheckResult:
             warn_fraction=0.0,
         )
         return build_result(
-            name=name,
-            level=2,
             what="atomic-add histogram",
             device=device,
             runs=[m],
@@ -337,11 +331,18 @@ def atomics(ctx: CheckContext) -> CheckResult:
             details={"n": n, "bins": bins},
         )
 
-    return guarded(name, 2, ctx, body)
+    return guarded(ctx, body)
+
+
+def _cache_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The compile cache hits of the compiler processes, for the report's hit rate."""
+    total = {c: {k: v for k, v in n.items() if k != "hit_rate"} for c, n in merge(parts).items()}
+    return {"compile_cache": total} if total else {}
 
 
 @check(
     "triton.codegen",
+    options={k: CHECK_OPTION_KEYS[k] for k in ("codegen_targets", "codegen_timeout_s")},
     level=1,
     description="compile every smoke kernel ahead of time for this node's GPU archs (no GPU needed)",
     needs=("triton",),
@@ -362,22 +363,20 @@ def codegen(ctx: CheckContext) -> CheckResult:
 
     from rocmkit.runner import run
 
-    name = "triton.codegen"
     started = time.perf_counter()
     targets = codegen_targets(ctx)
+    caches: list[dict[str, Any]] = []  # per compiler process: Triton cache hits and misses
 
     def result(status: Status, message: str, remedy: str | None = None, **extra: Any) -> CheckResult:
         figures = extra.pop("figures", ())
         return CheckResult(
-            name=name,
-            level=1,
             status=status,
             message=message,
             remedy=remedy,
             figures=figures,
             duration_s=round(time.perf_counter() - started, 3),
             backend=ctx.backend,
-            details={"targets": targets, **extra},
+            details={"targets": targets, **extra, **_cache_counts(caches)},
         )
 
     if not targets:
@@ -395,6 +394,7 @@ def codegen(ctx: CheckContext) -> CheckResult:
         except ValueError as exc:
             return result(Status.ERROR, str(exc), "name targets as gfx942, gfx1100, sm_90 or 9.0")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(fresh_env(ctx))
     env.setdefault("TRITON_CACHE_DIR", str(Path(ctx.cache_dir) / "triton"))
     # The child must import this very rocmkit, even from a source checkout.
     root = str(Path(__file__).resolve().parents[3])
@@ -413,6 +413,7 @@ def codegen(ctx: CheckContext) -> CheckResult:
         if data is not None:
             version = data.get("triton") or version
             per_target.update(data["targets"])
+            caches.append(data.get("compile_cache") or {})
         elif proc.status == "signal":
             per_target[target] = {
                 "error": f"the compiler crashed ({proc.describe()}): {crash_line(proc.stderr)}"

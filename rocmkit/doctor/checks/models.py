@@ -126,6 +126,8 @@ def judge(suite: SuiteResult, min_geomean: float, *, duration_s: float = 0.0) ->
 
 @check(
     NAME,
+    exclusive=True,
+    options={"models.*": "min_geomean, names, mode, dtype, size, repeat, timeout_s, compile_mode (docs/doctor.md)"},
     level=LEVEL,
     description="torch.compile vs eager on 5 built-in models: outputs match, geomean speedup over a threshold",
     needs=("torch",),

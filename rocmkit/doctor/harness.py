@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmkit.doctor.registry import CheckContext
+from rocmkit.doctor.registry import CheckContext, current_check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.errors import UsageError
 from rocmkit.kernels.compare import Comparison
@@ -234,15 +234,16 @@ def _remedy_slow(name: str, device: Device) -> str:
 
 def build_result(
     *,
-    name: str,
-    level: int,
     what: str,
     device: Device,
     runs: list[Measurement],
     started: float,
     details: dict[str, Any],
 ) -> CheckResult:
-    """One result from one or more measurements (matmul runs one per dtype)."""
+    """One result from one or more measurements (matmul runs one per dtype), named after
+    the running check."""
+    chk = current_check()
+    name = chk.name
     wrong = [m for m in runs if not m.comparison.ok]
     slow = [m for m in runs if m.verdict.slow]
     figures: list[Figure] = []
@@ -280,7 +281,7 @@ def build_result(
         message += f" [{_INTERPRETER_NOTE}]"
     return CheckResult(
         name=name,
-        level=level,
+        level=chk.level,
         status=status,
         message=message,
         remedy=remedy,
@@ -309,9 +310,7 @@ def build_result(
     )
 
 
-def guarded(
-    name: str, level: int, ctx: CheckContext, body: Callable[[Device, KernelSizes, float], CheckResult]
-) -> CheckResult:
+def guarded(ctx: CheckContext, body: Callable[[Device, KernelSizes, float], CheckResult]) -> CheckResult:
     """Run ``body(device, sizes, started)``; a missing GPU or a bad option is this check's
     ``error`` with a remedy (anything else propagates to the doctor's own handler)."""
     from rocmkit.kernels.sizes import kernel_sizes, merged_options
@@ -334,8 +333,6 @@ def guarded(
         else:
             message, remedy = exc.message, exc.fix
         return CheckResult(
-            name=name,
-            level=level,
             status=Status.ERROR,
             message=message,
             remedy=remedy,
