@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocmkit.errors import UsageError
-from rocmkit.packages import TRITON_DISTRIBUTIONS as TRITON_DISTRIBUTIONS
+from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.runner import CommandResult, run
 
 if TYPE_CHECKING:

@@ -3,11 +3,11 @@ the doctor and their children share. These names stay for code that imports them
 
 from __future__ import annotations
 
+from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.pyenv import (
     DISTRIBUTIONS,
     MODULES,
     PROBE_TIMEOUT_S,
-    TRITON_DISTRIBUTIONS,
     PyEnv,
     probe,
     select_python,
