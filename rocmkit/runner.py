@@ -181,7 +181,7 @@ def _pipe_holders(fds: Sequence[int]) -> list[int]:
     return holders
 
 
-def _kill_holders(fds: Sequence[int]) -> None:
+def kill_pipe_holders(fds: Sequence[int]) -> None:
     """SIGKILL what still holds the command's pipes after it exited (see :func:`_pipe_holders`)."""
     for pid in _pipe_holders(fds):
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -337,7 +337,7 @@ def _collect(
         _kill_group(proc)
     if ended == "held":
         # The group is gone already if the holder stayed in it; one that left it is found by its pipe.
-        _kill_holders((out_fd, err_fd))
+        kill_pipe_holders((out_fd, err_fd))
     rc: int | None
     if ended in ("timeout", "overflow"):
         rc = proc.returncode
@@ -425,7 +425,7 @@ def _run_streaming(
                     # Process ended and the pipe stays quiet: a grandchild may hold it.
                     # Stop it (its group, or wherever it went) rather than leave it running.
                     _kill_group(proc)
-                    _kill_holders((proc.stdout.fileno(),))
+                    kill_pipe_holders((proc.stdout.fileno(),))
                     break
                 continue
             chunk = os.read(proc.stdout.fileno(), 65536)

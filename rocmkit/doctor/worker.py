@@ -189,6 +189,8 @@ def _kill_group(pid: int) -> None:
 
 
 def _reap(forks: dict[int, _Fork], cap: int, replies: IO[str]) -> None:
+    from rocmkit.runner import kill_pipe_holders
+
     while forks:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -200,8 +202,10 @@ def _reap(forks: dict[int, _Fork], cap: int, replies: IO[str]) -> None:
         if fork is None:
             continue
         _drain(fork, cap)
-        # Whatever the fork started and left behind in its group goes with it.
+        # Whatever the fork started and left behind in its group goes with it, and so does
+        # anything that escaped the group (setsid) but still holds the fork's output pipe.
         _kill_group(pid)
+        kill_pipe_holders([fork.pipe])
         os.close(fork.pipe)
         os.close(fork.out)
         code = os.waitstatus_to_exitcode(status)

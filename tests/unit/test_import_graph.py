@@ -158,16 +158,11 @@ def test_no_import_cycle_between_rooms() -> None:
     rooms: dict[str, set[str]] = {}
     for a, bs in graph().items():
         for b in bs:
-            if room(a) != room(b) and not (room(a) == "kernels" and room(b) == "doctor"):
+            if room(a) != room(b):
                 rooms.setdefault(room(a), set()).add(room(b))
     assert cycles(rooms) == []
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="kernels/harness.py and kernels/targets.py are the doctor's harness; "
-    "issue 14 moves them into doctor/ (a parallel branch)",
-)
 def test_kernels_do_not_import_the_doctor() -> None:
     assert arrows("kernels", "doctor") == []
 
