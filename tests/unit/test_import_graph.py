@@ -12,8 +12,6 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-import pytest
-
 import rocmkit
 
 ROOT = Path(rocmkit.__file__).parent
