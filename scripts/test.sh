@@ -13,4 +13,7 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 'torch==2.13.0' 'triton==3.8.0'
 .venv/bin/ruff check rocmkit tests benchmarks
 .venv/bin/mypy
-exec .venv/bin/python -m pytest "$@"
+# Two workers (xdist): most tests wait on child processes, servers and timeouts, so two share
+# two cores well. Tests that read one module or session fixture carry an xdist_group and run on
+# one worker (--dist loadgroup). ROCMKIT_TEST_WORKERS=0 runs in one process; "$@" may override.
+exec .venv/bin/python -m pytest -n "${ROCMKIT_TEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -19,17 +19,29 @@ DATA = Path(__file__).resolve().parent / "data"
 CAPTURES = DATA / "captures"
 
 
+# Variables that would point rocmkit at another GPU, or at the developer's settings.
+_HIDDEN = ("HSA_OVERRIDE_GFX_VERSION", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+
+
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """rocmkit's cache for this session (or this xdist worker): compiles done once are hits later."""
+    return tmp_path_factory.getbasetemp() / "rocmkit-cache"
+
+
+def isolated_environ(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """This environment as every test sees it; for session fixtures, set up before any test."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in _HIDDEN and not k.startswith("ROCMKIT_")
+    }
+    env["ROCMKIT_CACHE_DIR"] = str(session_cache(tmp_path_factory))
+    return env
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # Keep caches, pip/uv config and the like out of the developer's home.
-    cache = tmp_path_factory.getbasetemp() / "rocmkit-cache"
-    monkeypatch.setenv("ROCMKIT_CACHE_DIR", str(cache))
-    for var in (
-        "HSA_OVERRIDE_GFX_VERSION",
-        "HIP_VISIBLE_DEVICES",
-        "ROCR_VISIBLE_DEVICES",
-        "CUDA_VISIBLE_DEVICES",
-    ):
+    monkeypatch.setenv("ROCMKIT_CACHE_DIR", str(session_cache(tmp_path_factory)))
+    for var in _HIDDEN:
         monkeypatch.delenv(var, raising=False)
     for var in list(os.environ):
         if var.startswith("ROCMKIT_") and var != "ROCMKIT_CACHE_DIR":

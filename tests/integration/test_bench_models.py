@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,12 @@ from rocmkit.bench.models import BUILTIN, EXTRA_MODELS_ENV
 from rocmkit.doctor.registry import CheckContext
 from rocmkit.doctor.result import Status
 from rocmkit.machine import Machine
+from tests.conftest import isolated_environ
 
 pytestmark = pytest.mark.integration
+# With xdist (scripts/test.sh), the set's readers and the mlp runs after it share one worker, so
+# the set runs once and leaves its compiles in that worker's cache.
+SET_GROUP = pytest.mark.xdist_group("bench-set")
 
 FAULTY = '''
 """Test models: one the compiler gets wrong, one it cannot compile, one that hangs."""
@@ -86,11 +91,12 @@ MODELS = [
 '''
 
 
-@pytest.fixture
-def faulty_env(tmp_path: Path) -> dict[str, str]:
-    path = tmp_path / "faulty_models.py"
+@pytest.fixture(scope="session")
+def faulty_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    path = tmp_path_factory.mktemp("faulty") / "faulty_models.py"
     path.write_text(FAULTY)
-    return {**os.environ, EXTRA_MODELS_ENV: str(path)}
+    # Made before any test's own set-up: the isolation every test gets is applied here by hand.
+    return {**isolated_environ(tmp_path_factory), EXTRA_MODELS_ENV: str(path)}
 
 
 def bench(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -126,10 +132,23 @@ def assert_measured(m: dict[str, Any]) -> None:
     assert m["params"] > 0
 
 
-@pytest.mark.slow
-def test_whole_set_with_a_wrong_and_a_broken_model(faulty_env: dict[str, str], tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class SetRun:
+    """One run of the whole built-in set with a wrong and a broken model mixed in."""
+
+    proc: subprocess.CompletedProcess[str]
+    rows: dict[str, dict[str, Any]]
+    csv: Path
+    html: Path
+
+
+@pytest.fixture(scope="session")
+def model_set(faulty_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> SetRun:
+    # Seven real compiles: run once per session, and every test below reads its rows. It also
+    # warms the session's inductor cache, so the mlp runs after it are cache hits.
+    out = tmp_path_factory.mktemp("model-set")
     names = [m.name for m in BUILTIN]
-    out_csv, out_html = tmp_path / "r.csv", tmp_path / "r.html"
+    out_csv, out_html = out / "r.csv", out / "r.html"
     proc = bench(
         faulty_env,
         "--models",
@@ -142,23 +161,49 @@ def test_whole_set_with_a_wrong_and_a_broken_model(faulty_env: dict[str, str], t
         "--html",
         str(out_html),
     )
-    assert proc.returncode == 1, proc.stderr  # not every model passed
-    by_name = rows(proc)
-    for name in names:
-        assert_measured(by_name[name])
-    wrong = by_name["wrong_when_compiled"]
+    return SetRun(proc=proc, rows=rows(proc), csv=out_csv, html=out_html)
+
+
+@pytest.mark.slow
+@SET_GROUP
+def test_the_set_exits_1_when_a_model_fails_and_reports_progress_on_stderr(model_set: SetRun) -> None:
+    assert model_set.proc.returncode == 1, model_set.proc.stderr  # not every model passed
+    assert "fails_to_compile: compile_error" in model_set.proc.stderr  # progress goes to stderr
+    assert list(model_set.rows)[:4] == ["wrong_when_compiled", *[m.name for m in BUILTIN][:2], "fails_to_compile"]
+
+
+@pytest.mark.slow
+@SET_GROUP
+@pytest.mark.parametrize("name", [m.name for m in BUILTIN])
+def test_every_builtin_model_is_measured(model_set: SetRun, name: str) -> None:
+    assert_measured(model_set.rows[name])
+
+
+@pytest.mark.slow
+@SET_GROUP
+def test_a_model_the_compiler_gets_wrong_fails_accuracy(model_set: SetRun) -> None:
+    wrong = model_set.rows["wrong_when_compiled"]
     assert wrong["status"] == "fail_accuracy"
     assert wrong["accuracy"]["method"].startswith("failed:") and wrong["speedup"] is None
-    broken = by_name["fails_to_compile"]
+
+
+@pytest.mark.slow
+@SET_GROUP
+def test_a_model_the_compiler_cannot_trace_is_a_compile_error(model_set: SetRun) -> None:
+    broken = model_set.rows["fails_to_compile"]
     assert broken["status"] == "compile_error"
     assert "cannot be traced" in broken["message"] and 'File "' in broken["stderr_tail"]
-    summary = json.loads(proc.stdout)["summary"]
+
+
+@pytest.mark.slow
+@SET_GROUP
+def test_summary_csv_and_html_of_the_set(model_set: SetRun) -> None:
+    summary = json.loads(model_set.proc.stdout)["summary"]
     assert summary["pass_rate"] == "71%, 5/7"
     assert summary["geomean_speedup_clipped"] >= 1.0 and summary["geomean_speedup"] > 0
-    assert len(list(csv.reader(out_csv.open()))) == 8
-    page = out_html.read_text()
+    assert len(list(csv.reader(model_set.csv.open()))) == 8
+    page = model_set.html.read_text()
     assert "<svg" in page and "fail_accuracy" in page and "distilgpt2" in page
-    assert "fails_to_compile: compile_error" in proc.stderr  # progress goes to stderr
 
 
 @pytest.mark.slow
@@ -171,7 +216,9 @@ def test_training_step_is_compiled_and_checked() -> None:
 
 
 @pytest.mark.slow
+@SET_GROUP
 def test_perturbed_compiled_output_is_caught() -> None:
+    # In the set's group, after it: the mlp the set compiled is a cache hit here.
     proc = bench(dict(os.environ), "--models", "mlp", "--repeat", "2", "--json", "--perturb-compiled", "0.5")
     assert proc.returncode == 1
     m = rows(proc)["mlp"]
@@ -206,13 +253,14 @@ def test_listing_and_bad_names_do_not_import_torch() -> None:
 
 
 @pytest.mark.slow
+@SET_GROUP
 def test_doctor_level_3_on_the_cpu() -> None:
     from rocmkit.doctor.checks.models import compile_speedup
 
     ctx = CheckContext(
         machine=Machine(),
         backend="cpu",
-        # The session's cache: the mlp compiled by the tests above is a cache hit here.
+        # The session's cache (this xdist worker's): the mlp the set compiled is a cache hit here.
         cache_dir=Path(os.environ["ROCMKIT_CACHE_DIR"]),
         options={"models.names": ["mlp"], "models.repeat": 3},
     )

@@ -18,7 +18,8 @@ import pytest
 
 from rocmkit.runner import run
 
-pytestmark = pytest.mark.integration
+# One worker runs the module's real doctor runs (the fleet fixture) once for all its readers.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("fleet-reports")]
 
 ROCMKIT = [sys.executable, "-m", "rocmkit"]
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
