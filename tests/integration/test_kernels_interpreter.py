@@ -18,8 +18,6 @@ import pytest
 from rocmkit.doctor.result import CheckResult, Status
 
 pytestmark = pytest.mark.integration
-# The readers of the module's one child run (all_results) stay on one xdist worker, so it runs once.
-ALL_GROUP = pytest.mark.xdist_group("kernels-all-results")
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,7 +74,6 @@ def all_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckResu
 KERNELS = ("triton.vector_add", "triton.softmax", "triton.matmul", "triton.layernorm", "triton.atomics")
 
 
-@ALL_GROUP
 @pytest.mark.parametrize("name", KERNELS)
 def test_every_kernel_passes_under_the_interpreter(all_results: dict[str, CheckResult], name: str) -> None:
     r = all_results[name]
@@ -94,7 +91,6 @@ def test_every_kernel_passes_under_the_interpreter(all_results: dict[str, CheckR
     assert r.details["triton_cache_dir"].endswith("triton")
 
 
-@ALL_GROUP
 def test_kernel_specifics(all_results: dict[str, CheckResult]) -> None:
     mm = all_results["triton.matmul"]
     assert mm.details["runs"][0]["label"] == "float32"  # no bf16 in the interpreter
@@ -105,7 +101,6 @@ def test_kernel_specifics(all_results: dict[str, CheckResult]) -> None:
     assert all_results["triton.layernorm"].details["block"] == 512
 
 
-@ALL_GROUP
 def test_attention_backends_agree_or_skip_with_a_reason(all_results: dict[str, CheckResult]) -> None:
     math_r = all_results["attention.sdpa.math"]
     assert math_r.status is Status.PASS, math_r.message
