@@ -56,7 +56,9 @@ def test_two_nodes_under_a_launcher_meet_at_master(tmp_path: Path) -> None:
 
     def node(rank: int) -> CheckResult:
         env = {"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-        return all_reduce(_ctx(tmp_path, env))
+        result = all_reduce(_ctx(tmp_path, env))
+        assert not isinstance(result, list)
+        return result
 
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(node, (0, 1)))
