@@ -17,6 +17,14 @@ from pathlib import Path
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace *path* with *data* in one step; on any failure *path* is unchanged."""
     path = Path(path)
+    try:
+        _write(path, data, mode)
+    except OSError as exc:
+        # Name the file the user asked for, not the temporary one (errors.storage_error says it).
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def _write(path: Path, data: bytes, mode: int | None) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

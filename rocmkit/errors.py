@@ -25,6 +25,8 @@ Exit codes (documented in README.md):
 
 from __future__ import annotations
 
+import re
+
 
 class RocmkitError(Exception):
     """Base of every error the user is meant to read."""
@@ -37,9 +39,9 @@ class RocmkitError(Exception):
         self.fix = fix
 
     def one_line(self) -> str:
-        if self.fix:
-            return f"error: {self.message} (fix: {self.fix})"
-        return f"error: {self.message}"
+        text = f"error: {self.message} (fix: {self.fix})" if self.fix else f"error: {self.message}"
+        # One line whatever the message quotes (a parser's multi-line error, a file's text).
+        return re.sub(r"\s*[\r\n]+\s*", " ", text)
 
 
 class UsageError(RocmkitError):

@@ -35,7 +35,7 @@ from packaging.utils import (
     canonicalize_name,
     parse_wheel_filename,
 )
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocmkit.errors import NetworkError
 
@@ -109,7 +109,7 @@ def http_get(
         ) from None
     with resp:
         length = resp.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > max_bytes:
+        if length and (length.isascii() and length.isdigit()) and int(length) > max_bytes:
             raise NetworkError(
                 f"{url} answered {int(length)} bytes, more than the {max_bytes} a simple page may be",
                 "check that the URL is a package index",
@@ -200,7 +200,7 @@ def parse_wheel(file: IndexFile) -> Wheel | None:
         return None
     try:
         name, version, _, tags = parse_wheel_filename(file.filename)
-    except (InvalidWheelFilename, InvalidVersion):
+    except (InvalidWheelFilename, ValueError):  # InvalidVersion too
         return None
     return Wheel(file=file, name=name, version=version, tags=frozenset(str(t) for t in tags))
 
@@ -518,7 +518,7 @@ def wheel_matches(filename: str, name: str, version: str, python: str | None) ->
     try:
         if wheel.version != Version(version):
             return False
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or more digits than int() takes
         return False
     if python is None:
         return True

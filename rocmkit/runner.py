@@ -22,7 +22,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -109,6 +109,28 @@ def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
     return shutil.which(program, path=os.pathsep.join(dirs))
 
 
+# Called with the pid (= process group id: every child gets its own session) of each
+# command as it starts. The install journal records it, so that after rocmkit itself
+# is killed (kill -9, where no cleanup runs) the next run can stop a pip or uv that
+# was left running, instead of restoring under its feet.
+_started_hooks: list[Callable[[int], None]] = []
+
+
+@contextlib.contextmanager
+def on_child_started(hook: Callable[[int], None]) -> Iterator[None]:
+    """Call ``hook(pid)`` for every command started inside the ``with`` block."""
+    _started_hooks.append(hook)
+    try:
+        yield
+    finally:
+        _started_hooks.remove(hook)
+
+
+def _started(proc: subprocess.Popen[bytes]) -> None:
+    for hook in list(_started_hooks):
+        hook(proc.pid)
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the process group, then SIGKILL it if it does not go."""
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
@@ -121,6 +143,47 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _pipe_holders(fds: Sequence[int]) -> list[int]:
+    """The pids (not ours) holding the other end of the pipes ``fds`` read from.
+
+    A command that exited while something it started still holds its stdout is
+    followed by that something, even when it left the command's process group
+    (``setsid``, a daemonising tool): a pipe's two ends share one inode, so every
+    process with an fd on ``pipe:[INODE]`` is found in /proc, whatever its group."""
+    wanted = set()
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            wanted.add(f"pipe:[{os.fstat(fd).st_ino}]")
+    me = os.getpid()
+    holders: list[int] = []
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isascii() and p.isdigit()]
+    except OSError:
+        return holders
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            links = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone, or not ours to look at
+        for name in links:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{name}") in wanted:
+                    holders.append(pid)
+                    break
+            except OSError:
+                continue
+    return holders
+
+
+def _kill_holders(fds: Sequence[int]) -> None:
+    """SIGKILL what still holds the command's pipes after it exited (see :func:`_pipe_holders`)."""
+    for pid in _pipe_holders(fds):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def run(
@@ -165,6 +228,7 @@ def run(
     except OSError as exc:
         return CommandResult(argv=args, status="error", error=str(exc), duration_s=time.monotonic() - start)
     try:
+        _started(proc)
         return _collect(proc, args, timeout, input_text, start, max_output)
     except KeyboardInterrupt:
         # The child has its own session, so Ctrl-C reaches only us: stop its group as well.
@@ -264,6 +328,9 @@ def _collect(
         sel.close()
     if ended is not None:
         _kill_group(proc)
+    if ended == "held":
+        # The group is gone already if the holder stayed in it; one that left it is found by its pipe.
+        _kill_holders((out_fd, err_fd))
     rc: int | None
     if ended in ("timeout", "overflow"):
         rc = proc.returncode
@@ -332,6 +399,7 @@ def _run_streaming(
             cwd=cwd,
             start_new_session=True,
         )
+        _started(proc)
         if input_text is not None and proc.stdin is not None:
             proc.stdin.write(input_text.encode())
             proc.stdin.close()
@@ -348,6 +416,9 @@ def _run_streaming(
             if not sel.select(timeout=min(remaining, 0.5)):
                 if proc.poll() is not None and not buf:
                     # Process ended and the pipe stays quiet: a grandchild may hold it.
+                    # Stop it (its group, or wherever it went) rather than leave it running.
+                    _kill_group(proc)
+                    _kill_holders((proc.stdout.fileno(),))
                     break
                 continue
             chunk = os.read(proc.stdout.fileno(), 65536)

@@ -103,6 +103,26 @@ def _finite_toml_float(text: str) -> float:
     return value
 
 
+def _none_if_not_finite(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def tool_output_decoder() -> json.JSONDecoder:
+    """A decoder for JSON that a tool printed (amd-smi, rocm-smi), found by ``raw_decode``
+    among warnings: ``NaN``, ``Infinity``, floats out of range (``1e400``) and integers
+    of absurd length become ``None`` (a missing value), so no caller ever meets a number
+    it cannot convert."""
+    return json.JSONDecoder(
+        parse_constant=lambda _name: None, parse_float=_none_if_not_finite, parse_int=_none_if_huge
+    )
+
+
+def _none_if_huge(text: str) -> int | None:
+    # Past 40 digits no tool prints a real quantity; past 4300, int() itself refuses.
+    return int(text) if len(text) <= 40 else None
+
+
 def _check_size(size: int, what: str, max_bytes: int) -> None:
     if size > max_bytes:
         raise DataError(

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.boundedio import BoundedReadError, inside, read_bounded
-from rocmkit.errors import CaptureError, DataError
+from rocmkit.errors import CaptureError, DataError, storage_error
 from rocmkit.runner import CommandResult, run
 from rocmkit.runner import Status as RunStatus
 
@@ -435,7 +435,7 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         (dest / "cmd").mkdir(parents=True, exist_ok=True)
         (dest / "root").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CaptureError(
+        raise storage_error(exc) or CaptureError(
             f"cannot create {dest}: {exc.strerror}", "choose a folder you can write to"
         ) from exc
     try:
@@ -448,6 +448,9 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
             _clear_previous_snapshot(dest, extra_files)
         if not isinstance(exc, OSError):
             raise
+        full = storage_error(exc)
+        if full is not None:
+            raise full from exc
         raise CaptureError(
             f"cannot write {exc.filename or dest}: {exc.strerror or exc}",
             "choose a new folder you can write to",

@@ -201,7 +201,7 @@ class SuiteResult:
                 compile_mode=str(d.get("compile_mode", "default")),
                 threads=int(d["threads"]) if d.get("threads") is not None else None,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as exc:
             what = f"field {exc} is missing" if isinstance(exc, KeyError) else str(exc)
             raise DataError(
                 f"malformed {SCHEMA} result: {what}",

@@ -164,7 +164,7 @@ def build_memory(total: int | None, read: Callable[[str], str | None]) -> int | 
     limits: list[int] = []
     for path in CGROUP_MEMORY_FILES:
         text = (read(path) or "").strip()
-        if text.isdigit():
+        if (text.isascii() and text.isdigit()):
             limits.append(int(text))  # "max" (v2) or a huge v1 number mean no limit
     candidates = [v for v in (total, *limits) if v is not None and v > 0]
     return min(candidates) if candidates else None

@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import RocmkitError, ToolError
 from rocmkit.plan import Plan
 from rocmkit.runner import run
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         versions = {e.name: e.version for e in entries if e.name in BUILT}
         plan = plan_for(args.python, versions, tuple(args.arch))
         lock = folder / LOCK_NAME
-        lock.write_text(render(entries, Sources(find_links=(str(folder),)), plan))
+        write_text_atomic(lock, render(entries, Sources(find_links=(str(folder),)), plan))
         print(
             f"rocmkit: wrote {lock}: {len(entries)} wheels; other nodes: rocmkit install --wheelhouse {folder}"
         )

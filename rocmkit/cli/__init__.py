@@ -98,7 +98,10 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
     except RocmkitError as exc:
-        click.echo(exc.one_line(), err=True)
+        from rocmkit.redact import redact_text
+
+        # Errors end up in CI logs: a mirror's user:token in a URL never does.
+        click.echo(redact_text(exc.one_line()), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("error: interrupted", err=True)

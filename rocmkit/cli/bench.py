@@ -24,20 +24,25 @@ def _split_models(values: tuple[str, ...]) -> tuple[str, ...]:
 
 def _write(path: Path, text: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
+        from rocmkit.atomicio import write_text_atomic
+
+        write_text_atomic(path, text)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}", "choose a writable path") from exc
+        from rocmkit.errors import storage_error
+
+        raise storage_error(exc) or UsageError(
+            f"cannot write {path}: {exc.strerror}", "choose a writable path"
+        ) from exc
 
 
 def _load(path: Path) -> SuiteResult:
     from rocmkit.errors import DataError
+    from rocmkit.safeload import load_json_file
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(
-            f"cannot read {path}: {exc}", "pass a file written by `rocmkit bench models --json`"
-        ) from exc
+        data = load_json_file(path, str(path))
+    except DataError as exc:
+        raise DataError(exc.message, "pass a file written by `rocmkit bench models --json`") from exc
     return SuiteResult.from_dict(data)
 
 

@@ -43,6 +43,7 @@ def render_cmd(
     rocmkit docker render --rocm 6.2 --gfx gfx942      one Dockerfile on stdout
     rocmkit docker render --out docker --check         are the committed files current?
     """
+    from rocmkit.atomicio import write_text_atomic
     from rocmkit.containers import choose_spec, load_images, render_all, render_dockerfile, stale_files
     from rocmkit.errors import UsageError
 
@@ -73,5 +74,5 @@ def render_cmd(
         return
     out.mkdir(parents=True, exist_ok=True)
     for name, text in rendered.items():
-        (out / name).write_text(text, encoding="utf-8")
+        write_text_atomic(out / name, text)
         click.echo(f"wrote {out / name}", err=True)

@@ -119,6 +119,10 @@ def cli(
     from rocmkit.doctor.python_env import select_python
 
     python = select_python(venv=venv, python=python_path)
+    from rocmkit.install.flow import recover_for_python
+
+    # An install killed in this venv (kill -9) left a journal: undo it before checking.
+    recover_for_python(Path(python.executable), lambda m: click.echo(m, err=True))
     if not python.own:
         click.echo(f"checking the Python at {python.executable} ({python.version})", err=True)
     machine = load_machine(capture)
@@ -171,9 +175,8 @@ def cli(
 
 def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
     """``KEY=VALUE`` pairs; values that read as JSON (numbers, true/false) become those."""
-    import json
-
-    from rocmkit.errors import UsageError
+    from rocmkit.errors import DataError, UsageError
+    from rocmkit.safeload import loads_json
 
     out: dict[str, object] = {}
     for item in settings:
@@ -181,8 +184,11 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
         if not sep or not key.strip():
             raise UsageError(f"--set {item!r} is not KEY=VALUE", "write it like --set repeats=5")
         try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
+            # Bounded: NaN, 1e400 or [[[[... would reach a check as a number it cannot use.
+            out[key.strip()] = loads_json(value, f"--set {key.strip()}", max_depth=8)
+        except DataError as exc:
+            if "is not valid JSON" not in exc.message:
+                raise UsageError(exc.message, "give a finite number, true/false or plain text") from exc
             out[key.strip()] = value
     return out
 

@@ -64,9 +64,11 @@ def summarize_cmd(
         superseded=[str(p) for p in loaded.superseded],
     )
     if html_out is not None:
+        from rocmkit.atomicio import write_text_atomic
         from rocmkit.fleet import render_html
 
-        html_out.write_text(render_html.render(summary), encoding="utf-8")
+        # Atomic: a full disk leaves no empty or half page behind (exit 12 from main).
+        write_text_atomic(html_out, render_html.render(summary))
         click.echo(f"wrote {html_out}", err=True)
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=2))

@@ -184,6 +184,10 @@ def _failure_result(
             remedy = "check `dmesg | grep -i 'out of memory'`; free host memory or lower the check's sizes"
         elif proc.returncode == -signal.SIGABRT:
             message += " (an abort, e.g. hipErrorNoBinaryForGpu or a failed assertion in a native library)"
+    elif proc.status == "overflow":
+        # The runner keeps the head and tail of the output and stops the child (memory stays bounded).
+        message = f"the check's process printed more than {proc.error} and was stopped"
+        remedy = f"rerun with `rocmkit doctor --only {chk.name} --verbose` and look at what it prints"
     elif proc.status == "ok":
         message = "the check's process exited without writing a result"
     elif proc.status in ("absent", "error"):

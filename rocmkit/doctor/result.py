@@ -142,7 +142,7 @@ class Report:
                 hostname=str(d.get("hostname", d["host_id"])),
                 level=int(d.get("level", 1)),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as exc:
             raise DataError(
                 f"malformed {SCHEMA} report: {exc}", "regenerate it with `rocmkit doctor --json`"
             ) from exc

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rocmkit.doctor.result import SCHEMA, Report
-from rocmkit.errors import DataError, UsageError
+from rocmkit.errors import DataError, RocmkitError, UsageError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,17 +27,13 @@ class LoadResult:
 
 def read_report(path: Path) -> Report:
     """One report file; anything unreadable is a DataError naming the file."""
+    from rocmkit.safeload import load_json_file
+
+    # Bounded: a report comes from another node (size, nesting and NaN capped).
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}", "check the path and its permissions") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"{path} is not JSON (line {exc.lineno}: {exc.msg})",
-            "regenerate it with `rocmkit doctor --json > FILE`",
-        ) from exc
+        data = load_json_file(path, str(path))
+    except DataError as exc:
+        raise DataError(exc.message, "regenerate it with `rocmkit doctor --json > FILE`") from exc
     try:
         return Report.from_dict(data)
     except DataError as exc:
@@ -47,9 +42,11 @@ def read_report(path: Path) -> Report:
 
 def _is_report(path: Path) -> bool:
     # A cheap look before a full parse: folders of reports often hold other JSON too.
+    from rocmkit.safeload import load_json_file
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = load_json_file(path, str(path))
+    except RocmkitError:
         return False
     return isinstance(data, dict) and data.get("schema") == SCHEMA
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import tempfile
 import threading
@@ -26,20 +25,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rocmkit.atomicio import write_text_atomic
-from rocmkit.errors import LockHeldError, RocmkitError, ToolError, UsageError
-from rocmkit.install import guard, lock, wheelhouse
+from rocmkit.errors import RocmkitError, ToolError, UsageError, storage_error
+from rocmkit.install import guard, journal, lock, wheelhouse
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources, canonical
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
 from rocmkit.install.pip import PipInstaller, pip_available
 from rocmkit.install.sources_policy import check_source_urls, is_url
 from rocmkit.install.state import diff
-from rocmkit.install.transaction import Transaction
+from rocmkit.install.transaction import Transaction, restore_state
 from rocmkit.install.uv import UvInstaller
 from rocmkit.install.venv import Target, find_uv
 from rocmkit.install.verify import verify
 from rocmkit.paths import cache_dir
 from rocmkit.plan import Plan
-from rocmkit.runner import CommandResult
+from rocmkit.runner import CommandResult, on_child_started
 
 InstallerChoice = Literal["auto", "uv", "pip"]
 Echo = Callable[[str], None]
@@ -73,6 +72,9 @@ class Outcome:
     left_out: tuple[str, ...] = ()  # companions not installed (--no-companions, or no source has them)
 
     def to_dict(self) -> dict[str, Any]:
+        # A report for logs and CI: a mirror's user:token never goes into it.
+        from rocmkit.redact import redact_text
+
         return {
             "schema": "rocmkit.install/1",
             "action": self.action,
@@ -80,10 +82,10 @@ class Outcome:
             "installer": self.installer,
             "backend": self.plan.backend if self.plan else None,
             "requirements": list(self.plan.requirements) if self.plan else [],
-            "index_urls": list(self.sources.index_urls),
-            "find_links": list(self.sources.find_links),
+            "index_urls": [redact_text(u) for u in self.sources.index_urls],
+            "find_links": [redact_text(u) for u in self.sources.find_links],
             "offline": self.sources.offline,
-            "messages": list(self.messages),
+            "messages": [redact_text(m) for m in self.messages],
             "changes": self.changes,
             "verification": self.verification,
             "path": self.path,
@@ -134,30 +136,63 @@ def _heartbeat(echo: Echo, label: str, every: float = HEARTBEAT_S) -> Iterator[N
         thread.join(timeout=1)
 
 
-@contextmanager
-def _exclusive(target: Target) -> Iterator[None]:
-    """One rocmkit install per environment at a time (two would record and restore
-    each other's half-finished states). The lock lives in rocmkit's cache, keyed by
-    the target's prefix, so a system prefix needs no write access for it."""
-    import fcntl
-    import hashlib
+# One install per environment at a time (kept under its old name for callers and tests).
+_exclusive = journal.exclusive
 
-    key = hashlib.sha256(str(target.prefix.resolve()).encode()).hexdigest()[:16]
-    path = _mkdir(cache_dir() / "install") / f"{key}.lock"
-    with path.open("w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise LockHeldError(
-                f"another rocmkit install is changing {target.prefix} right now",
-                "wait for it to finish, then run this again",
-            ) from exc
-        handle.write(f"{os.getpid()} {target.prefix}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+
+@contextmanager
+def _signals_deferred(echo: Echo, *, reraise: bool = True) -> Iterator[None]:
+    """While a restore runs, SIGINT/SIGTERM/SIGHUP wait: a second Ctrl-C must not leave
+    half a restore (the journal would still finish it later, but now is better).
+    ``reraise``: act on a deferred signal afterwards (not when already unwinding from one)."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def note(signum: int, _frame: object) -> None:
+        if not caught:
+            echo("rocmkit: restoring the environment first; the signal is handled after that")
+        caught.append(signum)
+
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {sig: signal.signal(sig, note) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if caught and reraise:
+        # Restored: now the signal does what it would have done.
+        from rocmkit.errors import Terminated
+
+        raise KeyboardInterrupt if caught[0] == signal.SIGINT else Terminated(caught[0])
+
+
+def recover_for_python(python: Path, echo: Echo) -> bool:
+    """For commands that use a venv without installing (``doctor``): finish the restore
+    an install killed in it left behind, before looking at what it holds."""
+    from rocmkit.errors import LockHeldError
+    from rocmkit.install.venv import inspect_python
+
+    # venv/bin/python -> venv: checked before starting any process (the common case: none).
+    if not (python.parent.parent / journal.JOURNAL_NAME).is_file():
+        return False
+    target = inspect_python(python)
+    try:
+        with _exclusive(target):
+            return recover_pending(target, choose_installer("auto", target, Limits()), echo)
+    except LockHeldError:
+        echo(f"rocmkit: an install is changing {target.prefix} right now; what is checked may change under it")
+        return False
+
+
+def recover_pending(target: Target, installer: Installer, echo: Echo) -> bool:
+    """Finish the restore of an install that was killed (kill -9, OOM) in ``target``."""
+    with _signals_deferred(echo):
+        return journal.recover(target, lambda j: restore_state(installer, j.backup()), echo)
 
 
 def _workdir() -> Path:
@@ -196,8 +231,10 @@ def checked_sources(
         timeout=opts.probe_timeout_s,
         companions=companions,
     )
+    from rocmkit.redact import redact_text
+
     for message in decision.messages:
-        echo(f"rocmkit: {message}")
+        echo(f"rocmkit: {redact_text(message)}")
         notes.append(message)
     return decision.sources, decision.left_out
 
@@ -374,6 +411,7 @@ def install(
         spec = _with_constraints(spec, files.constraints)
 
     with _exclusive(target):
+        recover_pending(target, installer, echo)
         outcome = _transaction(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes)
     return dataclasses.replace(outcome, left_out=left_out)
 
@@ -390,11 +428,35 @@ def _transaction(
     files: guard.GuardFiles,
     notes: list[str],
 ) -> Outcome:
-    workdir = _workdir()
-    tx = Transaction(installer, workdir, files.all() if guarded or unguard else ())
+    try:
+        workdir = _workdir()
+        intent = (*spec.requirements, *(str(f) for f in spec.requirement_files))
+        tx = Transaction(installer, workdir, files.all() if guarded or unguard else (), intent=intent)
+    except OSError as exc:
+        # Nothing has changed yet: a full disk or read-only cache is said plainly.
+        raise storage_error(exc) or exc from exc
     echo(
         f"rocmkit: recorded the state of {target.prefix} ({len(tx.before.dists)} distributions) in {workdir}"
+        f"; journal {tx.journal.path}"
     )
+    with on_child_started(tx.journal.child_started):
+        return _journaled(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes, tx)
+
+
+def _journaled(
+    plan: Plan,
+    target: Target,
+    opts: Options,
+    echo: Echo,
+    installer: Installer,
+    spec: InstallSpec,
+    guarded: bool,
+    unguard: bool,
+    files: guard.GuardFiles,
+    notes: list[str],
+    tx: Transaction,
+) -> Outcome:
+    workdir = tx.workdir
     try:
         if guarded:
             guard.write_guard(target.prefix, plan)
@@ -407,11 +469,13 @@ def _transaction(
         if backup.wheels:
             echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
         echo(f"rocmkit: installing with {installer.name}: {' '.join(spec.requirements) or '(lock file)'}")
+        tx.journal.at("installing")
         with _heartbeat(echo, f"{installer.name} install"):
             result = installer.install(spec, on_line=_progress(echo, opts.show_output))
         if not result.ok:
             raise _failed(installer.name, result)
         verification = None
+        tx.journal.at("verifying")
         if opts.verify:
             checked = verify(target, plan)
             if not checked.ok:
@@ -428,14 +492,18 @@ def _transaction(
         echo(
             f"rocmkit: {'interrupted' if isinstance(exc, KeyboardInterrupt) else 'install failed'}; restoring"
         )
-        report = tx.restore()
+        with _signals_deferred(echo, reraise=False):
+            report = tx.restore()
         for step in report.steps:
             echo(f"rocmkit:   {step}")
         echo(f"rocmkit: {report.describe()}")
         if report.exact:
             tx.discard_backups()
         else:
-            echo(f"rocmkit: backups and the recorded state are kept in {workdir}")
+            echo(
+                f"rocmkit: backups and the recorded state are kept in {workdir}; "
+                f"the journal {tx.journal.path} stays, so the next run tries the restore again"
+            )
         if not isinstance(exc, RocmkitError):
             raise
         message = exc.message + (
@@ -444,6 +512,7 @@ def _transaction(
         raise type(exc)(message, exc.fix) from exc
     after = tx.after_state()
     changed = diff(tx.before, after)
+    tx.commit()
     tx.discard_backups()
     write_text_atomic(workdir / "state-after.json", json.dumps(after.to_dict(), indent=2) + "\n")
     if guarded:

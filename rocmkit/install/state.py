@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmkit.atomicio import write_text_atomic
+from rocmkit.atomicio import write_bytes_atomic, write_text_atomic
 from rocmkit.errors import ToolError
 from rocmkit.install.venv import Target
 from rocmkit.runner import run
@@ -102,12 +102,37 @@ class EnvState:
                     "version": d.version,
                     "fingerprint": d.fingerprint,
                     "dist_info": d.dist_info,
+                    "has_record": d.has_record,
                     "installer": d.installer,
                 }
                 for d in sorted(self.dists.values(), key=lambda d: d.name)
             ],
             "files": self.files,
         }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> EnvState:
+        """The state :meth:`to_dict` wrote (an install journal); DataError if it is not one."""
+        from rocmkit.errors import DataError
+
+        try:
+            if data.get("schema") != SCHEMA:
+                raise ValueError(f"schema {data.get('schema')!r}")
+            dists = {}
+            for row in data["dists"]:
+                dist = Dist(
+                    name=str(row["name"]),
+                    version=str(row["version"]),
+                    fingerprint=str(row["fingerprint"]),
+                    dist_info=None if row.get("dist_info") is None else str(row["dist_info"]),
+                    has_record=bool(row.get("has_record", True)),
+                    installer=None if row.get("installer") is None else str(row["installer"]),
+                )
+                dists[dist.name] = dist
+            files = {str(k): (None if v is None else str(v)) for k, v in dict(data.get("files") or {}).items()}
+            return cls(python=str(data["python"]), dists=dists, files=files)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"not a recorded environment state ({exc})", "delete the file") from exc
 
     def freeze(self) -> list[str]:
         return sorted(d.pin() for d in self.dists.values())
@@ -331,4 +356,4 @@ def restore_files(backup: Backup) -> None:
             path.unlink(missing_ok=True)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            write_bytes_atomic(path, data)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocmkit.install.base import Changes, Installer, InstallSpec, Sources
+from rocmkit.install.journal import Journal, journal_path
 from rocmkit.install.state import (
     Backup,
     EnvState,
@@ -38,10 +39,49 @@ class RestoreReport:
         return f"the environment could NOT be fully restored: {self.remaining.describe()}"
 
 
-class Transaction:
-    """Record ``target``'s state now; ``backup()`` before changing; ``restore()`` on failure."""
+def restore_state(installer: Installer, backup: Backup) -> RestoreReport:
+    """Put ``installer``'s target back to ``backup.state``: the managed files, then the
+    distributions (uninstall what was added, reinstall the backups of what changed).
+    Used in-process after a failure and, from the journal, after a kill -9."""
+    target = installer.target
+    managed = tuple(Path(p) for p in backup.file_bytes)
+    steps: list[str] = []
+    restore_files(backup)
+    current = diff(backup.state, snapshot(target, managed))
+    if current.added:
+        names = tuple(d.name for d in current.added)
+        result = installer.uninstall(names)
+        steps.append(f"uninstalled {', '.join(names)}: {result.describe()}")
+    wanted = [before for before, _ in current.changed] + list(current.removed)
+    pins = tuple(d.pin() for d in wanted if d.name in backup.wheels)
+    if pins:
+        spec = InstallSpec(
+            requirements=pins,
+            sources=Sources(find_links=(str(backup.folder / "wheels"),), no_index=True, offline=True),
+            no_deps=True,
+            reinstall=True,
+            break_system_packages=target.externally_managed is not None,
+        )
+        result = installer.install(spec)
+        steps.append(f"reinstalled {', '.join(pins)} from backups: {result.describe()}")
+    remaining = diff(backup.state, snapshot(target, managed))
+    return RestoreReport(exact=remaining.empty, remaining=remaining, steps=tuple(steps))
 
-    def __init__(self, installer: Installer, workdir: Path, managed_files: tuple[Path, ...] = ()) -> None:
+
+class Transaction:
+    """Record ``target``'s state now; ``backup()`` before changing; ``restore()`` on failure.
+
+    The record is also written to the install journal (:mod:`rocmkit.install.journal`)
+    before this returns, so that nothing changes in the environment unjournaled."""
+
+    def __init__(
+        self,
+        installer: Installer,
+        workdir: Path,
+        managed_files: tuple[Path, ...] = (),
+        *,
+        intent: tuple[str, ...] = (),
+    ) -> None:
         self.installer = installer
         self.target = installer.target
         self.workdir = workdir
@@ -50,6 +90,16 @@ class Transaction:
         self.before: EnvState = snapshot(self.target, managed_files)
         # The managed files are saved at once: they are rewritten before the dry run.
         self._backup: Backup = make_backup(self.target, self.before, set(), workdir, managed_files)
+        self.journal = Journal(
+            path=journal_path(self.target),
+            prefix=str(self.target.prefix),
+            installer=installer.name,
+            intent=intent,
+            workdir=workdir,
+            before=self.before,
+            files=dict(self._backup.file_bytes),
+        )
+        self.journal.save()
 
     def backup(self, changes: Changes) -> Backup:
         """Back up every installed distribution that ``changes`` would replace or remove."""
@@ -57,7 +107,12 @@ class Transaction:
         backup = make_backup(self.target, self.before, names, self.workdir)
         # Keep the managed files' bytes from before: they have been rewritten since.
         self._backup = dataclasses.replace(backup, file_bytes=self._backup.file_bytes)
+        self.journal.wheels = dict(backup.wheels)
+        self.journal.at("backed-up")
         return self._backup
+
+    def commit(self) -> None:
+        self.journal.close()
 
     def after_state(self) -> EnvState:
         return snapshot(self.target, self.managed_files)
@@ -66,27 +121,13 @@ class Transaction:
         return diff(self.before, self.after_state())
 
     def restore(self) -> RestoreReport:
-        steps: list[str] = []
-        restore_files(self._backup)
-        current = diff(self.before, snapshot(self.target, self.managed_files))
-        if current.added:
-            names = tuple(d.name for d in current.added)
-            result = self.installer.uninstall(names)
-            steps.append(f"uninstalled {', '.join(names)}: {result.describe()}")
-        wanted = [before for before, _ in current.changed] + list(current.removed)
-        pins = tuple(d.pin() for d in wanted if d.name in self._backup.wheels)
-        if pins:
-            spec = InstallSpec(
-                requirements=pins,
-                sources=Sources(find_links=(str(self.workdir / "wheels"),), no_index=True, offline=True),
-                no_deps=True,
-                reinstall=True,
-                break_system_packages=self.target.externally_managed is not None,
-            )
-            result = self.installer.install(spec)
-            steps.append(f"reinstalled {', '.join(pins)} from backups: {result.describe()}")
-        remaining = self.after()
-        return RestoreReport(exact=remaining.empty, remaining=remaining, steps=tuple(steps))
+        """Restore; the journal goes once the environment is exactly as recorded (else it stays,
+        and the next run tries again)."""
+        self.journal.at("restoring")
+        report = restore_state(self.installer, self._backup)
+        if report.exact:
+            self.journal.close()
+        return report
 
     def discard_backups(self) -> None:
         """Drop the backup wheels (a real torch is GBs); the state records stay."""

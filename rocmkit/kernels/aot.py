@@ -163,7 +163,7 @@ def parse_target(text: str) -> tuple[str, str | int, int]:
         # RDNA (four: gfx1030, gfx1100, gfx1151) runs 32-wide, which Triton compiles for there.
         return "rocm", t, 64 if len(t) == 6 else 32
     digits = t.removeprefix("sm_").removeprefix("sm").replace(".", "").removesuffix("a")
-    if digits.isdigit() and len(digits) in (2, 3):
+    if (digits.isascii() and digits.isdigit()) and len(digits) in (2, 3):
         return "cuda", int(digits), 32
     raise ValueError(f"not a GPU target: {text!r} (expected e.g. gfx942, gfx1100, sm_90 or 9.0)")
 

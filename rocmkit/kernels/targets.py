@@ -20,7 +20,7 @@ def override_arch(value: str | None) -> str | None:
     if not value:
         return None
     parts = value.strip().split(".")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    if len(parts) != 3 or not all((p.isascii() and p.isdigit()) for p in parts):
         return None
     major, minor, step = (int(p) for p in parts)
     if step > 15 or minor > 9:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocmkit.errors import DataError
 
@@ -120,7 +120,7 @@ class Row:
         text = self.string(key)
         try:
             Version(text)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or more digits than int() takes
             raise self.error(f"{key} = {text!r} is not a valid version") from None
         return text
 

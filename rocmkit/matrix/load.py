@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocmkit.errors import DataError
 from rocmkit.matrix.fields import FIX, Row, check_keys, did_you_mean, parse_release, read_sources, rows
@@ -32,9 +32,9 @@ from rocmkit.matrix.model import (
 from rocmkit.paths import matrices_dir
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+    pass  # type: ignore[import-not-found, unused-ignore]
 
 FILES = ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml")
 SCHEMA = 1
@@ -67,10 +67,15 @@ def read_toml(path: Path) -> dict[str, Any]:
         ) from None
     except OSError as exc:
         raise DataError(f"cannot read matrix file {path}: {exc.strerror}", "check its permissions") from None
+    from rocmkit.safeload import loads_toml
+
     try:
-        doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        # Bounded (size, nesting, finite numbers): ROCMKIT_MATRICES_DIR and refreshed data are files too.
+        doc: dict[str, Any] = loads_toml(data.decode("utf-8"), path.name)
+    except UnicodeDecodeError as exc:
         raise DataError(f"{path.name}: not valid TOML: {exc}", FIX) from None
+    except DataError as exc:
+        raise DataError(exc.message.replace(" is not valid TOML:", ": not valid TOML:"), FIX) from None
     schema = doc.get("schema")
     if schema != SCHEMA:
         raise DataError(f"{path.name}: schema = {schema!r}, this rocmkit reads schema = {SCHEMA}", FIX)
@@ -326,7 +331,7 @@ def _requirement_pin(row: Row, key: str) -> str | None:
         raise row.error(f"{key} = {text!r} must pin one version with '==' (like 'triton-rocm==3.6.0')")
     try:
         Version(match.group(2))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or more digits than int() takes
         raise row.error(f"{key} = {text!r}: {match.group(2)!r} is not a valid version") from None
     return text
 

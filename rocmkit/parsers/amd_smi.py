@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from rocmkit.parsers.records import (
     strip_ansi,
     to_int,
 )
+from rocmkit.safeload import tool_output_decoder
 
 SOURCE = "amd-smi"
 
@@ -67,6 +69,10 @@ def parse_list(text: str) -> AmdSmiResult:
 _UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3}
 
 
+# 1 EiB: far above any GPU's memory, far below float overflow.
+_MAX_BYTES = 2**60
+
+
 def _size_bytes(value: object, default_unit: str = "MB") -> int | None:
     """amd-smi prints VRAM as 196592, "196592 MB" or {"value": 196592, "unit": "MB"}."""
     if isinstance(value, Mapping):
@@ -75,7 +81,9 @@ def _size_bytes(value: object, default_unit: str = "MB") -> int | None:
         return None
     if isinstance(value, int | float):
         factor = _UNITS.get(default_unit.strip().upper())
-        return int(value * factor) if factor and value > 0 else None
+        size = value * factor if factor and value > 0 else None
+        # A size past any real memory (or "1e400" read as inf) is garbage, not bytes.
+        return int(size) if size is not None and math.isfinite(size) and size < _MAX_BYTES else None
     if isinstance(value, str):
         m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$", value)
         if m:
@@ -165,7 +173,7 @@ _MAX_ATTEMPTS = 20
 
 
 def _first_json(text: str) -> object:
-    decoder = json.JSONDecoder()
+    decoder = tool_output_decoder()
     attempts = 0
     for opener in ("[", "{"):
         start = text.find(opener)

@@ -51,7 +51,7 @@ def parse_cpuinfo(text: str | None) -> CpuInfo:
         if not sep:
             continue
         key = key.strip().lower()
-        if key == "processor" and value.strip().isdigit():
+        if key == "processor" and (value.strip().isascii() and value.strip().isdigit()):
             count += 1
         elif key in {"model name", "hardware", "cpu model"} and model is None and value.strip():
             model = " ".join(value.split())
@@ -164,7 +164,7 @@ def parse_devices(text: str | None) -> DevicesInfo:
             continue
         if path == "/dev/shm":
             size = fields.get("size", "")
-            shm = int(size) if size.isdigit() else None
+            shm = int(size) if (size.isascii() and size.isdigit()) else None
             continue
         gid = fields.get("gid", "")
         devices.append(
@@ -175,7 +175,7 @@ def parse_devices(text: str | None) -> DevicesInfo:
                 writable=_flag(fields.get("writable")),
                 mode=fields.get("mode") or None,
                 group=fields.get("group") or None,
-                gid=int(gid) if gid.isdigit() else None,
+                gid=int(gid) if (gid.isascii() and gid.isdigit()) else None,
             )
         )
     return DevicesInfo(devices=tuple(devices), shm_bytes=shm)

@@ -116,4 +116,4 @@ def parse_kfd(nodes: Sequence[KfdNode]) -> KfdResult:
 
 def node_numbers(entries: Sequence[str] | None) -> list[int]:
     """The numeric entries of the nodes/ folder listing."""
-    return sorted(int(e) for e in entries or () if e.isdigit())
+    return sorted(int(e) for e in entries or () if e.isascii() and e.isdigit())

@@ -24,6 +24,7 @@ from rocmkit.parsers.records import (
     strip_ansi,
     to_int,
 )
+from rocmkit.safeload import tool_output_decoder
 
 SOURCE = "rocm-smi"
 
@@ -212,7 +213,7 @@ _MAX_ATTEMPTS = 20
 
 
 def _first_json_object(text: str) -> object:
-    decoder = json.JSONDecoder()
+    decoder = tool_output_decoder()
     attempts = 0
     start = text.find("{")
     while start != -1:

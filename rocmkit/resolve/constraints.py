@@ -7,6 +7,10 @@ from dataclasses import dataclass
 
 from rocmkit.errors import UsageError
 
+# ASCII digits, a few of them: `\d` also takes other scripts' digits, and a 5000-digit
+# part would pass a regex only to overflow int() later.
+_RELEASE = r"[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?"
+
 CHANNELS = ("stable", "nightly", "therock")
 
 
@@ -24,15 +28,15 @@ class Constraints:
         """Check the shape of every value; one clear error per bad value."""
         if self.channel not in CHANNELS:
             raise UsageError(f"unknown channel {self.channel!r}", f"use one of {', '.join(CHANNELS)}")
-        if self.torch is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", self.torch):
+        if self.torch is not None and not re.fullmatch(_RELEASE, self.torch):
             raise UsageError(f"--torch {self.torch!r} is not a version", "give a release like 2.5 or 2.5.1")
-        if self.rocm is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", self.rocm.removeprefix("rocm")):
+        if self.rocm is not None and not re.fullmatch(_RELEASE, self.rocm.removeprefix("rocm")):
             raise UsageError(
                 f"--rocm {self.rocm!r} is not a version", "give a ROCm release like 6.2 or 6.2.4"
             )
-        if self.python is not None and not re.fullmatch(r"3\.\d+", self.python):
+        if self.python is not None and not re.fullmatch(r"3\.[0-9]{1,3}", self.python):
             raise UsageError(f"--python {self.python!r} is not a CPython version", "give one like 3.11")
-        if self.cuda is not None and not re.fullmatch(r"(cu\d{3}|\d+\.\d)", self.cuda):
+        if self.cuda is not None and not re.fullmatch(r"(cu[0-9]{3}|[0-9]{1,3}\.[0-9])", self.cuda):
             raise UsageError(f"--cuda {self.cuda!r} is not a CUDA version", "give one like 12.4 or cu124")
         forced = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]
         if len(forced) > 1:

@@ -118,3 +118,23 @@ def fail(ctx: CheckContext) -> CheckResult:
 @check("fake.level2", level=2, description="a level-2 check", timeout_s=30)
 def level2(ctx: CheckContext) -> CheckResult:
     return CheckResult(name="fake.level2", level=2, status=Status.PASS, message="level 2")
+
+
+@check("fake.flood", level=0, description="prints without end", isolated=True, timeout_s=60)
+def flood(ctx: CheckContext) -> CheckResult:
+    line = b"x" * 65535 + b"\n"
+    while True:
+        os.write(1, line)
+
+
+@check("fake.escape", level=0, description="leaves a grandchild holding its pipes", isolated=True, timeout_s=30)
+def escape(ctx: CheckContext) -> CheckResult:
+    import subprocess
+
+    # setsid: the grandchild leaves the check's process group, and keeps stdout and stderr open.
+    grandchild = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True
+    )
+    return CheckResult(
+        name="fake.escape", level=0, status=Status.PASS, message="done", details={"grandchild": grandchild.pid}
+    )

@@ -204,6 +204,15 @@ class _Handler(BaseHTTPRequestHandler):
             cut = owner._stop_at is not None and path.endswith(owner._stop_at)
             if cut:
                 owner._stop_at = None
+        hold = False
+        with owner._lock:
+            if owner._hold_at is not None and path.endswith(owner._hold_at):
+                owner._hold_skip -= 1
+                hold = owner._hold_skip < 0
+        if hold:
+            # Stall this download (a slow mirror), so a test can act while the installer waits.
+            owner.held.set()
+            owner._release.wait(timeout=120)
         if cut:
             # Go away mid-install: this request gets no answer, later ones are refused.
             self.close_connection = True
@@ -240,6 +249,10 @@ class IndexServer:
         self._lock = threading.Lock()
         self._stop_after: str | None = None
         self._stop_at: str | None = None
+        self._hold_at: str | None = None
+        self._hold_skip = 0
+        self._release = threading.Event()
+        self.held = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -275,7 +288,19 @@ class IndexServer:
         """The simple-index URL of ``root/<name>`` ("whl/rocm6.2" -> "http://.../whl/rocm6.2/")."""
         return f"{self.url}/{name.strip('/')}/"
 
+    def hold_at(self, path_end: str, *, skip: int = 0) -> None:
+        """Stall every request whose path ends with ``path_end``, after the first ``skip``
+        of them (pip's dry run fetches a wheel too), until :meth:`release` (at most 120 s);
+        ``held`` is set once one arrives."""
+        self._hold_at = path_end
+        self._hold_skip = skip
+
+    def release(self) -> None:
+        self._hold_at = None
+        self._release.set()
+
     def stop_serving(self) -> None:
+        self._release.set()  # a stalled request must not keep shutdown() waiting
         """Close the listening socket: later connections are refused (the index "went away")."""
         server, self._server = self._server, None
         if server is None:

@@ -92,7 +92,7 @@ def test_load_of_a_bad_file_is_a_data_error(tmp_path: Path, capsys: pytest.Captu
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     code, _, err = run(["bench", "models", "--load", str(bad)], capsys)
-    assert code == 5 and err.startswith("error: cannot read")
+    assert code == 5 and "is not valid JSON" in err
     bad.write_text('{"schema": "rocmkit.report/1"}')
     code, _, err = run(["bench", "models", "--load", str(bad)], capsys)
     assert code == 5 and "not a rocmkit.bench/1 result" in err

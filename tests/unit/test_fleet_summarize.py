@@ -180,7 +180,7 @@ def test_other_json_in_a_folder_is_skipped_but_a_named_bad_file_is_an_error(tmp_
         load_reports([other])
     broken = tmp_path / "broken.txt"
     broken.write_text("{not json")
-    with pytest.raises(DataError, match="is not JSON"):
+    with pytest.raises(DataError, match="is not valid JSON"):
         load_reports([broken])
     with pytest.raises(UsageError, match="does not exist"):
         load_reports([tmp_path / "missing.json"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,7 +88,11 @@ def _check_records(result: object) -> None:
         assert rec.memory_bytes is None or rec.memory_bytes > 0
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# ROCMKIT_FUZZ=long (the weekly fuzz workflow) explores far more.
+_EXAMPLES = int(os.environ.get("ROCMKIT_FUZZ_EXAMPLES", "20000" if os.environ.get("ROCMKIT_FUZZ") == "long" else "400"))
+
+
+@settings(max_examples=_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=garbage())
 def test_parsers_never_raise(text: str) -> None:
     for parse in PARSERS:

@@ -143,13 +143,13 @@ class DriverWindow:
 
     def contains(self, userspace: str) -> bool | None:
         """Whether ROCm ``userspace`` ("6.2.4", or torch's HIP "6.2.41134-...") fits; None if unknown."""
-        from packaging.version import InvalidVersion, Version
+        from packaging.version import Version
 
         try:
             mm = Version(".".join(userspace.split("-", 1)[0].split(".")[:2]))
             lo = Version(self.userspace_min) if self.userspace_min else None
             hi = Version(self.userspace_max) if self.userspace_max else None
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or more digits than int() takes
             return None
         if lo is None and hi is None:
             return None

@@ -158,7 +158,7 @@ def rendezvous_port(env: Mapping[str, str]) -> str:
     if env.get("ROCMKIT_ALLREDUCE_PORT"):
         return env["ROCMKIT_ALLREDUCE_PORT"]
     port = env.get("MASTER_PORT") or DEFAULT_MASTER_PORT
-    if env.get("TORCHELASTIC_RUN_ID") and port.isdigit():
+    if env.get("TORCHELASTIC_RUN_ID") and (port.isascii() and port.isdigit()):
         return str(int(port) + 1)
     return port
 

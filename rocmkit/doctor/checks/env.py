@@ -376,7 +376,7 @@ def visible_devices(ctx: CheckContext) -> CheckResult:
             problems.append(f"{var}={value!r} hides every GPU")
             status = Status.WARN
             continue
-        indices = [int(t) for t in tokens if t.isdigit()]
+        indices = [int(t) for t in tokens if (t.isascii() and t.isdigit())]
         if vendor_gpus and any(i >= len(vendor_gpus) for i in indices):
             problems.append(f"{var}={value} names GPU {max(indices)}, but there are only {len(vendor_gpus)}")
             status = Status.FAIL

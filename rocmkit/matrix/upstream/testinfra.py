@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocmkit.errors import DataError
 
@@ -92,7 +92,7 @@ def _version(value: object, *, where: str, key: str) -> str:
         raise DataError(f"{where}: {key} is missing or not a string", "check the recorded file")
     try:
         Version(value)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or more digits than int() takes
         raise DataError(f"{where}: {key} = {value!r} is not a version", "check the recorded file") from None
     return value
 
