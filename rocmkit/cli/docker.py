@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from rocmkit.cli.request import OUT, request
+from rocmkit.containers import RenderRequest
+
 
 @click.group("docker")
 def cli() -> None:
@@ -32,9 +35,8 @@ def cli() -> None:
     is_flag=True,
     help="Start with `# syntax=docker/dockerfile:1` (BuildKit then pulls that frontend: not air-gapped).",
 )
-def render_cmd(
-    rocm: str | None, torch: str | None, gfx: str | None, out: Path | None, check: bool, syntax: bool
-) -> None:
+@request(RenderRequest)
+def render_cmd(req: RenderRequest) -> None:
     """Render Dockerfiles that install rocmkit, run `rocmkit install` for a ROCm/torch/arch
     set and `rocmkit doctor --level 0` at build time, and run `rocmkit doctor` at run time.
 
@@ -44,35 +46,24 @@ def render_cmd(
     rocmkit docker render --out docker --check         are the committed files current?
     """
     from rocmkit.atomicio import write_text_atomic
-    from rocmkit.containers import choose_spec, load_images, render_all, render_dockerfile, stale_files
-    from rocmkit.errors import UsageError
+    from rocmkit.containers import stale_files
 
-    images = load_images()
-    if rocm or torch or gfx:
-        spec = choose_spec(images, rocm=rocm, torch=torch, gfx=gfx.split(",") if gfx is not None else None)
-        rendered = {spec.filename: render_dockerfile(spec, images, syntax=syntax)}
-    else:
-        if out is None:
-            raise UsageError(
-                "nothing to render", "pass --rocm X.Y (one file on stdout) or --out DIR (every image)"
-            )
-        rendered = render_all(images, syntax=syntax)
+    rendered = req.rendered()
+    out = req.out
     if out is None:
-        if check:
-            raise UsageError("--check needs --out DIR", "name the folder that holds the Dockerfiles")
-        click.echo(next(iter(rendered.values())), nl=False)
+        OUT.data(next(iter(rendered.values())), nl=False)
         return
-    if check:
-        stale = stale_files(out, rendered, complete=not (rocm or torch or gfx))
+    if req.check:
+        stale = stale_files(out, rendered, complete=not req.one_image)
         for name in stale:
             what = "differs from" if name in rendered else "is not made by"
-            click.echo(f"{out / name} {what} `rocmkit docker render`", err=True)
+            OUT.message(f"{out / name} {what} `rocmkit docker render`")
         if stale:
-            click.echo(f"fix: rocmkit docker render --out {out}", err=True)
+            OUT.message(f"fix: rocmkit docker render --out {out}")
             sys.exit(1)
-        click.echo(f"{len(rendered)} Dockerfile(s) in {out} are current", err=True)
+        OUT.message(f"{len(rendered)} Dockerfile(s) in {out} are current")
         return
     out.mkdir(parents=True, exist_ok=True)
     for name, text in rendered.items():
         write_text_atomic(out / name, text)
-        click.echo(f"wrote {out / name}", err=True)
+        OUT.message(f"wrote {out / name}")

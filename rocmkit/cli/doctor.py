@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rocmkit.cli.request import OUT, request
+from rocmkit.doctor.request import DoctorRequest
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from rocmkit.doctor.registry import Check
+    from rocmkit.doctor.result import Report
 
 
 @click.command("doctor")
@@ -73,22 +77,8 @@ if TYPE_CHECKING:
 )
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
-def cli(
-    level: int,
-    only: tuple[str, ...],
-    skip: tuple[str, ...],
-    as_json: bool,
-    junit: Path | None,
-    prom: Path | None,
-    capture: Path | None,
-    venv: Path | None,
-    python_path: str | None,
-    backend: str | None,
-    timeout_scale: float,
-    settings: tuple[str, ...],
-    list_only: bool,
-    verbose: bool,
-) -> None:
+@request(DoctorRequest)
+def cli(req: DoctorRequest) -> None:
     """Validate the environment, Triton kernels and torch.compile on this node.
 
     \b
@@ -97,49 +87,41 @@ def cli(
     from rocmkit.doctor.registry import check_modules
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
-    from rocmkit.errors import UsageError
     from rocmkit.paths import cache_dir
 
     found = discover(check_modules())
-    if list_only:
-        _print_list(found.checks)
+    if req.list_only:
+        OUT.lines(list_lines(found.checks))
         for r in found.broken:
-            click.echo(f"warning: {r.message}", err=True)
+            OUT.warning(r.message)
         return
-
-    for path in (junit, prom):
-        if path is not None and not path.parent.is_dir():
-            raise UsageError(
-                f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
-            )
     # Bad names fail here, before detection and the plan take their time.
-    total = len(select(found.checks, level=level, only=only, skip=skip))
+    total = len(select(found.checks, level=req.level, only=req.only, skip=req.skip))
 
     from rocmkit.detect import load_machine
     from rocmkit.doctor.python_env import select_python
 
-    python = select_python(venv=venv, python=python_path)
+    python = select_python(venv=req.venv, python=req.python_path)
     from rocmkit.install.flow import recover_for_python
 
     # An install killed in this venv (kill -9) left a journal: undo it before checking.
-    recover_for_python(Path(python.executable), lambda m: click.echo(m, err=True))
+    recover_for_python(Path(python.executable), OUT.message)
     if not python.own:
-        click.echo(f"checking the Python at {python.executable} ({python.version})", err=True)
-    machine = load_machine(capture)
+        OUT.message(f"checking the Python at {python.executable} ({python.version})")
+    machine = load_machine(req.capture)
     plan = make_plan(machine)
     opts = RunOptions(
-        level=level,
-        only=only,
-        skip=skip,
-        backend=backend,  # type: ignore[arg-type]  # click.Choice guarantees the literal
-        timeout_scale=timeout_scale,
-        options=parse_settings(settings),
+        level=req.level,
+        only=req.only,
+        skip=req.skip,
+        backend=req.backend,  # type: ignore[arg-type]  # checked by the request
+        timeout_scale=req.timeout_scale,
+        options=req.options,
     )
     for key in unknown_settings(opts.options):
-        click.echo(
-            f"warning: no built-in check reads --set {key}; it is ignored unless a check from "
-            "ROCMKIT_DOCTOR_MODULES reads it (see docs/doctor.md for the option names)",
-            err=True,
+        OUT.warning(
+            f"no built-in check reads --set {key}; it is ignored unless a check from "
+            "ROCMKIT_DOCTOR_MODULES reads it (see docs/doctor.md for the option names)"
         )
     progress = text.Progress(total)
     report = doctor(
@@ -152,16 +134,22 @@ def cli(
         checks=found,
         python=python,
     )
-    if as_json:
-        from rocmkit.doctor.reporters import json as json_reporter
+    _write_reports(req, report)
+    sys.exit(report.exit_code)
 
-        click.echo(json_reporter.render(report), nl=False)
-    else:
-        click.echo(text.render(report, colour=sys.stdout.isatty(), verbose=verbose), nl=False)
+
+def _write_reports(req: DoctorRequest, report: Report) -> None:
+    from rocmkit.doctor.reporters import json as json_reporter
     from rocmkit.doctor.reporters import junit as junit_reporter
     from rocmkit.doctor.reporters import prom as prom_reporter
+    from rocmkit.doctor.reporters import text
+    from rocmkit.errors import UsageError
 
-    for path, render in ((junit, junit_reporter.render), (prom, prom_reporter.render)):
+    if req.as_json:
+        OUT.data(json_reporter.render(report), nl=False)
+    else:
+        OUT.data(text.render(report, colour=sys.stdout.isatty(), verbose=req.verbose), nl=False)
+    for path, render in ((req.junit, junit_reporter.render), (req.prom, prom_reporter.render)):
         if path is None:
             continue
         try:
@@ -170,27 +158,6 @@ def cli(
             raise UsageError(
                 f"cannot write {path}: {exc.strerror or exc}", "choose a file in a folder you can write to"
             ) from exc
-    sys.exit(report.exit_code)
-
-
-def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
-    """``KEY=VALUE`` pairs; values that read as JSON (numbers, true/false) become those."""
-    from rocmkit.errors import DataError, UsageError
-    from rocmkit.safeload import loads_json
-
-    out: dict[str, object] = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--set {item!r} is not KEY=VALUE", "write it like --set repeats=5")
-        try:
-            # Bounded: NaN, 1e400 or [[[[... would reach a check as a number it cannot use.
-            out[key.strip()] = loads_json(value, f"--set {key.strip()}", max_depth=8)
-        except DataError as exc:
-            if "is not valid JSON" not in exc.message:
-                raise UsageError(exc.message, "give a finite number, true/false or plain text") from exc
-            out[key.strip()] = value
-    return out
 
 
 # Options the built-in checks read besides the kernel ones in rocmkit.kernels.sizes; a
@@ -218,12 +185,12 @@ def unknown_settings(options: Mapping[str, object]) -> list[str]:
     return [k for k in options if k not in known and not k.startswith("models.")]
 
 
-def _print_list(checks: Mapping[str, Check]) -> None:
-    rows = list(checks.values())
-    rows.sort(key=lambda c: c.level)
+def list_lines(checks: Mapping[str, Check]) -> list[str]:
+    rows = sorted(checks.values(), key=lambda c: c.level)
     width = max((len(c.name) for c in rows), default=5)
-    click.echo(f"{'LEVEL':5}  {'CHECK':{width}}  {'RUNS IN':7}  {'NEEDS':18}  DESCRIPTION")
+    out = [f"{'LEVEL':5}  {'CHECK':{width}}  {'RUNS IN':7}  {'NEEDS':18}  DESCRIPTION"]
     for c in rows:
         where = "child" if c.isolated else "process"
         needs = ",".join(sorted(c.needs)) or "-"
-        click.echo(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}")
+        out.append(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}")
+    return out

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import click
+
+from rocmkit.cli.request import OUT, request
+from rocmkit.matrix.request import RefreshRequest, refresh_write
 
 _DIR = click.option(
     "--dir",
@@ -36,16 +38,14 @@ def check(directory: Path | None, unconfirmed: bool) -> None:
 
     folder = directory or matrices_dir()
     m = parse_matrix(folder)
-    for line in summary_lines(m):
-        click.echo(f"ok  {line}")
+    OUT.lines([f"ok  {line}" for line in summary_lines(m)])
     for label, loader in _other_loaders():
         loader(folder)
-        click.echo(f"ok  {label}")
+        OUT.data(f"ok  {label}")
     if unconfirmed:
         lines = unconfirmed_lines(m)
-        click.echo(f"{len(lines)} entries with unconfirmed facts:")
-        for line in lines:
-            click.echo(f"  {line}")
+        OUT.data(f"{len(lines)} entries with unconfirmed facts:")
+        OUT.lines([f"  {line}" for line in lines])
 
 
 def _other_loaders() -> list[tuple[str, Callable[[Path], object]]]:
@@ -83,7 +83,7 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> Non
         lines += ([""] if lines else []) + gfx_lines(m, gfx)
     if not lines:
         lines = releases_table(m)
-    click.echo("\n".join(lines))
+    OUT.data("\n".join(lines))
 
 
 @cli.command("refresh")
@@ -130,19 +130,8 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> Non
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="With --write: a clone of ROCm/TheRock.",
 )
-def refresh(
-    directory: Path | None,
-    index_base: str,
-    only: tuple[str, ...],
-    timeout: float,
-    as_json: bool,
-    write: bool,
-    dry_run: bool,
-    simple_url: str | None,
-    recording: Path | None,
-    test_infra: Path | None,
-    therock: Path | None,
-) -> None:
+@request(RefreshRequest)
+def refresh(req: RefreshRequest) -> None:
     """Compare the matrix with a live package index and report what it lacks or has wrong:
     new releases, variants, Triton pins (from Requires-Dist), Pythons (from wheel tags).
 
@@ -150,75 +139,16 @@ def refresh(
     simple index, variants from pytorch/test-infra's build-matrix history, TheRock's arch extras
     and Pythons; every fact with its source. Exit 9 when an index does not answer (nothing written).
     """
-    if write:
-        _refresh_write(directory, simple_url, recording, test_infra, therock, timeout, dry_run)
+    if req.write:
+        refresh_write(req, data=lambda text: OUT.data(text, nl=False), message=OUT.message)
         return
     from rocmkit.matrix import load_matrix
     from rocmkit.matrix.refresh import compare
 
-    m = load_matrix(directory)
-    report = compare(
-        m, index_base, only=only or None, timeout=timeout, progress=lambda s: click.echo(s, err=True)
-    )
-    if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2))
+    report = compare(load_matrix(req.directory), req.index_base, only=req.only or None, timeout=req.timeout, progress=OUT.message)
+    if req.as_json:
+        OUT.json(report.to_dict())
         return
     if not report.findings:
-        click.echo(f"the matrix agrees with {index_base} ({len(report.indexes)} indexes read)")
-    for finding in report.findings:
-        click.echo(f"{finding.kind:<11} {finding.message}")
-
-
-def _refresh_write(
-    directory: Path | None,
-    simple_url: str | None,
-    recording: Path | None,
-    test_infra: Path | None,
-    therock: Path | None,
-    timeout: float,
-    dry_run: bool,
-) -> None:
-    from rocmkit.matrix import load_matrix
-    from rocmkit.matrix.inputs import (
-        build_inputs,
-        clone_upstream,
-        index_inputs,
-        recorded_index,
-        recorded_upstream,
-        recording_meta,
-    )
-    from rocmkit.matrix.write import plan_refresh, write_refresh
-    from rocmkit.paths import matrices_dir, overlay_dir
-
-    source_dir = directory or matrices_dir()
-    upstream = recorded_upstream(recording) if recording else {}
-    upstream.update(clone_upstream(test_infra, therock))
-    read_on = None
-    if simple_url is None and recording is not None:
-        meta = recording_meta(recording)
-        pages, metadata = recorded_index(recording)
-        index_url, read_on = meta["index_url"], meta["read_on"]
-    else:
-        index_url = simple_url or load_matrix(source_dir).pypi_url or "https://pypi.org/simple"
-        click.echo(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/", err=True)
-        pages, metadata = index_inputs(index_url, timeout=timeout)
-    inputs = build_inputs(
-        index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on
-    )
-    result = plan_refresh(source_dir, inputs)
-    click.echo(result.diff(), nl=False)
-    for note in result.outcome.notes:
-        click.echo(f"note: {note}", err=True)
-    if not result.changed:
-        click.echo(f"the data in {source_dir} is what the sources say: nothing to write", err=True)
-        return
-    if dry_run:
-        click.echo(f"--dry-run: {len(result.changed)} file(s) would change; nothing written", err=True)
-        return
-    target = directory or overlay_dir()
-    written = write_refresh(target, result, source_dir=source_dir)
-    click.echo(f"wrote {', '.join(written)}", err=True)
-    if directory is None:
-        click.echo(
-            f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)", err=True
-        )
+        OUT.data(f"the matrix agrees with {req.index_base} ({len(report.indexes)} indexes read)")
+    OUT.lines([f"{finding.kind:<11} {finding.message}" for finding in report.findings])

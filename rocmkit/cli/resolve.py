@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from rocmkit.cli.request import OUT, request
 from rocmkit.resolve.constraints import CHANNELS
+from rocmkit.resolve.request import ResolveRequest
 
 
 @click.command("resolve")
@@ -45,18 +46,8 @@ from rocmkit.resolve.constraints import CHANNELS
     show_default=True,
     help="requirements: a requirements file with its --index-url lines.",
 )
-def cli(
-    capture: Path | None,
-    torch_version: str | None,
-    rocm: str | None,
-    cuda: str | None,
-    cpu: bool,
-    python: str | None,
-    channel: str,
-    index_base: str | None,
-    as_json: bool,
-    fmt: str,
-) -> None:
+@request(ResolveRequest)
+def cli(req: ResolveRequest) -> None:
     """Pick the torch, torchvision, torchaudio and Triton builds, the index and the
     environment for this machine, with the reason for every choice.
 
@@ -65,30 +56,15 @@ def cli(
     6 no plan fits (the message says what would).
     """
     from rocmkit.detect import load_machine
-    from rocmkit.errors import UsageError
-    from rocmkit.resolve import Constraints, resolve
+    from rocmkit.resolve import resolve
     from rocmkit.resolve.render import requirements_text, summary_text
 
-    if as_json and fmt == "requirements":
-        # One of the two would be silently ignored.
-        raise UsageError("--json and --format requirements ask for two outputs", "pass only one of them")
-
-    constraints = Constraints(
-        torch=torch_version,
-        rocm=rocm,
-        python=python,
-        channel=channel,
-        cuda=cuda,
-        index_base=index_base or None,
-        cpu=cpu,
-    ).validated()
-    machine = load_machine(capture)
-    plan = resolve(machine, constraints)
-    if as_json or fmt == "json":
-        click.echo(json.dumps(plan.to_dict(), indent=2))
-    elif fmt == "requirements":
-        click.echo(requirements_text(plan), nl=False)
+    plan = resolve(load_machine(req.capture), req.constraints())
+    if req.as_json or req.fmt == "json":
+        OUT.json(plan.to_dict())
+    elif req.fmt == "requirements":
+        OUT.data(requirements_text(plan), nl=False)
         for warning in plan.warnings:
-            click.echo(f"warning: {warning}", err=True)
+            OUT.warning(warning)
     else:
-        click.echo(summary_text(plan), nl=False)
+        OUT.data(summary_text(plan), nl=False)

@@ -136,4 +136,4 @@ def test_fleet_missing_and_corrupt_reports(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     res = rocmkit("fleet", "summarize", str(bad))
-    assert res.code == 5 and "is not JSON" in res.one_line_error()
+    assert res.code == 5 and "is not valid JSON" in res.one_line_error()

@@ -1,0 +1,75 @@
+"""What ``rocmkit matrix refresh`` was asked to do: one frozen request, checked here, and the
+``--write`` run (generate the data from upstream's sources, diff, write) it drives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocmkit.errors import UsageError
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefreshRequest:
+    directory: Path | None = None
+    index_base: str = "https://download.pytorch.org/whl"
+    only: tuple[str, ...] = ()
+    timeout: float = 20.0
+    as_json: bool = False
+    write: bool = False
+    dry_run: bool = False
+    simple_url: str | None = None
+    recording: Path | None = None
+    test_infra: Path | None = None
+    therock: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0:
+            raise UsageError(f"--timeout {self.timeout:g} is not a positive number of seconds", "give e.g. 20")
+
+
+def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Callable[[str], None]) -> None:
+    """Generate the data files from upstream's sources; ``data`` gets the diff, ``message`` the rest."""
+    from rocmkit.matrix import load_matrix
+    from rocmkit.matrix.inputs import (
+        build_inputs,
+        clone_upstream,
+        index_inputs,
+        recorded_index,
+        recorded_upstream,
+        recording_meta,
+    )
+    from rocmkit.matrix.write import plan_refresh, write_refresh
+    from rocmkit.paths import matrices_dir, overlay_dir
+
+    source_dir = req.directory or matrices_dir()
+    upstream = recorded_upstream(req.recording) if req.recording else {}
+    upstream.update(clone_upstream(req.test_infra, req.therock))
+    read_on = None
+    if req.simple_url is None and req.recording is not None:
+        meta = recording_meta(req.recording)
+        pages, metadata = recorded_index(req.recording)
+        index_url, read_on = meta["index_url"], meta["read_on"]
+    else:
+        index_url = req.simple_url or load_matrix(source_dir).pypi_url or "https://pypi.org/simple"
+        message(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/")
+        pages, metadata = index_inputs(index_url, timeout=req.timeout)
+    inputs = build_inputs(
+        index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on
+    )
+    result = plan_refresh(source_dir, inputs)
+    data(result.diff())
+    for note in result.outcome.notes:
+        message(f"note: {note}")
+    if not result.changed:
+        message(f"the data in {source_dir} is what the sources say: nothing to write")
+        return
+    if req.dry_run:
+        message(f"--dry-run: {len(result.changed)} file(s) would change; nothing written")
+        return
+    target = req.directory or overlay_dir()
+    written = write_refresh(target, result, source_dir=source_dir)
+    message(f"wrote {', '.join(written)}")
+    if req.directory is None:
+        message(f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)")
