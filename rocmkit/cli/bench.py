@@ -44,55 +44,20 @@ def _load(path: Path) -> SuiteResult:
 
 
 @cli.command(name="models")
-@click.option(
-    "--models",
-    "models",
-    multiple=True,
-    metavar="NAMES",
-    help="Models to run, comma-separated or repeated (default: all). See --list.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["infer", "train"]),
-    default="infer",
-    show_default=True,
-    help="Inference, or a training step (forward, backward, optimizer step).",
-)
-@click.option(
-    "--dtype",
-    type=click.Choice(["fp32", "bf16", "fp16"]),
-    default="fp32",
-    show_default=True,
-    help="fp32, or AMP autocast to bf16/fp16 (meant for GPUs).",
-)
-@click.option(
-    "--size",
-    type=click.Choice(["tiny", "small", "full"]),
-    default=None,
-    help="Model sizes. [default: tiny on the CPU, full on a GPU]",
-)
-@click.option(
-    "--repeat",
-    "-n",
-    type=click.IntRange(min=1),
-    default=30,
-    show_default=True,
-    help="Timing samples (eager and compiled interleaved); medians are reported.",
-)
-@click.option(
-    "--warmup",
-    type=click.IntRange(min=1),
-    default=3,
-    show_default=True,
-    help="Warm-up calls before timing, for eager and for compiled.",
-)
-@click.option(
-    "--device",
-    type=click.Choice(["auto", "cpu", "cuda"]),
-    default="auto",
-    show_default=True,
-    help="Where to run; 'cuda' also means a ROCm GPU.",
-)
+@click.option("--models", "models", multiple=True, metavar="NAMES",
+    help="Models to run, comma-separated or repeated (default: all). See --list.")
+@click.option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
+    help="Inference, or a training step (forward, backward, optimizer step).")
+@click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default="fp32", show_default=True,
+    help="fp32, or AMP autocast to bf16/fp16 (meant for GPUs).")
+@click.option("--size", type=click.Choice(["tiny", "small", "full"]), default=None,
+    help="Model sizes. [default: tiny on the CPU, full on a GPU]")
+@click.option("--repeat", "-n", type=click.IntRange(min=1), default=30, show_default=True,
+    help="Timing samples (eager and compiled interleaved); medians are reported.")
+@click.option("--warmup", type=click.IntRange(min=1), default=3, show_default=True,
+    help="Warm-up calls before timing, for eager and for compiled.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+    help="Where to run; 'cuda' also means a ROCm GPU.")
 @click.option(
     "--impl",
     type=click.Choice(["auto", "rocmkit", "transformers"]),
@@ -103,13 +68,8 @@ def _load(path: Path) -> SuiteResult:
 @click.option(
     "--cosine", is_flag=True, help="Accuracy by cosine similarity >= 0.99 instead of the fp64 rule."
 )
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=click.FloatRange(min=1),
-    default=None,
-    help="Seconds per model before its child is killed. [default: by size, 600-1800]",
-)
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
+    help="Seconds per model before its child is killed. [default: by size, 600-1800]")
 @click.option(
     "--compile-mode",
     type=click.Choice(["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]),
@@ -117,41 +77,17 @@ def _load(path: Path) -> SuiteResult:
     show_default=True,
     help="torch.compile mode; reduce-overhead adds CUDA/HIP graphs, as PyTorch's GPU dashboard.",
 )
-@click.option(
-    "--threads",
-    type=click.IntRange(min=1),
-    default=None,
-    help="CPU threads for torch and inductor's kernels (CPU runs). [default: torch's]",
-)
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+    help="CPU threads for torch and inductor's kernels (CPU runs). [default: torch's]")
 @click.option("--json", "as_json", is_flag=True, help="Write the rocmkit.bench/1 JSON to stdout.")
-@click.option(
-    "--csv",
-    "csv_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write one CSV row per model to FILE.",
-)
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write a self-contained HTML page with the speedup chart to FILE.",
-)
-@click.option(
-    "--svg",
-    "svg_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the speedup chart alone as an SVG file.",
-)
-@click.option(
-    "--markdown",
-    "md_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the table as Markdown to FILE.",
-)
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Also write one CSV row per model to FILE.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Also write a self-contained HTML page with the speedup chart to FILE.")
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Also write the speedup chart alone as an SVG file.")
+@click.option("--markdown", "md_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Also write the table as Markdown to FILE.")
 @click.option(
     "--load",
     "load_path",
@@ -160,14 +96,8 @@ def _load(path: Path) -> SuiteResult:
     help="Render a saved --json result (table, --csv, --html, --svg, --markdown) instead of running.",
 )
 @click.option("--list", "list_only", is_flag=True, help="List the models and exit.")
-@click.option(
-    "--perturb-compiled",
-    "perturb",
-    type=float,
-    default=0.0,
-    hidden=True,
-    help="Diagnosis: add this to compiled outputs, to see the accuracy check fail.",
-)
+@click.option("--perturb-compiled", "perturb", type=float, default=0.0, hidden=True,
+    help="Diagnosis: add this to compiled outputs, to see the accuracy check fail.")
 @request(BenchRequest)
 def models_cmd(req: BenchRequest) -> None:
     """Measure torch.compile against eager on the built-in model set.

@@ -31,18 +31,10 @@ from rocmkit.errors import ToolError
     show_default=True,
     help="Sources, logs, state file and (by default) the wheelhouse go here.",
 )
-@click.option(
-    "--wheelhouse",
-    type=click.Path(path_type=Path),
-    help="Where the wheels land [default: BUILD_DIR/wheelhouse].",
-)
-@click.option(
-    "--python",
-    "python",
-    default=sys.executable,
-    show_default="this interpreter",
-    help="Interpreter of the environment that builds and receives the wheels.",
-)
+@click.option("--wheelhouse", type=click.Path(path_type=Path),
+    help="Where the wheels land [default: BUILD_DIR/wheelhouse].")
+@click.option("--python", "python", default=sys.executable, show_default="this interpreter",
+    help="Interpreter of the environment that builds and receives the wheels.")
 @click.option("--jobs", type=click.IntRange(min=1), help="MAX_JOBS instead of the memory/cores rule.")
 @click.option("--triton/--no-triton", default=True, help="Build Triton at the commit torch pins.")
 @click.option("--vision/--no-vision", default=True, help="Build torchvision.")

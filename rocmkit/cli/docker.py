@@ -22,19 +22,13 @@ def cli() -> None:
     "--torch", metavar="X.Y", help="torch release to install (default: the matrix's image for that release)."
 )
 @click.option("--gfx", metavar="LIST", help="Comma-separated gfx archs to install for (e.g. gfx90a,gfx942).")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write NAME.Dockerfile files here. Without --rocm: every image in the matrix.",
-)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+    help="Write NAME.Dockerfile files here. Without --rocm: every image in the matrix.")
 @click.option(
     "--check", is_flag=True, help="Write nothing; exit 1 if the files in --out differ from the generator."
 )
-@click.option(
-    "--syntax",
-    is_flag=True,
-    help="Start with `# syntax=docker/dockerfile:1` (BuildKit then pulls that frontend: not air-gapped).",
-)
+@click.option("--syntax", is_flag=True,
+    help="Start with `# syntax=docker/dockerfile:1` (BuildKit then pulls that frontend: not air-gapped).")
 @request(RenderRequest)
 def render_cmd(req: RenderRequest) -> None:
     """Render Dockerfiles that install rocmkit, run `rocmkit install` for a ROCm/torch/arch

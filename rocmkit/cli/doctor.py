@@ -23,14 +23,8 @@ if TYPE_CHECKING:
 
 
 @click.command("doctor")
-@click.option(
-    "--level",
-    "-l",
-    type=click.IntRange(0, 3),
-    default=1,
-    show_default=True,
-    help="0 static facts (seconds), 1 quick device smoke, 2 kernels and performance, 3 models and multi-GPU.",
-)
+@click.option("--level", "-l", type=click.IntRange(0, 3), default=1, show_default=True,
+    help="0 static facts (seconds), 1 quick device smoke, 2 kernels and performance, 3 models and multi-GPU.")
 @click.option(
     "--only", multiple=True, metavar="NAME", help="Run only these checks (name, group or glob), at any level."
 )
@@ -39,16 +33,10 @@ if TYPE_CHECKING:
     "--json", "as_json", is_flag=True, help="Print the rocmkit.report/1 JSON on stdout instead of the table."
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML here.")
-@click.option(
-    "--prom",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write a node_exporter textfile here (written atomically).",
-)
-@click.option(
-    "--capture",
-    type=click.Path(path_type=Path),
-    help="Check a capture folder (rocmkit snapshot) instead of this machine; level-0 static checks only.",
-)
+@click.option("--prom", type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a node_exporter textfile here (written atomically).")
+@click.option("--capture", type=click.Path(path_type=Path),
+    help="Check a capture folder (rocmkit snapshot) instead of this machine; level-0 static checks only.")
 @click.option(
     "--venv",
     type=click.Path(file_okay=False, path_type=Path),
@@ -56,25 +44,12 @@ if TYPE_CHECKING:
     "Default: the active venv, else rocmkit's own Python.",
 )
 @click.option("--python", "python_path", metavar="PATH", help="Check this interpreter's torch and Triton.")
-@click.option(
-    "--backend",
-    type=click.Choice(["rocm", "cuda", "cpu"]),
-    help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).",
-)
-@click.option(
-    "--timeout-scale",
-    type=click.FloatRange(0.1, 100.0),
-    default=1.0,
-    show_default=True,
-    help="Multiply every isolated check's timeout (slow or busy nodes).",
-)
-@click.option(
-    "--set",
-    "settings",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A check option (size, threshold, repeat count), e.g. --set shm_min_bytes=4294967296.",
-)
+@click.option("--backend", type=click.Choice(["rocm", "cuda", "cpu"]),
+    help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).")
+@click.option("--timeout-scale", type=click.FloatRange(0.1, 100.0), default=1.0, show_default=True,
+    help="Multiply every isolated check's timeout (slow or busy nodes).")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+    help="A check option (size, threshold, repeat count), e.g. --set shm_min_bytes=4294967296.")
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
 @request(DoctorRequest)

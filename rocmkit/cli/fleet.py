@@ -19,12 +19,8 @@ def cli() -> None:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the rocmkit.fleet/1 JSON on stdout instead of text."
 )
-@click.option(
-    "--html",
-    "html_out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write a self-contained HTML page.",
-)
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a self-contained HTML page.")
 @click.option(
     "--threshold",
     type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),

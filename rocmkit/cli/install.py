@@ -11,115 +11,55 @@ from rocmkit.install.request import InstallRequest
 
 
 @click.command("install")
-@click.option(
-    "--venv",
-    "venv",
-    type=click.Path(path_type=Path),
-    help="Virtual environment to install into (made if missing).",
-)
-@click.option(
-    "--python",
-    "venv_base",
-    metavar="VERSION|PATH",
-    help="Python to make a missing --venv from (uv finds it by version); default: rocmkit's own.",
-)
+@click.option("--venv", "venv", type=click.Path(path_type=Path),
+    help="Virtual environment to install into (made if missing).")
+@click.option("--python", "venv_base", metavar="VERSION|PATH",
+    help="Python to make a missing --venv from (uv finds it by version); default: rocmkit's own.")
 @click.option(
     "--interpreter", type=click.Path(path_type=Path), help="Install into this Python instead of a venv."
 )
-@click.option(
-    "--plan",
-    "plan_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="A plan from `rocmkit resolve --json`.",
-)
-@click.option(
-    "--capture",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Resolve for a captured machine instead of this one.",
-)
+@click.option("--plan", "plan_file", type=click.Path(path_type=Path, dir_okay=False),
+    help="A plan from `rocmkit resolve --json`.")
+@click.option("--capture", type=click.Path(path_type=Path, file_okay=False),
+    help="Resolve for a captured machine instead of this one.")
 @click.option("--torch", help="Torch release to resolve (e.g. 2.5).")
 @click.option("--rocm", help="ROCm version to resolve for (e.g. 6.2).")
 @click.option(
     "--channel", type=click.Choice(["stable", "nightly", "therock"]), default="stable", show_default=True
 )
 @click.option("--cpu", is_flag=True, help="Resolve CPU wheels whatever the machine has.")
-@click.option(
-    "--index-base",
-    envvar="ROCMKIT_INDEX_BASE",
-    help="Replace https://download.pytorch.org/whl in index URLs (mirror).",
-)
+@click.option("--index-base", envvar="ROCMKIT_INDEX_BASE",
+    help="Replace https://download.pytorch.org/whl in index URLs (mirror).")
 @click.option("--installer", type=click.Choice(["auto", "uv", "pip"]), default="auto", show_default=True)
-@click.option(
-    "--with",
-    "with_packages",
-    multiple=True,
-    metavar="PKG",
-    help="Companion packages (transformers ...), installed under the guard.",
-)
-@click.option(
-    "--no-companions",
-    is_flag=True,
-    help="Install torch and its Triton only: leave out torchvision/torchaudio (minimal images).",
-)
+@click.option("--with", "with_packages", multiple=True, metavar="PKG",
+    help="Companion packages (transformers ...), installed under the guard.")
+@click.option("--no-companions", is_flag=True,
+    help="Install torch and its Triton only: leave out torchvision/torchaudio (minimal images).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
-@click.option(
-    "--lock",
-    "lock_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Write the pinned closure with hashes to FILE (installs nothing).",
-)
-@click.option(
-    "--from-lock",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Install a lock file with hash checking.",
-)
+@click.option("--lock", "lock_file", type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the pinned closure with hashes to FILE (installs nothing).")
+@click.option("--from-lock", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Install a lock file with hash checking.")
 @click.option(
     "--download-only", is_flag=True, help="With --wheelhouse: download the closure, install nothing."
 )
-@click.option(
-    "--wheelhouse",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Wheelhouse folder to fill (--download-only) or install from, offline.",
-)
+@click.option("--wheelhouse", type=click.Path(path_type=Path, file_okay=False),
+    help="Wheelhouse folder to fill (--download-only) or install from, offline.")
 @click.option("--no-guard", is_flag=True, help="Do not pin torch against later pip/uv installs.")
 @click.option("--no-verify", is_flag=True, help="Skip the check in a child process after installing.")
 @click.option(
     "--break-system-packages", is_flag=True, help="Allow modifying an externally managed (PEP 668) Python."
 )
-@click.option(
-    "--net-timeout",
-    type=float,
-    default=15.0,
-    show_default=True,
-    help="Per-request network timeout for pip/uv (s).",
-)
-@click.option(
-    "--timeout",
-    "install_timeout",
-    type=float,
-    default=3600.0,
-    show_default=True,
-    help="Overall limit per pip/uv run (s).",
-)
-@click.option(
-    "--probe-timeout",
-    type=float,
-    default=5.0,
-    show_default=True,
-    help="Index reachability check timeout (s).",
-)
-@click.option(
-    "--allow-env",
-    "allow_env",
-    multiple=True,
-    metavar="NAME",
-    help="Let a plan or lock set NAME in bin/activate (beyond HSA_OVERRIDE_GFX_VERSION, *_VISIBLE_DEVICES).",
-)
-@click.option(
-    "--allow-insecure-index",
-    is_flag=True,
-    help="Allow plain-http and file:// indexes (warned about). Env: ROCMKIT_ALLOW_INSECURE_INDEX=1.",
-)
+@click.option("--net-timeout", type=float, default=15.0, show_default=True,
+    help="Per-request network timeout for pip/uv (s).")
+@click.option("--timeout", "install_timeout", type=float, default=3600.0, show_default=True,
+    help="Overall limit per pip/uv run (s).")
+@click.option("--probe-timeout", type=float, default=5.0, show_default=True,
+    help="Index reachability check timeout (s).")
+@click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
+    help="Let a plan or lock set NAME in bin/activate (beyond HSA_OVERRIDE_GFX_VERSION, *_VISIBLE_DEVICES).")
+@click.option("--allow-insecure-index", is_flag=True,
+    help="Allow plain-http and file:// indexes (warned about). Env: ROCMKIT_ALLOW_INSECURE_INDEX=1.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not stream pip/uv output.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the outcome as JSON (rocmkit.install/1) on stdout."

@@ -108,28 +108,14 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> Non
     "(into --dir, else an overlay in rocmkit's user data folder).",
 )
 @click.option("--dry-run", is_flag=True, help="With --write: show the diff, write nothing.")
-@click.option(
-    "--simple",
-    "simple_url",
-    metavar="URL",
-    help="With --write: the simple index for release facts (default: channels.toml [pytorch].pypi).",
-)
-@click.option(
-    "--from",
-    "recording",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="With --write: replay recorded upstream files (the layout of tests/data/upstream).",
-)
-@click.option(
-    "--test-infra",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="With --write: a clone of pytorch/test-infra (its build-matrix history).",
-)
-@click.option(
-    "--therock",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="With --write: a clone of ROCm/TheRock.",
-)
+@click.option("--simple", "simple_url", metavar="URL",
+    help="With --write: the simple index for release facts (default: channels.toml [pytorch].pypi).")
+@click.option("--from", "recording", type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --write: replay recorded upstream files (the layout of tests/data/upstream).")
+@click.option("--test-infra", type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --write: a clone of pytorch/test-infra (its build-matrix history).")
+@click.option("--therock", type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --write: a clone of ROCm/TheRock.")
 @request(RefreshRequest)
 def refresh(req: RefreshRequest) -> None:
     """Compare the matrix with a live package index and report what it lacks or has wrong:

@@ -24,19 +24,10 @@ from rocmkit.resolve.request import ResolveRequest
 )
 @click.option("--cpu", is_flag=True, help="CPU wheels, whatever the GPUs.")
 @click.option("--python", metavar="X.Y", help="Target Python (default: the running one).")
-@click.option(
-    "--channel",
-    type=click.Choice(CHANNELS),
-    default="stable",
-    show_default=True,
-    help="PyTorch releases, PyTorch nightlies, or AMD's TheRock multi-arch index.",
-)
-@click.option(
-    "--index-base",
-    metavar="URL",
-    envvar="ROCMKIT_INDEX_BASE",
-    help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.",
-)
+@click.option("--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
+    help="PyTorch releases, PyTorch nightlies, or AMD's TheRock multi-arch index.")
+@click.option("--index-base", metavar="URL", envvar="ROCMKIT_INDEX_BASE",
+    help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (schema rocmkit.plan/1).")
 @click.option(
     "--format",

@@ -20,11 +20,8 @@ _common = [
     click.option(
         "--node", metavar="NAME", help="Slurm NodeName (default: SLURMD_NODENAME, else the short hostname)."
     ),
-    click.option(
-        "--venv",
-        type=click.Path(file_okay=False, path_type=Path),
-        help="Check this venv's torch (doctor --venv).",
-    ),
+    click.option("--venv", type=click.Path(file_okay=False, path_type=Path),
+        help="Check this venv's torch (doctor --venv)."),
     click.option(
         "--python", "python_path", metavar="PATH", help="Check this interpreter's torch (doctor --python)."
     ),
@@ -40,18 +37,10 @@ _common = [
         show_default=True,
         help="Seconds the checks may take in all; over it is a finding (slurmd kills a health check at 60 s).",
     ),
-    click.option(
-        "--report",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="The last full `rocmkit doctor --json` report of this node: its failures count while recent.",
-    ),
-    click.option(
-        "--max-age",
-        type=click.FloatRange(0.0),
-        default=24.0,
-        show_default=True,
-        help="Hours after which --report is too old to count.",
-    ),
+    click.option("--report", type=click.Path(dir_okay=False, path_type=Path),
+        help="The last full `rocmkit doctor --json` report of this node: its failures count while recent."),
+    click.option("--max-age", type=click.FloatRange(0.0), default=24.0, show_default=True,
+        help="Hours after which --report is too old to count."),
     click.option(
         "--log", "log_target", metavar="FILE|syslog", help="Also log here (stderr is discarded by slurmd)."
     ),
@@ -159,21 +148,11 @@ def config_cmd(req: ConfigRequest) -> None:
 
 
 @cli.command("task")
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write HOST.json here.",
-)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Write HOST.json here.")
 @click.option("--host", metavar="NAME", help="This node's name (default: the short hostname).")
-@click.option(
-    "--ready-timeout",
-    type=click.FloatRange(1.0),
-    default=120.0,
-    show_default=True,
-    help="Seconds to wait for every node to say it can take part in the all-reduce.",
-)
+@click.option("--ready-timeout", type=click.FloatRange(1.0), default=120.0, show_default=True,
+    help="Seconds to wait for every node to say it can take part in the all-reduce.")
 @click.argument("doctor_args", nargs=-1, type=click.UNPROCESSED)
 def task_cmd(out_dir: Path, host: str | None, ready_timeout: float, doctor_args: tuple[str, ...]) -> None:
     """One node's part of onboard.sbatch: `rocmkit doctor DOCTOR_ARGS --json` into

@@ -9,11 +9,8 @@ import click
 
 @click.command(name="snapshot")
 @click.argument("dest", type=click.Path(path_type=Path), metavar="DIR")
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Write into DIR even if it already holds files (an earlier snapshot's are replaced).",
-)
+@click.option("--force", is_flag=True,
+    help="Write into DIR even if it already holds files (an earlier snapshot's are replaced).")
 def cli(dest: Path, force: bool) -> None:
     """Write every command output and file detection reads (docs/captures.md) into DIR.
 
