@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from rocmkit.cli.request import OUT
+
 
 @click.command(name="snapshot")
 @click.argument("dest", type=click.Path(path_type=Path), metavar="DIR")
@@ -34,5 +36,5 @@ def cli(dest: Path, force: bool) -> None:
     if rocm_path:
         extra = (f"{rocm_path}/.info/version",)
     written = snapshot(source, dest, extra_files=extra)
-    click.echo(f"wrote {len(written)} files to {dest}", err=True)
-    click.echo(str(dest))
+    OUT.message(f"wrote {len(written)} files to {dest}")
+    OUT.data(str(dest))
