@@ -124,6 +124,11 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(0)
     except OSError as exc:
         error = storage_error(exc)
+        if error is None and exc.filename is not None:
+            # A path the user named that cannot be used (missing folder, /proc, ...): bad input.
+            error = UsageError(
+                f"cannot use {exc.filename}: {exc.strerror or exc}", "check the path and its permissions"
+            )
         if error is None:
             raise
         OUT.message(error.one_line())

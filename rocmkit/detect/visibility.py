@@ -14,7 +14,7 @@ def _select(gpus: list[Gpu], spec: str) -> list[Gpu]:
     chosen: list[Gpu] = []
     for raw in spec.split(","):
         item = raw.strip()
-        if re.fullmatch(r"\d+", item):
+        if re.fullmatch(r"[0-9]{1,9}", item):  # ASCII and short: int() of 5000 digits raises
             idx = int(item)
             if idx >= len(gpus):
                 break

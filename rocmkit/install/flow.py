@@ -401,6 +401,11 @@ def install(
     unguard = not guarded and target.is_venv and files.constraints.exists()
     spec = _with_break(spec, opts.break_system_packages)
     if opts.dry_run:
+        if journal.journal_path(target).exists():
+            echo(
+                f"rocmkit: {target.prefix} holds the journal of an interrupted install; the next "
+                "install (or doctor) restores it first, and the dry run below does not see that"
+            )
         if guarded:
             dry_pins = Path(tempfile.mkdtemp(prefix="rocmkit-dry-")) / guard.CONSTRAINTS_NAME
             write_text_atomic(dry_pins, guard.constraints_text(plan))

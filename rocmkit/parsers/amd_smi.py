@@ -12,6 +12,7 @@ from rocmkit.machine import Problem
 from rocmkit.parsers.records import (
     GpuRecord,
     clean_name,
+    count,
     norm_bus_id,
     norm_gfx,
     norm_hex,
@@ -42,11 +43,12 @@ def _uuid(value: object) -> str | None:
 
 def parse_list(text: str) -> AmdSmiResult:
     """``amd-smi list``: GPU n / BDF / UUID / KFD_ID / NODE_ID / PARTITION_ID blocks."""
-    blocks: list[tuple[int, dict[str, str]]] = []
+    blocks: list[tuple[int | None, dict[str, str]]] = []
     for line in strip_ansi(text).splitlines():
         m = _LIST_GPU.match(line)
         if m:
-            blocks.append((int(m.group(1)), {}))
+            # A garbled ordinal still opens a block (its lines must not join the previous GPU's).
+            blocks.append((count(m.group(1)), {}))
             continue
         kv = _LIST_KV.match(line)
         if kv and blocks:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rocmkit.machine import DeviceNode
+from rocmkit.parsers.records import count
 
 
 def parse_os_release(text: str | None) -> dict[str, str]:
@@ -60,7 +61,8 @@ def parse_cpuinfo(text: str | None) -> CpuInfo:
 
 def parse_meminfo_total(text: str | None) -> int | None:
     m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text or "", re.M)
-    return int(m.group(1)) * 1024 if m else None
+    kib = count(m.group(1)) if m else None
+    return kib * 1024 if kib is not None else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,13 +90,14 @@ def parse_id(text: str | None) -> Identity:
         if key == "uid":
             m = _ID_PART.match(value)
             if m:
-                uid = int(m.group(1))
+                uid = count(m.group(1))
                 user = m.group(2) or None
         elif key == "groups":
             for part in value.split(","):
                 m = _ID_PART.match(part)
-                if m:
-                    gids.append(int(m.group(1)))
+                gid = count(m.group(1)) if m else None
+                if m and gid is not None:
+                    gids.append(gid)
                     if m.group(2):
                         groups.append(m.group(2))
     return Identity(user=user, uid=uid, groups=tuple(groups), gids=tuple(gids))
@@ -115,7 +118,9 @@ def parse_ldd_version(text: str | None) -> str | None:
     first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     if "musl" in first.lower():
         return None
-    m = re.search(r"(\d+\.\d+)\s*$", first)
+    # The version ends the line: search its tail only. On a whole line of digits,
+    # `\d+\.\d+\s*$` retries from every position (quadratic: minutes for one long line).
+    m = re.search(r"(?<![0-9])([0-9]{1,6}\.[0-9]{1,6})\s*$", first[-64:])
     return m.group(1) if m else None
 
 
@@ -164,7 +169,7 @@ def parse_devices(text: str | None) -> DevicesInfo:
             continue
         if path == "/dev/shm":
             size = fields.get("size", "")
-            shm = int(size) if (size.isascii() and size.isdigit()) else None
+            shm = count(size)
             continue
         gid = fields.get("gid", "")
         devices.append(
@@ -175,7 +180,7 @@ def parse_devices(text: str | None) -> DevicesInfo:
                 writable=_flag(fields.get("writable")),
                 mode=fields.get("mode") or None,
                 group=fields.get("group") or None,
-                gid=int(gid) if (gid.isascii() and gid.isdigit()) else None,
+                gid=count(gid),
             )
         )
     return DevicesInfo(devices=tuple(devices), shm_bytes=shm)

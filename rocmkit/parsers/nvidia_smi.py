@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from rocmkit.machine import Problem
-from rocmkit.parsers.records import GpuRecord, clean_name, csv_rows, norm_bus_id, strip_ansi, to_int
+from rocmkit.parsers.records import GpuRecord, clean_name, count, csv_rows, norm_bus_id, strip_ansi, to_int
 
 SOURCE = "nvidia-smi"
 
@@ -84,7 +84,7 @@ def parse_query_csv(text: str) -> NvidiaSmiResult:
                 vendor="nvidia",
                 ordinal=idx,
                 name=clean_name(values.get("name")),
-                memory_bytes=int(mem.group(1)) * 1024 * 1024 if mem else None,
+                memory_bytes=_mib(mem.group(1)) if mem else None,
                 compute_capability=cc if _CC.match(cc) else None,
                 pci_bus_id=norm_bus_id(values.get("pci.bus_id")),
                 pci_vendor_id="0x10de",
@@ -120,13 +120,13 @@ def parse_table(text: str) -> NvidiaSmiResult:
         if i + 1 < len(lines):
             mm = _MEM.search(lines[i + 1])
             if mm:
-                mem = int(mm.group(2)) * 1024 * 1024
+                mem = _mib(mm.group(2))
         name = clean_name(row.group("name"))
         gpus.append(
             GpuRecord(
                 source=SOURCE,
                 vendor="nvidia",
-                ordinal=int(row.group("idx")),
+                ordinal=count(row.group("idx")),
                 name=name,
                 name_truncated=name is not None and name.endswith("..."),
                 memory_bytes=mem,
@@ -155,3 +155,8 @@ def parse_driver_version(text: str | None) -> str | None:
         return first
     m = _PROC.search(text)
     return m.group("v") if m else None
+
+
+def _mib(text: str) -> int | None:
+    mib = count(text)
+    return mib * 1024 * 1024 if mib is not None else None

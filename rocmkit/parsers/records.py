@@ -64,6 +64,14 @@ def norm_gfx(value: object) -> str | None:
     return text
 
 
+def count(text: str) -> int | None:
+    """A decimal count or size as tools print it: ASCII digits, at most 18 of them.
+
+    Anything else is None: ``int()`` takes other scripts' digits ("١") and raises
+    past 4300 digits, and no real quantity a tool prints is that long."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
 def to_int(value: object) -> int | None:
     if isinstance(value, bool):
         return None
@@ -71,6 +79,8 @@ def to_int(value: object) -> int | None:
         return value
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > 40:
+            return None  # no tool prints such a number; int() would raise past 4300 digits
         try:
             return int(text, 16) if text.lower().startswith("0x") else int(text)
         except ValueError:

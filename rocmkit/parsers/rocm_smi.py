@@ -17,6 +17,7 @@ from rocmkit.machine import Problem
 from rocmkit.parsers.records import (
     GpuRecord,
     clean_name,
+    count,
     csv_rows,
     norm_bus_id,
     norm_gfx,
@@ -143,8 +144,9 @@ def parse_productname(text: str) -> RocmSmiResult:
     per_gpu: dict[int, dict[str, str]] = {}
     for line in strip_ansi(text).splitlines():
         m = _PRODUCT.match(line.strip())
-        if m:
-            per_gpu.setdefault(int(m.group("idx")), {}).setdefault(
+        idx = count(m.group("idx")) if m else None
+        if m and idx is not None:
+            per_gpu.setdefault(idx, {}).setdefault(
                 m.group("key").strip(), m.group("value").strip()
             )
     gpus = tuple(_record(idx, values) for idx, values in sorted(per_gpu.items()))
@@ -153,7 +155,7 @@ def parse_productname(text: str) -> RocmSmiResult:
 
 def _card_index(key: str) -> int | None:
     m = re.fullmatch(r"card(\d+)", key.strip().lower())
-    return int(m.group(1)) if m else None
+    return count(m.group(1)) if m else None
 
 
 def parse_json(text: str) -> RocmSmiResult:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from rocmkit.machine import Problem
-from rocmkit.parsers.records import GpuRecord, clean_name, norm_gfx, norm_hex, strip_ansi, to_int
+from rocmkit.parsers.records import GpuRecord, clean_name, count, norm_gfx, norm_hex, strip_ansi, to_int
 
 SOURCE = "rocminfo"
 
@@ -56,7 +56,7 @@ def _agents(lines: list[str]) -> list[_Agent]:
         line = raw.rstrip()
         m_agent = _AGENT.match(line)
         if m_agent:
-            cur = _Agent(number=int(m_agent.group(1)))
+            cur = _Agent(number=count(m_agent.group(1)))
             agents.append(cur)
             section = ""
             agent_indent = None
@@ -104,7 +104,8 @@ def _vram(agent: _Agent) -> int | None:
     for pool in agent.pools:
         if pool.get("Segment", "").upper().startswith("GLOBAL"):
             m = _SIZE_KB.match(pool.get("Size", ""))
-            return int(m.group(1)) * 1024 if m else None
+            kib = count(m.group(1)) if m else None
+            return kib * 1024 if kib is not None else None
     return None
 
 

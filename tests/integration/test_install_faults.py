@@ -104,17 +104,23 @@ def child_groups(journal: dict[str, object]) -> list[int]:
     return [int(c["pid"]) for c in children]
 
 
+@pytest.mark.parametrize(
+    ("skip", "step"),
+    [(0, "recorded"), (1, "installing")],
+    ids=["during-the-dry-run", "during-the-install"],
+)
 def test_kill_9_while_pip_downloads_then_install_restores_and_stops_the_orphan(
-    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str], skip: int, step: str
 ) -> None:
+    # pip's dry run fetches the torch wheel once, the install again: stall the one to kill in.
     venv = setup_61(capsys, tmp_path, server)
     before = pip_freeze_all(venv)
     guard_before = (venv / "rocmkit-constraints.txt").read_text()
-    server.hold_at(TORCH_251, skip=1)  # past the dry run, pip stalls on the torch download
+    server.hold_at(TORCH_251, skip=skip)
     proc = start_install(venv, plan_62(tmp_path, server))
     try:
         assert server.held.wait(120)
-        journal = wait_for_step(venv, "installing", proc)
+        journal = wait_for_step(venv, step, proc)
         pip_group = child_groups(journal)[-1]
         assert alive(pip_group)
         os.killpg(proc.pid, signal.SIGKILL)  # rocmkit only: its pip leads a session of its own
@@ -128,7 +134,7 @@ def test_kill_9_while_pip_downloads_then_install_restores_and_stops_the_orphan(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert code == 0, err
-    assert "was interrupted at step 'installing'" in err
+    assert f"was interrupted at step '{step}'" in err
     assert f"stopped process group {pip_group}" in err
     assert "restored exactly" in err
     assert not alive(pip_group)

@@ -263,3 +263,17 @@ def test_a_matrix_version_past_int_limits_is_a_data_error(tmp_path: Path) -> Non
     )
     with pytest.raises(DataError, match="not a valid version"):
         parse_matrix(tmp_path)
+
+
+def test_an_unusable_output_path_is_one_line_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = rk(capsys, "docker", "render", "--out", "/proc/rocmkit-no-such/x")
+    assert code == 4 and "cannot use /proc/rocmkit-no-such" in one_error_line(err)
+
+
+def test_visible_devices_with_absurd_indices_hide_everything() -> None:
+    from rocmkit.detect.visibility import _select
+    from rocmkit.machine import Gpu
+
+    gpus = [Gpu(vendor="amd", index=0, arch="gfx90a"), Gpu(vendor="amd", index=1, arch="gfx90a")]
+    assert _select(gpus, "9" * 5000) == []
+    assert _select(gpus, "1,²") == [gpus[1]]
