@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,16 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # An xdist worker starts with SIGINT ignored (its controller handles Ctrl-C), and an ignored
+    # signal stays ignored across exec: the rocmkit processes a test starts, and the test's own
+    # Ctrl-C (interrupt_main), would not see the SIGINT they are about. Python's handler again.
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

@@ -10,11 +10,9 @@ from __future__ import annotations
 import _thread
 import json
 import os
-import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -176,16 +174,6 @@ SLOW = (
 )
 
 
-@pytest.fixture
-def sigint_raises() -> Iterator[None]:
-    """Ctrl-C as a terminal delivers it. An xdist worker ignores SIGINT (its controller handles
-    Ctrl-C), and interrupt_main does nothing while SIGINT is ignored."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
-@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_stops_the_running_step_and_the_build_resumes(tmp_path: Path) -> None:
     build = tmp_path / "build"
     pidfile = tmp_path / "pid"
