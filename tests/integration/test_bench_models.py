@@ -1,9 +1,10 @@
 """`rocmkit bench models` for real on this CPU: real inductor compiles, real timing, real accuracy checks.
 
-Extra models written by the test (through ROCMKIT_BENCH_EXTRA_MODELS) stand for the
-failures a user can meet: a graph the compiler gets wrong (its traced code differs
-from eager, as a miscompilation would), an op the compiler cannot trace, a model that
-hangs. Each is its own row and the other models go on.
+Extra models (tests.support.bench.FAULTY, through ROCMKIT_BENCH_EXTRA_MODELS) stand for the
+failures a user can meet: a graph the compiler gets wrong (its traced code differs from eager,
+as a miscompilation would), an op the compiler cannot trace. Each is its own row and the other
+models go on. The whole set runs once (model_set); the mlp runs after it in this file reuse its
+compiles. Other modes, a hang and the listing are in test_bench_modes.py (another xdist worker).
 """
 
 from __future__ import annotations
@@ -12,121 +13,24 @@ import csv
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rocmkit.bench.models import BUILTIN, EXTRA_MODELS_ENV
+from rocmkit.bench.models import BUILTIN
 from rocmkit.doctor.registry import CheckContext
 from rocmkit.doctor.result import Status
 from rocmkit.machine import Machine
-from tests.conftest import isolated_environ
+from tests.support.bench import assert_measured, bench, faulty_environ, rows
 
 pytestmark = pytest.mark.integration
-
-FAULTY = '''
-"""Test models: one the compiler gets wrong, one it cannot compile, one that hangs."""
-
-from rocmkit.bench.models import Built, ModelSpec
-
-
-def _wrong(cfg, impl):
-    import torch
-
-    class WrongWhenCompiled(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = torch.nn.Linear(16, 16)
-
-        def forward(self, x):
-            y = self.lin(x)
-            if torch.compiler.is_compiling():  # only the traced graph computes this
-                y = y * 1.5
-            return y
-
-    return Built(module=WrongWhenCompiled(), inputs=(torch.randn(4, 16),), impl="test", batch_size=4)
-
-
-def _broken(cfg, impl):
-    import torch
-
-    @torch.library.custom_op("rocmkit_test::no_fake", mutates_args=())
-    def no_fake(x: torch.Tensor) -> torch.Tensor:
-        return x.clone()
-
-    @no_fake.register_fake
-    def _(x):
-        raise RuntimeError("rocmkit test: this op cannot be traced")
-
-    class FailsToCompile(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = torch.nn.Linear(16, 16)
-
-        def forward(self, x):
-            return no_fake(self.lin(x))
-
-    return Built(module=FailsToCompile(), inputs=(torch.randn(4, 16),), impl="test", batch_size=4)
-
-
-def _hangs(cfg, impl):
-    import time
-
-    time.sleep(3600)
-    raise AssertionError("unreachable")
-
-
-SIZES = {"tiny": {}}
-MODELS = [
-    ModelSpec(name="wrong_when_compiled", suite="other", description="test", sizes=SIZES, build=_wrong),
-    ModelSpec(name="fails_to_compile", suite="other", description="test", sizes=SIZES, build=_broken),
-    ModelSpec(name="hangs", suite="other", description="test", sizes=SIZES, build=_hangs),
-]
-'''
 
 
 @pytest.fixture(scope="session")
 def faulty_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    path = tmp_path_factory.mktemp("faulty") / "faulty_models.py"
-    path.write_text(FAULTY)
-    # Made before any test's own set-up: the isolation every test gets is applied here by hand.
-    return {**isolated_environ(tmp_path_factory), EXTRA_MODELS_ENV: str(path)}
-
-
-def bench(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rocmkit", "bench", "models", "--device", "cpu", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def rows(proc: subprocess.CompletedProcess[str]) -> dict[str, dict[str, Any]]:
-    data = json.loads(proc.stdout)
-    assert data["schema"] == "rocmkit.bench/1"
-    return {m["name"]: m for m in data["models"]}
-
-
-def assert_measured(m: dict[str, Any]) -> None:
-    assert m["status"] == "pass", m
-    assert m["speedup"] > 0 and m["eager_ms"] > 0 and m["compiled_ms"] > 0
-    assert m["speedup"] == pytest.approx(m["eager_ms"] / m["compiled_ms"])
-    assert m["speedup_q1"] <= m["speedup_q3"]
-    assert (
-        m["eager_spread"]["min"]
-        <= m["eager_spread"]["q1"]
-        <= m["eager_spread"]["q3"]
-        <= m["eager_spread"]["max"]
-    )
-    assert m["compile_s"] > 0 and m["compiled_peak_mb"] is not None and m["memory_kind"] == "rss_growth"
-    assert m["accuracy"]["ok"] and m["accuracy"]["method"] in ("allclose", "fp64_rmse")
-    assert m["params"] > 0
+    return faulty_environ(tmp_path_factory)
 
 
 @dataclass(frozen=True)
@@ -199,46 +103,12 @@ def test_summary_csv_and_html_of_the_set(model_set: SetRun) -> None:
 
 
 @pytest.mark.slow
-def test_training_step_is_compiled_and_checked() -> None:
-    proc = bench(dict(os.environ), "--models", "mlp", "--mode", "train", "--repeat", "3", "--json")
-    assert proc.returncode == 0, proc.stderr
-    for m in rows(proc).values():
-        assert_measured(m)
-        assert m["accuracy"]["tolerance"] == 1e-2  # the harness's training tolerance
-
-
-@pytest.mark.slow
 def test_perturbed_compiled_output_is_caught() -> None:
     # After the set (same file, so the same xdist worker): the mlp it compiled is a cache hit here.
     proc = bench(dict(os.environ), "--models", "mlp", "--repeat", "2", "--json", "--perturb-compiled", "0.5")
     assert proc.returncode == 1
     m = rows(proc)["mlp"]
     assert m["status"] == "fail_accuracy" and m["accuracy"]["max_abs_diff"] == pytest.approx(0.5, rel=1e-3)
-
-
-@pytest.mark.slow
-def test_a_hanging_model_is_killed_at_its_timeout(faulty_env: dict[str, str]) -> None:
-    proc = bench(faulty_env, "--models", "hangs", "--timeout", "8", timeout=120)
-    assert proc.returncode == 1
-    assert "hangs" in proc.stdout and "timeout" in proc.stdout
-    assert "did not finish within 8 s" in proc.stdout
-
-
-def test_listing_does_not_import_torch() -> None:
-    code = (
-        "import sys\n"
-        "from rocmkit.cli import main\n"
-        "try:\n"
-        "    main(['bench', 'models', '--list'])\n"
-        "finally:\n"
-        "    assert 'torch' not in sys.modules, 'torch imported'\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "distilgpt2" in proc.stdout and "t5_small" in proc.stdout
-    # An unknown name is one line and exit 4 before any child: tests/unit/test_bench_cli.py.
 
 
 @pytest.mark.slow
@@ -258,23 +128,3 @@ def test_doctor_level_3_on_the_cpu() -> None:
     assert "report only" in result.message and result.backend == "cpu"
     assert {f.name for f in result.figures} >= {"geomean_speedup", "pass_rate", "mlp.speedup"}
     assert result.details["bench"]["models"][0]["status"] == "pass"
-
-
-@pytest.mark.slow
-def test_transformers_classes_when_installed() -> None:
-    # transformers is optional and absent from rocmkit's CI: this runs where it is installed.
-    pytest.importorskip("transformers")
-    proc = bench(
-        dict(os.environ),
-        "--models",
-        "distilgpt2,t5_small,camembert",
-        "--impl",
-        "transformers",
-        "--repeat",
-        "2",
-        "--json",
-    )
-    assert proc.returncode == 0, proc.stderr
-    for m in rows(proc).values():
-        assert_measured(m)
-        assert m["impl"] == "transformers"
