@@ -13,4 +13,9 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 'torch==2.13.0' 'triton==3.8.0'
 .venv/bin/ruff check rocmkit tests benchmarks
 .venv/bin/mypy
-exec .venv/bin/python -m pytest "$@"
+# Two workers (xdist): most tests wait on child processes, servers and timeouts, so two share
+# two cores well. Each test file runs whole on one worker (--dist loadfile), so a module or
+# session fixture (the bench model set, the kernels' child run) runs once. (--dist loadgroup
+# would be finer, but xdist 3.8 cannot group under pytest 9.2: it renames node ids that pytest
+# no longer reads.) ROCMKIT_TEST_WORKERS=0 runs in one process; "$@" may override -n.
+exec .venv/bin/python -m pytest -n "${ROCMKIT_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from rocmkit import __version__
+from rocmkit.cli.request import OUT
 from rocmkit.errors import RocmkitError, Terminated, UsageError, storage_error
 
 # name -> (module, short help). Each module defines a click command named ``cli``.
@@ -101,10 +102,10 @@ def main(argv: list[str] | None = None) -> Any:
         from rocmkit.redact import redact_text
 
         # Errors end up in CI logs: a mirror's user:token in a URL never does.
-        click.echo(redact_text(exc.one_line()), err=True)
+        OUT.message(redact_text(exc.one_line()))
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("error: interrupted", err=True)
+        OUT.message("error: interrupted")
         sys.exit(INTERRUPTED_EXIT)
     except click.UsageError as exc:
         # A bad argument is bad input like any other (exit 4); 2 means "doctor: warnings".
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
         what = f"signal {exc.signum}" if isinstance(exc, Terminated) else "Ctrl-C"
-        click.echo(f"error: interrupted ({what})", err=True)
+        OUT.message(f"error: interrupted ({what})")
         sys.exit(INTERRUPTED_EXIT)
     except BrokenPipeError:
         sys.exit(0)
@@ -130,5 +131,5 @@ def main(argv: list[str] | None = None) -> Any:
             )
         if error is None:
             raise
-        click.echo(error.one_line(), err=True)
+        OUT.message(error.one_line())
         sys.exit(error.exit_code)

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from rocmkit.cli.request import OUT, request
+from rocmkit.containers.request import RenderRequest
+
 
 @click.group("docker")
 def cli() -> None:
@@ -19,22 +22,15 @@ def cli() -> None:
     "--torch", metavar="X.Y", help="torch release to install (default: the matrix's image for that release)."
 )
 @click.option("--gfx", metavar="LIST", help="Comma-separated gfx archs to install for (e.g. gfx90a,gfx942).")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write NAME.Dockerfile files here. Without --rocm: every image in the matrix.",
-)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+    help="Write NAME.Dockerfile files here. Without --rocm: every image in the matrix.")
 @click.option(
     "--check", is_flag=True, help="Write nothing; exit 1 if the files in --out differ from the generator."
 )
-@click.option(
-    "--syntax",
-    is_flag=True,
-    help="Start with `# syntax=docker/dockerfile:1` (BuildKit then pulls that frontend: not air-gapped).",
-)
-def render_cmd(
-    rocm: str | None, torch: str | None, gfx: str | None, out: Path | None, check: bool, syntax: bool
-) -> None:
+@click.option("--syntax", is_flag=True,
+    help="Start with `# syntax=docker/dockerfile:1` (BuildKit then pulls that frontend: not air-gapped).")
+@request(RenderRequest)
+def render_cmd(req: RenderRequest) -> None:
     """Render Dockerfiles that install rocmkit, run `rocmkit install` for a ROCm/torch/arch
     set and `rocmkit doctor --level 0` at build time, and run `rocmkit doctor` at run time.
 
@@ -44,36 +40,24 @@ def render_cmd(
     rocmkit docker render --out docker --check         are the committed files current?
     """
     from rocmkit.atomicio import write_text_atomic
-    from rocmkit.containers.dockerfile import render_all, render_dockerfile, stale_files
-    from rocmkit.containers.images import choose_spec, load_images
-    from rocmkit.errors import UsageError
+    from rocmkit.containers.dockerfile import stale_files
 
-    images = load_images()
-    if rocm or torch or gfx:
-        spec = choose_spec(images, rocm=rocm, torch=torch, gfx=gfx.split(",") if gfx is not None else None)
-        rendered = {spec.filename: render_dockerfile(spec, images, syntax=syntax)}
-    else:
-        if out is None:
-            raise UsageError(
-                "nothing to render", "pass --rocm X.Y (one file on stdout) or --out DIR (every image)"
-            )
-        rendered = render_all(images, syntax=syntax)
+    rendered = req.rendered()
+    out = req.out
     if out is None:
-        if check:
-            raise UsageError("--check needs --out DIR", "name the folder that holds the Dockerfiles")
-        click.echo(next(iter(rendered.values())), nl=False)
+        OUT.data(next(iter(rendered.values())), nl=False)
         return
-    if check:
-        stale = stale_files(out, rendered, complete=not (rocm or torch or gfx))
+    if req.check:
+        stale = stale_files(out, rendered, complete=not req.one_image)
         for name in stale:
             what = "differs from" if name in rendered else "is not made by"
-            click.echo(f"{out / name} {what} `rocmkit docker render`", err=True)
+            OUT.message(f"{out / name} {what} `rocmkit docker render`")
         if stale:
-            click.echo(f"fix: rocmkit docker render --out {out}", err=True)
+            OUT.message(f"fix: rocmkit docker render --out {out}")
             sys.exit(1)
-        click.echo(f"{len(rendered)} Dockerfile(s) in {out} are current", err=True)
+        OUT.message(f"{len(rendered)} Dockerfile(s) in {out} are current")
         return
     out.mkdir(parents=True, exist_ok=True)
     for name, text in rendered.items():
         write_text_atomic(out / name, text)
-        click.echo(f"wrote {out / name}", err=True)
+        OUT.message(f"wrote {out / name}")

@@ -13,22 +13,19 @@ from typing import TYPE_CHECKING
 import click
 
 from rocmkit.arch import BACKENDS
+from rocmkit.cli.request import OUT, request
+from rocmkit.doctor.request import DoctorRequest
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from rocmkit.doctor.registry import Check
+    from rocmkit.doctor.result import Report
 
 
 @click.command("doctor")
-@click.option(
-    "--level",
-    "-l",
-    type=click.IntRange(0, 3),
-    default=1,
-    show_default=True,
-    help="0 static facts (seconds), 1 quick device smoke, 2 kernels and performance, 3 models and multi-GPU.",
-)
+@click.option("--level", "-l", type=click.IntRange(0, 3), default=1, show_default=True,
+    help="0 static facts (seconds), 1 quick device smoke, 2 kernels and performance, 3 models and multi-GPU.")
 @click.option(
     "--only", multiple=True, metavar="NAME", help="Run only these checks (name, group or glob), at any level."
 )
@@ -37,16 +34,10 @@ if TYPE_CHECKING:
     "--json", "as_json", is_flag=True, help="Print the rocmkit.report/1 JSON on stdout instead of the table."
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML here.")
-@click.option(
-    "--prom",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write a node_exporter textfile here (written atomically).",
-)
-@click.option(
-    "--capture",
-    type=click.Path(path_type=Path),
-    help="Check a capture folder (rocmkit snapshot) instead of this machine; level-0 static checks only.",
-)
+@click.option("--prom", type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a node_exporter textfile here (written atomically).")
+@click.option("--capture", type=click.Path(path_type=Path),
+    help="Check a capture folder (rocmkit snapshot) instead of this machine; level-0 static checks only.")
 @click.option(
     "--venv",
     type=click.Path(file_okay=False, path_type=Path),
@@ -54,66 +45,22 @@ if TYPE_CHECKING:
     "Default: the active venv, else rocmkit's own Python.",
 )
 @click.option("--python", "python_path", metavar="PATH", help="Check this interpreter's torch and Triton.")
-@click.option(
-    "--backend",
-    type=click.Choice(BACKENDS),
-    help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).",
-)
-@click.option(
-    "--timeout-scale",
-    type=click.FloatRange(0.1, 100.0),
-    default=1.0,
-    show_default=True,
-    help="Multiply every isolated check's timeout (slow or busy nodes).",
-)
-@click.option(
-    "--set",
-    "settings",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A check option (size, threshold, repeat count), e.g. --set shm_min_bytes=4294967296.",
-)
-@click.option(
-    "--isolation",
-    type=click.Choice(["fork", "spawn"]),
-    default="fork",
-    show_default=True,
+@click.option("--backend", type=click.Choice(BACKENDS),
+    help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).")
+@click.option("--timeout-scale", type=click.FloatRange(0.1, 100.0), default=1.0, show_default=True,
+    help="Multiply every isolated check's timeout (slow or busy nodes).")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+    help="A check option (size, threshold, repeat count), e.g. --set shm_min_bytes=4294967296.")
+@click.option("--isolation", type=click.Choice(["fork", "spawn"]), default="fork", show_default=True,
     help="fork: isolated checks fork from one worker that imported torch and Triton once; "
-    "spawn: a fresh Python per check (slower; rules the worker out).",
-)
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(1, 256),
-    help="Checks to run at once (GPU checks still run one at a time). Default: the usable "
-    "cores with --isolation fork, 1 with spawn.",
-)
-@click.option(
-    "--fresh",
-    is_flag=True,
-    help="Ignore every cache: detect again and compile every kernel and graph again.",
-)
+    "spawn: a fresh Python per check (slower; rules the worker out).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), help="Checks to run at once (GPU checks still run "
+    "one at a time). Default: the usable cores with --isolation fork, 1 with spawn.")
+@click.option("--fresh", is_flag=True, help="Ignore every cache: detect again and compile every kernel and graph again.")
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
-def cli(
-    level: int,
-    only: tuple[str, ...],
-    skip: tuple[str, ...],
-    as_json: bool,
-    junit: Path | None,
-    prom: Path | None,
-    capture: Path | None,
-    venv: Path | None,
-    python_path: str | None,
-    backend: str | None,
-    timeout_scale: float,
-    settings: tuple[str, ...],
-    isolation: str,
-    jobs: int | None,
-    fresh: bool,
-    list_only: bool,
-    verbose: bool,
-) -> None:
+@request(DoctorRequest)
+def cli(req: DoctorRequest) -> None:
     """Validate the environment, Triton kernels and torch.compile on this node.
 
     \b
@@ -122,61 +69,52 @@ def cli(
     from rocmkit.doctor.registry import check_modules
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
-    from rocmkit.errors import UsageError
     from rocmkit.paths import cache_dir
 
     found = discover(check_modules())
-    if list_only:
-        _print_list(found.checks)
+    if req.list_only:
+        OUT.lines(list_lines(found.checks))
         for r in found.broken:
-            click.echo(f"warning: {r.message}", err=True)
+            OUT.warning(r.message)
         return
-
-    for path in (junit, prom):
-        if path is not None and not path.parent.is_dir():
-            raise UsageError(
-                f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
-            )
     # Bad names fail here, before detection and the plan take their time.
-    total = len(select(found.checks, level=level, only=only, skip=skip))
+    total = len(select(found.checks, level=req.level, only=req.only, skip=req.skip))
 
     from rocmkit.doctor.python_env import select_python
 
-    python = select_python(venv=venv, python=python_path)
+    python = select_python(venv=req.venv, python=req.python_path)
     from rocmkit.install.flow import recover_for_python
 
     # An install killed in this venv (kill -9) left a journal: undo it before checking.
-    recover_for_python(Path(python.executable), lambda m: click.echo(m, err=True))
+    recover_for_python(Path(python.executable), OUT.message)
     if not python.own:
-        click.echo(f"checking the Python at {python.executable} ({python.version})", err=True)
-    if capture is None:
+        OUT.message(f"checking the Python at {python.executable} ({python.version})")
+    if req.capture is None:
         from rocmkit.detect_cache import cached_machine, cached_plan
 
         # Detection facts are cached per boot and driver state, and the plan with them:
         # a rerun skips the probes and resolve.
-        machine, _ = cached_machine(cache_dir(), fresh=fresh)
-        plan = cached_plan(cache_dir(), machine, make_plan, fresh=fresh)
+        machine, _ = cached_machine(cache_dir(), fresh=req.fresh)
+        plan = cached_plan(cache_dir(), machine, make_plan, fresh=req.fresh)
     else:
         from rocmkit.detect import load_machine
 
-        machine = load_machine(capture)
+        machine = load_machine(req.capture)
         plan = make_plan(machine)
     opts = RunOptions(
-        level=level,
-        only=only,
-        skip=skip,
-        backend=backend,  # type: ignore[arg-type]  # click.Choice guarantees the literal
-        timeout_scale=timeout_scale,
-        options=parse_settings(settings),
-        isolation=isolation,  # type: ignore[arg-type]  # click.Choice guarantees the literal
-        jobs=jobs,
-        fresh=fresh,
+        level=req.level,
+        only=req.only,
+        skip=req.skip,
+        backend=req.backend,  # type: ignore[arg-type]  # checked by the request
+        timeout_scale=req.timeout_scale,
+        options=req.options,
+        isolation=req.isolation,  # type: ignore[arg-type]  # checked by the request
+        jobs=req.jobs,
+        fresh=req.fresh,
     )
     for key in unknown_settings(opts.options, found.checks):
-        click.echo(
-            f"warning: no check reads --set {key}; it is ignored (`rocmkit doctor --list` names "
-            "each check's options)",
-            err=True,
+        OUT.warning(
+            f"no check reads --set {key}; it is ignored (`rocmkit doctor --list` names each check's options)"
         )
     progress = text.Progress(total)
     report = doctor(
@@ -189,16 +127,22 @@ def cli(
         checks=found,
         python=python,
     )
-    if as_json:
-        from rocmkit.doctor.reporters import json as json_reporter
+    _write_reports(req, report)
+    sys.exit(report.exit_code)
 
-        click.echo(json_reporter.render(report), nl=False)
-    else:
-        click.echo(text.render(report, colour=sys.stdout.isatty(), verbose=verbose), nl=False)
+
+def _write_reports(req: DoctorRequest, report: Report) -> None:
+    from rocmkit.doctor.reporters import json as json_reporter
     from rocmkit.doctor.reporters import junit as junit_reporter
     from rocmkit.doctor.reporters import prom as prom_reporter
+    from rocmkit.doctor.reporters import text
+    from rocmkit.errors import UsageError
 
-    for path, render in ((junit, junit_reporter.render), (prom, prom_reporter.render)):
+    if req.as_json:
+        OUT.data(json_reporter.render(report), nl=False)
+    else:
+        OUT.data(text.render(report, colour=sys.stdout.isatty(), verbose=req.verbose), nl=False)
+    for path, render in ((req.junit, junit_reporter.render), (req.prom, prom_reporter.render)):
         if path is None:
             continue
         try:
@@ -207,27 +151,6 @@ def cli(
             raise UsageError(
                 f"cannot write {path}: {exc.strerror or exc}", "choose a file in a folder you can write to"
             ) from exc
-    sys.exit(report.exit_code)
-
-
-def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
-    """``KEY=VALUE`` pairs; values that read as JSON (numbers, true/false) become those."""
-    from rocmkit.errors import DataError, UsageError
-    from rocmkit.safeload import loads_json
-
-    out: dict[str, object] = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--set {item!r} is not KEY=VALUE", "write it like --set repeats=5")
-        try:
-            # Bounded: NaN, 1e400 or [[[[... would reach a check as a number it cannot use.
-            out[key.strip()] = loads_json(value, f"--set {key.strip()}", max_depth=8)
-        except DataError as exc:
-            if "is not valid JSON" not in exc.message:
-                raise UsageError(exc.message, "give a finite number, true/false or plain text") from exc
-            out[key.strip()] = value
-    return out
 
 
 def unknown_settings(options: Mapping[str, object], checks: Mapping[str, Check] | None = None) -> list[str]:
@@ -238,13 +161,13 @@ def unknown_settings(options: Mapping[str, object], checks: Mapping[str, Check] 
     return unknown_options(options, found.values())
 
 
-def _print_list(checks: Mapping[str, Check]) -> None:
-    rows = list(checks.values())
-    rows.sort(key=lambda c: c.level)
+def list_lines(checks: Mapping[str, Check]) -> list[str]:
+    rows = sorted(checks.values(), key=lambda c: c.level)
     width = max((len(c.name) for c in rows), default=5)
-    click.echo(f"{'LEVEL':5}  {'CHECK':{width}}  {'RUNS IN':7}  {'NEEDS':18}  DESCRIPTION")
+    out = [f"{'LEVEL':5}  {'CHECK':{width}}  {'RUNS IN':7}  {'NEEDS':18}  DESCRIPTION"]
     for c in rows:
         where = "child" if c.isolated else "process"
         needs = ",".join(sorted(c.needs)) or "-"
         opts = f" [--set {', '.join(sorted(c.options))}]" if c.options else ""
-        click.echo(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}{opts}")
+        out.append(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}{opts}")
+    return out

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
+
+from rocmkit.cli.request import OUT
 
 
 @click.group("fleet")
@@ -19,12 +20,8 @@ def cli() -> None:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the rocmkit.fleet/1 JSON on stdout instead of text."
 )
-@click.option(
-    "--html",
-    "html_out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write a self-contained HTML page.",
-)
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a self-contained HTML page.")
 @click.option(
     "--threshold",
     type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
@@ -56,7 +53,7 @@ def summarize_cmd(
         )
     loaded = load_reports(paths)
     for p in loaded.skipped:
-        click.echo(f"note: {p} is not a rocmkit.report/1 file; skipped", err=True)
+        OUT.note(f"{p} is not a rocmkit.report/1 file; skipped")
     summary = summarize(
         loaded.reports,
         threshold=threshold,
@@ -69,11 +66,11 @@ def summarize_cmd(
 
         # Atomic: a full disk leaves no empty or half page behind (exit 12 from main).
         write_text_atomic(html_out, render_html.render(summary))
-        click.echo(f"wrote {html_out}", err=True)
+        OUT.message(f"wrote {html_out}")
     if as_json:
-        click.echo(json.dumps(summary.to_dict(), indent=2))
+        OUT.json(summary.to_dict())
     else:
-        click.echo(render_text.render(summary), nl=False)
+        OUT.data(render_text.render(summary), nl=False)
     if strict and not summary.healthy:
         sys.exit(1)
 
@@ -95,12 +92,12 @@ def drain_cmd(paths: tuple[Path, ...], as_json: bool) -> None:
 
     loaded = load_reports(paths)
     for p in loaded.skipped:
-        click.echo(f"note: {p} is not a rocmkit.report/1 file; skipped", err=True)
+        OUT.note(f"{p} is not a rocmkit.report/1 file; skipped")
     entries = drain_list([lr.report for lr in loaded.reports])
     if as_json:
-        click.echo(json.dumps([d.to_dict() for d in entries], indent=2))
+        OUT.json([d.to_dict() for d in entries])
         return
-    click.echo(render_text.render_drain(entries), nl=False)
+    OUT.data(render_text.render_drain(entries), nl=False)
 
 
 @cli.command("labels")
@@ -127,5 +124,4 @@ def labels_cmd(report: Path, prefix: str) -> None:
         )
     if not report.exists():
         raise UsageError(f"{report} does not exist", "pass a file written by `rocmkit doctor --json`")
-    for key, value in node_labels(read_report(report), prefix).items():
-        click.echo(f"{key}={value}")
+    OUT.lines([f"{key}={value}" for key, value in node_labels(read_report(report), prefix).items()])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from rocmkit.cli.request import OUT, request
 from rocmkit.resolve.constraints import CHANNELS
+from rocmkit.resolve.request import ResolveRequest
 
 
 @click.command("resolve")
@@ -23,25 +24,12 @@ from rocmkit.resolve.constraints import CHANNELS
 )
 @click.option("--cpu", is_flag=True, help="CPU wheels, whatever the GPUs.")
 @click.option("--python", metavar="X.Y", help="Target Python (default: the running one).")
-@click.option(
-    "--channel",
-    type=click.Choice(CHANNELS),
-    default="stable",
-    show_default=True,
-    help="PyTorch releases, PyTorch nightlies, or AMD's TheRock multi-arch index.",
-)
-@click.option(
-    "--index-base",
-    metavar="URL",
-    envvar="ROCMKIT_INDEX_BASE",
-    help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.",
-)
-@click.option(
-    "--offline",
-    is_flag=True,
-    envvar="ROCMKIT_OFFLINE",
-    help="Plan from rocmkit's data only; do not ask the index what it serves now. Env: ROCMKIT_OFFLINE=1.",
-)
+@click.option("--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
+    help="PyTorch releases, PyTorch nightlies, or AMD's TheRock multi-arch index.")
+@click.option("--index-base", metavar="URL", envvar="ROCMKIT_INDEX_BASE",
+    help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.")
+@click.option("--offline", is_flag=True, envvar="ROCMKIT_OFFLINE",
+    help="Plan from rocmkit's data only; do not ask the index what it serves now. Env: ROCMKIT_OFFLINE=1.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (schema rocmkit.plan/1).")
 @click.option(
     "--format",
@@ -51,19 +39,8 @@ from rocmkit.resolve.constraints import CHANNELS
     show_default=True,
     help="requirements: a requirements file with its --index-url lines.",
 )
-def cli(
-    capture: Path | None,
-    torch_version: str | None,
-    rocm: str | None,
-    cuda: str | None,
-    cpu: bool,
-    python: str | None,
-    channel: str,
-    index_base: str | None,
-    offline: bool,
-    as_json: bool,
-    fmt: str,
-) -> None:
+@request(ResolveRequest)
+def cli(req: ResolveRequest) -> None:
     """Pick the torch, torchvision, torchaudio and Triton builds, the index and the
     environment for this machine, with the reason for every choice.
 
@@ -72,37 +49,24 @@ def cli(
     6 no plan fits (the message says what would).
     """
     from rocmkit.detect import load_machine
-    from rocmkit.errors import UsageError
-    from rocmkit.resolve import Constraints, resolve
+    from rocmkit.resolve import resolve
     from rocmkit.resolve.render import requirements_text, summary_text
 
-    if as_json and fmt == "requirements":
-        # One of the two would be silently ignored.
-        raise UsageError("--json and --format requirements ask for two outputs", "pass only one of them")
-
-    constraints = Constraints(
-        torch=torch_version,
-        rocm=rocm,
-        python=python,
-        channel=channel,
-        cuda=cuda,
-        index_base=index_base or None,
-        cpu=cpu,
-    ).validated()
-    machine = load_machine(capture)
+    machine = load_machine(req.capture)
+    constraints = req.constraints()
     plan = resolve(machine, constraints)
-    if not offline:
+    if not req.offline:
         # What the index serves now: one request (2 s at most, cached) that settles
         # whether the planned build exists and whether a newer one does.
         from rocmkit.matrix import load_matrix
         from rocmkit.resolve.live import check_plan
 
         plan = check_plan(plan, machine, constraints, load_matrix())
-    if as_json or fmt == "json":
-        click.echo(json.dumps(plan.to_dict(), indent=2))
-    elif fmt == "requirements":
-        click.echo(requirements_text(plan), nl=False)
+    if req.as_json or req.fmt == "json":
+        OUT.json(plan.to_dict())
+    elif req.fmt == "requirements":
+        OUT.data(requirements_text(plan), nl=False)
         for warning in plan.warnings:
-            click.echo(f"warning: {warning}", err=True)
+            OUT.warning(warning)
     else:
-        click.echo(summary_text(plan), nl=False)
+        OUT.data(summary_text(plan), nl=False)

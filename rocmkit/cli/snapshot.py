@@ -6,14 +6,13 @@ from pathlib import Path
 
 import click
 
+from rocmkit.cli.request import OUT
+
 
 @click.command(name="snapshot")
 @click.argument("dest", type=click.Path(path_type=Path), metavar="DIR")
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Write into DIR even if it already holds files (an earlier snapshot's are replaced).",
-)
+@click.option("--force", is_flag=True,
+    help="Write into DIR even if it already holds files (an earlier snapshot's are replaced).")
 def cli(dest: Path, force: bool) -> None:
     """Write every command output and file detection reads (docs/captures.md) into DIR.
 
@@ -37,5 +36,5 @@ def cli(dest: Path, force: bool) -> None:
     if rocm_path:
         extra = (f"{rocm_path}/.info/version",)
     written = snapshot(source, dest, extra_files=extra)
-    click.echo(f"wrote {len(written)} files to {dest}", err=True)
-    click.echo(str(dest))
+    OUT.message(f"wrote {len(written)} files to {dest}")
+    OUT.data(str(dest))

@@ -4,6 +4,7 @@ the Dockerfiles rendered from them.
 ``images``      the data: base images and image rows, validated on load, and the image
                 spec chosen for ``rocmkit docker render`` options
 ``dockerfile``  the rendering: one Dockerfile per spec, and which files in docker/ are stale
+``request``     what ``rocmkit docker render`` was asked to do, checked when it is made
 
 A rendered Dockerfile installs rocmkit from the build context, runs ``rocmkit
 install`` for the image's ROCm release, torch release and gfx archs,

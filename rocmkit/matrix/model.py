@@ -242,8 +242,15 @@ class Matrix:
 
     def index_url(self, channel: str, index: str, base: str | None = None) -> str:
         chan = self.channels[channel]
-        root = (base or self.pytorch_base).rstrip("/")
-        return chan.url.format(base=root, index=index)
+        return self.rebase(chan.url.format(base=self.pytorch_base.rstrip("/"), index=index), base)
+
+    def rebase(self, url: str, base: str | None) -> str:
+        """``--index-base``, the one rule (resolve and install both use it): an index under
+        PyTorch's root (``pytorch_base``) moves to the mirror ``base``; any other URL stays."""
+        root = self.pytorch_base.rstrip("/")
+        if not base or not (url == root or url.startswith(root + "/")):
+            return url
+        return base.rstrip("/") + url[len(root) :]
 
 
 def normalize_pci_id(pci_id: str) -> str:

@@ -64,7 +64,7 @@ def test_wheelhouse_step_makes_a_wheelhouse_install_accepts(tmp_path: Path) -> N
     # Another node: a fresh venv, installed offline from the wheelhouse, verified by install.
     other = tmp_path / "other-node"
     result = run(
-        [sys.executable, "-m", "rocmkit", "install", "--venv", str(other), "--wheelhouse", str(wheelhouse), "--installer", "pip"],
+        [sys.executable, "-m", "rocmkit", "install", "--venv", str(other), "--wheelhouse", str(wheelhouse), "--installer", "uv"],
         env={**os.environ, **QUIET},
         timeout=600,
     )  # fmt: skip

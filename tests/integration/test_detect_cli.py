@@ -1,5 +1,6 @@
 """`rocmkit detect` and `rocmkit snapshot` as real processes: hung and crashing tools,
-the live CPU-only path, snapshot replay, import hygiene and bad input."""
+the live CPU-only path, snapshot replay and import hygiene. Bad input that needs no process
+is in tests/unit/test_cli_errors.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -33,13 +33,31 @@ def _tool(bin_dir: Path, name: str, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
+HUNG = ("rocminfo", "amd-smi", "rocm_agent_enumerator")
+
+
+def _meet_then_hang(meet: Path, name: str, then: str) -> str:
+    """A hung tool that first waits until every hung tool has started: it reaches
+    "met" only when the three run at the same time (one after another, each is killed
+    at its timeout before the next starts)."""
+    others = " ".join(f"'{meet / h}.started'" for h in HUNG)
+    return (
+        f"touch '{meet / name}.started'\n"
+        f'while true; do ok=1; for f in {others}; do [ -e "$f" ] || ok=0; done; '
+        f"[ $ok = 1 ] && break; sleep 0.05; done\n"
+        f"touch '{meet / name}.met'\n{then}"
+    )
+
+
 def _env_with_tools(tmp_path: Path) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    meet = tmp_path / "meet"
+    meet.mkdir()
     # Hangs, with a child holding the pipe: the runner must kill the whole group.
-    _tool(bin_dir, "rocminfo", "sleep 300 &\nsleep 300")
-    _tool(bin_dir, "amd-smi", "sleep 300")
-    _tool(bin_dir, "rocm_agent_enumerator", "sleep 300")
+    _tool(bin_dir, "rocminfo", _meet_then_hang(meet, "rocminfo", "sleep 300 &\nsleep 300"))
+    _tool(bin_dir, "amd-smi", _meet_then_hang(meet, "amd-smi", "sleep 300"))
+    _tool(bin_dir, "rocm_agent_enumerator", _meet_then_hang(meet, "rocm_agent_enumerator", "sleep 300"))
     _tool(bin_dir, "rocm-smi", 'echo "ERROR: GPU[0] : unable to read" >&2\nexit 1')
     _tool(bin_dir, "hipconfig", "kill -SEGV $$")
     env = dict(os.environ)
@@ -50,12 +68,11 @@ def _env_with_tools(tmp_path: Path) -> dict[str, str]:
 
 def test_hung_failing_and_crashing_tools_are_reported_within_budget(tmp_path: Path) -> None:
     env = _env_with_tools(tmp_path)
-    start = time.monotonic()
     proc = _run(["detect", "--json"], env=env)
-    elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr
-    # Three tools hang for 2 s each; run one after another they would take 6 s or more.
-    assert elapsed < 5.5, elapsed
+    # The three hung tools ran at the same time, so a hung tool costs its timeout once, not once per
+    # tool (what makes this fast, asserted without a clock: each saw the other two started).
+    assert sorted(p.name for p in (tmp_path / "meet").glob("*.met")) == sorted(f"{h}.met" for h in HUNG)
     problems = {p["source"]: p for p in json.loads(proc.stdout)["problems"]}
     assert "did not finish within 2 s" in problems["rocminfo"]["message"]
     assert "did not finish within 2 s" in problems["amd-smi"]["message"]
@@ -108,59 +125,12 @@ def test_detect_does_not_import_torch_or_triton() -> None:
     assert proc.stdout.strip() == "[]"
 
 
-def test_missing_capture_is_one_line_exit_4(tmp_path: Path) -> None:
-    proc = _run(["detect", "--capture", str(tmp_path / "nope")])
-    assert proc.returncode == 4
-    assert proc.stderr.strip().count("\n") == 0 and "does not exist" in proc.stderr
-    assert "Traceback" not in proc.stderr
-
-
-def test_unreadable_capture_file_is_one_line_exit_4(tmp_path: Path) -> None:
-    cap = tmp_path / "cap"
-    (cap / "cmd" / "rocminfo.txt").mkdir(parents=True)  # a folder where a file should be
-    proc = _run(["detect", "--capture", str(cap)])
-    assert proc.returncode == 4, proc.stderr
-    assert proc.stderr.startswith("error: cannot ") and "Traceback" not in proc.stderr
-
-
-def test_corrupt_env_json_and_bad_override_and_unknown_option(tmp_path: Path) -> None:
-    cap = tmp_path / "cap"
-    (cap / "cmd").mkdir(parents=True)
-    (cap / "env.json").write_text("{not json")
-    proc = _run(["detect", "--capture", str(cap)])
-    assert proc.returncode == 4 and "env.json is not valid JSON" in proc.stderr
-    env = dict(os.environ, ROCMKIT_GFX="navi31")
-    proc = _run(["detect"], env=env)
-    assert proc.returncode == 4 and "ROCMKIT_GFX" in proc.stderr and "Traceback" not in proc.stderr
-    proc = _run(["detect", "--frobnicate"])
-    assert proc.returncode == 4 and "No such option" in proc.stderr and "Traceback" not in proc.stderr
-
-
-def test_snapshot_refuses_a_non_empty_folder(tmp_path: Path) -> None:
-    (tmp_path / "x").write_text("keep me")
-    proc = _run(["snapshot", str(tmp_path)])
-    assert proc.returncode == 4 and "not empty" in proc.stderr
-    assert (tmp_path / "x").read_text() == "keep me"
-
-
 def test_snapshot_that_cannot_write_a_file_is_one_line_exit_4(tmp_path: Path) -> None:
     (tmp_path / "root" / "etc" / "os-release").mkdir(parents=True)  # a folder where a file goes
     proc = _run(["snapshot", "--force", str(tmp_path)])
     assert proc.returncode == 4, proc.stderr
     assert proc.stderr.startswith("error: cannot write") and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-
-
-def test_corrupt_matrix_is_one_line_exit_5(tmp_path: Path) -> None:
-    repo = Path(__file__).resolve().parents[2]
-    matrices = tmp_path / "matrices"
-    shutil.copytree(repo / "matrices", matrices)
-    (matrices / "gfx.toml").write_text("schema = 1\n[[pci]\nid = ")
-    env = dict(os.environ, ROCMKIT_MATRICES_DIR=str(matrices))
-    # rocm-smi shows only PCI ids here, so detection needs the PCI table.
-    proc = _run(["detect", "--capture", str(repo / "tests/data/captures/mi300x8-rocm-smi-stas00")], env=env)
-    assert proc.returncode == 5, proc.stderr
-    assert proc.stderr.startswith("error:") and proc.stderr.count("\n") == 1 and "gfx.toml" in proc.stderr
 
 
 def test_fake_gpu_tools_live_and_snapshot_agree(tmp_path: Path) -> None:

@@ -110,9 +110,7 @@ def test_torch_is_imported_in_the_checked_venv(tmp_path: Path) -> None:
     assert report["versions"]["torch"] is not None
 
 
-def test_bad_venv_is_one_line(tmp_path: Path) -> None:
-    proc = _doctor("--venv", str(tmp_path), cache=tmp_path / "c")
-    assert proc.returncode == 4
-    assert proc.stderr.startswith("error: ") and "is not a virtual environment" in proc.stderr
+def test_a_python_that_cannot_run_is_one_line(tmp_path: Path) -> None:
+    # (A folder that is no venv needs no process: tests/unit/test_cli_errors.py.)
     proc = _doctor("--python", str(tmp_path / "nope"), cache=tmp_path / "c")
     assert proc.returncode == 4 and "cannot run the Python to check" in proc.stderr

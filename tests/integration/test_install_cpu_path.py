@@ -162,8 +162,6 @@ def test_pep668_system_python_is_refused(tmp_path: Path, capsys: pytest.CaptureF
 def test_a_hung_index_fails_in_seconds_not_minutes(
     tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import time
-
     with socket.socket() as hung:  # accepts connections (kernel backlog), never answers
         hung.bind(("127.0.0.1", 0))
         hung.listen(8)
@@ -179,12 +177,11 @@ def test_a_hung_index_fails_in_seconds_not_minutes(
                 }
             )
         )
-        start = time.monotonic()
         code, _, err = rk(capsys, "--venv", str(tmp_path / "v"), "--plan", str(plan), "--probe-timeout", "1")
-        elapsed = time.monotonic() - start
     assert code == 9, err
+    # What makes it fast: the probe gave up at its 1 s timeout, before any installer or venv started.
     assert f"package index {url} did not answer (no answer within 1 s)" in err
-    assert elapsed < 15
+    assert not (tmp_path / "v").exists()
 
 
 def test_install_holds_the_plan_to_what_the_users_sources_hold(

@@ -50,11 +50,8 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         f"open({str(marker)!r}, 'w').write(str(p.pid));"
         "time.sleep(60)"
     )
-    start = time.monotonic()
     res = run([sys.executable, "-c", code], timeout=1.5)
-    elapsed = time.monotonic() - start
     assert res.status == "timeout"
-    assert elapsed < 10
     assert "did not finish within 1.5 s" in res.describe()
     pid = int(marker.read_text())
     time.sleep(0.2)
@@ -75,12 +72,16 @@ def _alive(pid: int) -> bool:
     return "Z" not in state.split()[1]
 
 
-def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored() -> None:
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
-    start = time.monotonic()
+def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path: Path) -> None:
+    # The child outlives SIGTERM; had the runner waited for it, it would have written `done`.
+    done = tmp_path / "done"
+    code = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True);"
+        f"time.sleep(60); open({str(done)!r}, 'w').close()"
+    )
     res = run([sys.executable, "-c", code], timeout=1.0)
-    assert res.status == "timeout"
-    assert time.monotonic() - start < 8
+    assert res.status == "timeout" and res.stdout == "ready\n"
+    assert not done.exists()
 
 
 def test_streaming_to_log_and_callback(tmp_path: Path) -> None:

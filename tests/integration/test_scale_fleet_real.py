@@ -129,16 +129,3 @@ def test_node_labels_from_a_real_report(fleet: Path) -> None:
     assert labels["rocmkit.io/doctor"] == "fail"
     assert labels["rocmkit.io/gfx"] == "gfx1036_gfx1201"
     assert labels["rocmkit.io/gpus"] == "2"
-
-
-def test_bad_input_is_one_line_with_an_exit_code(tmp_path: Path) -> None:
-    rc, out, err = summarize(str(tmp_path / "missing.json"))
-    assert rc == 4 and out == ""
-    assert err.strip().splitlines() == [
-        f"error: {tmp_path / 'missing.json'} does not exist (fix: pass report files or folders "
-        "written by `rocmkit doctor --json`)"
-    ]
-    bad = tmp_path / "bad.json"
-    bad.write_text("{")
-    rc, _, err = summarize(str(bad))
-    assert rc == 5 and "is not JSON" in err and "Traceback" not in err

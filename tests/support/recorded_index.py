@@ -85,7 +85,7 @@ class RecordedIndex:
         file = self.pypi / f"{project}.json"
         if not file.is_file():
             return None
-        data = json.loads(file.read_text())
+        data: dict[str, Any] = json.loads(file.read_text())
         base = self.url.rsplit("/", 1)[0]
         for f in data["files"]:
             f["url"] = f"{base}/files/{quote(f['filename'])}"

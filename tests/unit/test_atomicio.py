@@ -25,7 +25,7 @@ def test_failure_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: py
     def boom(src: str, dst: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(atomicio.os, "replace", boom)
+    monkeypatch.setattr(atomicio.os, "replace", boom)  # type: ignore[attr-defined]
     with pytest.raises(OSError):
         atomicio.write_text_atomic(target, "lost")
     assert target.read_text() == "kept"

@@ -104,7 +104,7 @@ def test_from_dict_rejects_other_documents() -> None:
         SuiteResult.from_dict(data)
     with pytest.raises(DataError, match="field 'backend' is missing") as caught:
         SuiteResult.from_dict({"schema": "rocmkit.bench/1"})
-    assert "rocmkit bench models --json" in caught.value.fix
+    assert "rocmkit bench models --json" in (caught.value.fix or "")
 
 
 def test_csv_has_one_row_per_model_with_dynamo_leading_columns() -> None:

@@ -259,6 +259,7 @@ def test_build_memory_respects_a_container_limit() -> None:
     v1 = {"/sys/fs/cgroup/memory/memory.limit_in_bytes": str(9223372036854771712)}
     assert build_memory(64 * GIB, v1.get) == 64 * GIB  # v1's "no limit" is a huge number
     assert build_memory(None, files.get) == 16 * GIB
-    assert build_memory(None, {}.get) is None
+    no_files: dict[str, str] = {}
+    assert build_memory(None, no_files.get) is None
     # 16 GiB in a container: (16 - 2) / 4 = 3 ROCm jobs, not 128.
     assert max_jobs(128, build_memory(512 * GIB, files.get), "rocm")[0] == 3

@@ -123,6 +123,7 @@ def test_virtual_function_from_lspci_and_libdrm_noise_from_stderr(tmp_path: Path
 def test_kernel_checks(fn: Callable[[CheckContext], CheckResult], msg: KernelMessage, word: str) -> None:
     check = fn
     bad = check(_ctx(_amd(kernel_messages=(msg,), kernel_log_read=True)))
+    assert msg.device is not None
     assert bad.status is Status.FAIL and word in bad.message and msg.device in bad.message
     # A line seen in a partial read (dmesg failed halfway) still counts.
     assert check(_ctx(_amd(kernel_messages=(msg,), kernel_log_read=False))).status is Status.FAIL

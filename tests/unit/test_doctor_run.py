@@ -133,7 +133,8 @@ def test_host_id_is_stable_and_hides_the_machine_id() -> None:
     a = host_id("node7", files.get)
     assert a == host_id("node7", files.get)
     assert a.startswith("node7-") and "0123456789abcdef" not in a
-    assert a != host_id("node7", {}.get)
+    no_files: dict[str, str] = {}
+    assert a != host_id("node7", no_files.get)
 
 
 def _interrupt(ctx: CheckContext) -> CheckResult:

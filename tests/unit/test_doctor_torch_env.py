@@ -31,10 +31,10 @@ def test_triton_pin_reads_markers() -> None:
         'pytorch-triton-rocm==3.1.0; platform_system == "Linux" and platform_machine == "x86_64"',
         'triton==3.1.0; platform_system == "Windows"',
     ]
-    pin = torch_env.triton_pin(reqs)
+    pin = torch_env.triton_pin(reqs)  # type: ignore[attr-defined]
     assert pin is not None and str(pin.specifier) == "==3.1.0" and pin.name == "pytorch-triton-rocm"
-    assert torch_env.triton_pin(["sympy", 'optree>=0.13.0; extra == "optree"']) is None
-    assert torch_env.triton_pin(None) is None
+    assert torch_env.triton_pin(["sympy", 'optree>=0.13.0; extra == "optree"']) is None  # type: ignore[attr-defined]
+    assert torch_env.triton_pin(None) is None  # type: ignore[attr-defined]
 
 
 def _packages(monkeypatch: pytest.MonkeyPatch, installed: dict[str, str], requires: list[str] | None) -> None:
@@ -42,7 +42,7 @@ def _packages(monkeypatch: pytest.MonkeyPatch, installed: dict[str, str], requir
         return installed.get(dist)
 
     monkeypatch.setattr(torch_env, "_version", version)
-    monkeypatch.setattr(torch_env.importlib.metadata, "requires", lambda dist: requires)
+    monkeypatch.setattr(torch_env.importlib.metadata, "requires", lambda dist: requires)  # type: ignore[attr-defined]
 
 
 PIN = ['pytorch-triton-rocm==3.1.0; platform_system == "Linux"']

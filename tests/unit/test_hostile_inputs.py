@@ -233,7 +233,7 @@ def test_install_outcome_json_does_not_carry_index_credentials() -> None:
 
 @pytest.mark.parametrize("value", ["NaN", "1e400", "[" * 10_000])
 def test_doctor_set_values_are_bounded(value: str) -> None:
-    from rocmkit.cli.doctor import parse_settings
+    from rocmkit.doctor.request import parse_settings
     from rocmkit.errors import UsageError
 
     with pytest.raises(UsageError):

@@ -111,9 +111,9 @@ def test_backup_wheel_rebuilds_an_installed_distribution(tmp_path: Path) -> None
             "demo_pkg-1.0.dist-info/RECORD",
         }
         for line in zf.read("demo_pkg-1.0.dist-info/RECORD").decode().splitlines():
-            path, digest, _ = line.split(",")
+            member, digest, _ = line.split(",")
             if digest:
-                assert digest == _record_hash(zf.read(path))
+                assert digest == _record_hash(zf.read(member))
 
 
 def test_read_pip_config_follows_pips_order(tmp_path: Path) -> None:

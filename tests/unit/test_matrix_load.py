@@ -65,7 +65,9 @@ def test_overrides_stay_in_one_family() -> None:
     m = load_matrix()
     for arch in m.archs.values():
         if arch.hsa_override:
-            target = m.archs[override_to_gfx(arch.hsa_override)]
+            gfx = override_to_gfx(arch.hsa_override)
+            assert gfx is not None, arch.hsa_override
+            target = m.archs[gfx]
             assert target.family == arch.family and target.name != arch.name
     assert m.archs["gfx1101"].override_arch == "gfx1100"
     assert m.archs["gfx1032"].override_arch == "gfx1030"

@@ -1,0 +1,60 @@
+"""Thin commands: a command's options arrive as one typed, frozen request, and it prints through
+one output object.
+
+``@request(InstallRequest)`` hands the command a single ``InstallRequest`` built from click's
+parameters (their names are the request's fields). The request checks itself when it is made,
+so option combinations are validated in the core, where the API and the tests use the same
+rules. ``OUT`` is the one place a command writes to: data to stdout, messages to stderr (as
+hatch's ``Terminal``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+R = TypeVar("R")
+
+
+def request(cls: Callable[..., R]) -> Callable[[Callable[[R], None]], Callable[..., None]]:
+    """Decorate a click command body that takes one ``cls`` instead of one argument per option."""
+
+    def wrap(body: Callable[[R], None]) -> Callable[..., None]:
+        @functools.wraps(body)
+        def command(**params: Any) -> None:
+            body(cls(**params))
+
+        return command
+
+    return wrap
+
+
+class Output:
+    """Where a command writes: data (what a pipe or a file should get) on stdout, everything a
+    person reads while it runs (progress, notes, warnings) on stderr."""
+
+    def data(self, text: str, *, nl: bool = True) -> None:
+        click.echo(text, nl=nl)
+
+    def json(self, obj: Any) -> None:
+        click.echo(json.dumps(obj, indent=2))
+
+    def lines(self, lines: list[str] | tuple[str, ...]) -> None:
+        for line in lines:
+            click.echo(line)
+
+    def message(self, text: str) -> None:
+        click.echo(text, err=True)
+
+    def note(self, text: str) -> None:
+        click.echo(f"note: {text}", err=True)
+
+    def warning(self, text: str) -> None:
+        click.echo(f"warning: {text}", err=True)
+
+
+OUT = Output()

@@ -1,0 +1,76 @@
+"""What ``rocmkit doctor`` was asked to do: one frozen request, checked here, not in the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocmkit.arch import BACKENDS
+from rocmkit.errors import UsageError
+
+
+@dataclass(frozen=True, kw_only=True)
+class DoctorRequest:
+    level: int = 1
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    as_json: bool = False
+    junit: Path | None = None
+    prom: Path | None = None
+    capture: Path | None = None
+    venv: Path | None = None
+    python_path: str | None = None
+    backend: str | None = None
+    timeout_scale: float = 1.0
+    settings: tuple[str, ...] = ()  # KEY=VALUE, as given; see .options
+    isolation: str = "fork"  # fork: one warm worker forks each check; spawn: a fresh Python per check
+    jobs: int | None = None
+    fresh: bool = False
+    list_only: bool = False
+    verbose: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.level <= 3:
+            raise UsageError(f"--level {self.level} is not 0, 1, 2 or 3", "pick one")
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise UsageError(f"--backend {self.backend!r} is not one of {', '.join(BACKENDS)}", "pick one")
+        if self.isolation not in ("fork", "spawn"):
+            raise UsageError(f"--isolation {self.isolation!r} is not fork or spawn", "pick one")
+        if self.jobs is not None and self.jobs < 1:
+            raise UsageError(f"--jobs {self.jobs} is not a positive count", "give e.g. 2")
+        if self.list_only:
+            return
+        for path in self.reports:
+            if not path.parent.is_dir():
+                raise UsageError(
+                    f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
+                )
+        parse_settings(self.settings)  # a malformed --set fails now, not after detection
+
+    @property
+    def reports(self) -> tuple[Path, ...]:
+        return tuple(p for p in (self.junit, self.prom) if p is not None)
+
+    @property
+    def options(self) -> dict[str, object]:
+        return parse_settings(self.settings)
+
+
+def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs; values that read as JSON (numbers, true/false) become those."""
+    from rocmkit.errors import DataError
+    from rocmkit.safeload import loads_json
+
+    out: dict[str, object] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {item!r} is not KEY=VALUE", "write it like --set repeats=5")
+        try:
+            # Bounded: NaN, 1e400 or [[[[... would reach a check as a number it cannot use.
+            out[key.strip()] = loads_json(value, f"--set {key.strip()}", max_depth=8)
+        except DataError as exc:
+            if "is not valid JSON" not in exc.message:
+                raise UsageError(exc.message, "give a finite number, true/false or plain text") from exc
+            out[key.strip()] = value
+    return out

@@ -1,0 +1,44 @@
+"""What ``rocmkit resolve`` was asked to do: the constraints, the machine, the output; one frozen
+request, checked here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocmkit.errors import UsageError
+from rocmkit.resolve.constraints import Constraints
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolveRequest:
+    capture: Path | None = None
+    torch_version: str | None = None
+    rocm: str | None = None
+    cuda: str | None = None
+    cpu: bool = False
+    python: str | None = None
+    channel: str = "stable"
+    index_base: str | None = None
+    offline: bool = False  # plan from the data alone; do not ask the index what it serves now
+    as_json: bool = False
+    fmt: str = "summary"  # summary | json | requirements
+
+    def __post_init__(self) -> None:
+        if self.fmt not in ("summary", "json", "requirements"):
+            raise UsageError(f"--format {self.fmt!r} is not summary, json or requirements", "pick one")
+        if self.as_json and self.fmt == "requirements":
+            # One of the two would be silently ignored.
+            raise UsageError("--json and --format requirements ask for two outputs", "pass only one of them")
+        self.constraints()
+
+    def constraints(self) -> Constraints:
+        return Constraints(
+            torch=self.torch_version,
+            rocm=self.rocm,
+            python=self.python,
+            channel=self.channel,
+            cuda=self.cuda,
+            index_base=self.index_base or None,
+            cpu=self.cpu,
+        ).validated()

@@ -1,0 +1,107 @@
+"""What ``rocmkit slurm healthcheck|prolog|config`` were asked to do: frozen requests, checked
+here, and the fast-check run the two hooks share."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rocmkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from rocmkit.slurm.checks import Outcome
+    from rocmkit.slurm.config import HookConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookRequest:
+    """The options the health check and the prolog share."""
+
+    node: str | None = None
+    venv: Path | None = None
+    python_path: str | None = None
+    skip: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+    strict: bool = False
+    budget: float = 45.0
+    report: Path | None = None
+    max_age: float = 24.0  # hours
+    log_target: str | None = None
+
+    def doctor_args(self) -> tuple[str, ...]:
+        """The same choices, as arguments for the `rocmkit doctor` the checks run."""
+        args: list[str] = []
+        if self.venv is not None:
+            args += ["--venv", str(self.venv.absolute())]
+        if self.python_path:
+            args += ["--python", self.python_path]
+        for s in self.skip:
+            args += ["--skip", s]
+        for s in self.settings:
+            args += ["--set", s]
+        return tuple(args)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HealthcheckRequest(HookRequest):
+    scontrol: str | None = None
+    no_drain: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigRequest:
+    folder: Path = Path("/etc/slurm")
+    write: bool = False
+    as_prolog: bool = False
+    interval: int = 300
+    node_state: str = "ANY,CYCLE"
+    log_target: str = "/var/log/slurm/rocmkit-healthcheck.log"
+    python_path: str | None = None
+    slurm_conf: str | None = None  # the hooks export SLURM_CONF (slurmd passes no environment)
+    hook_args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.folder.is_absolute():
+            raise UsageError(
+                f"--dir {self.folder} is not an absolute path", "slurmd needs one, e.g. --dir /etc/slurm"
+            )
+        if self.slurm_conf is not None and not Path(self.slurm_conf).is_absolute():
+            raise UsageError(f"--slurm-conf {self.slurm_conf} is not an absolute path", "pass the full path")
+        if self.write and not self.folder.is_dir():
+            raise UsageError(f"folder {self.folder} does not exist", "create it, or pass --dir")
+
+    def hook_config(self) -> HookConfig:
+        from rocmkit.slurm.config import HookConfig
+
+        return HookConfig(
+            folder=self.folder,
+            python=self.python_path or sys.executable,
+            interval_s=self.interval,
+            node_state=self.node_state,
+            log=self.log_target,
+            args=self.hook_args,
+            slurm_conf=self.slurm_conf,
+        )
+
+
+def quick_outcome(req: HookRequest, node: str) -> Outcome:
+    """Run the fast checks for one hook call on ``node``."""
+    from rocmkit.doctor.registry import check_modules
+    from rocmkit.doctor.run import discover, select
+    from rocmkit.slurm.checks import QuickOptions, hook_env, quick_checks, run_quick
+
+    names = quick_checks()
+    # A bad --skip fails here, as a usage error.
+    select(discover(check_modules()).checks, level=1, skip=req.skip)
+    opts = QuickOptions(
+        budget_s=req.budget,
+        strict=req.strict,
+        doctor_args=req.doctor_args(),
+        report=req.report,
+        max_age_s=req.max_age * 3600,
+        host=node,
+        env=hook_env(),
+    )
+    return run_quick(opts, [n for n in names if n not in req.skip])
