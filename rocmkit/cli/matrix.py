@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from rocmkit.cli.request import OUT, request
-from rocmkit.matrix.request import CheckRequest, RefreshRequest, check_data, refresh_write
+from rocmkit.datafiles import CheckRequest, check_data
+from rocmkit.matrix.request import RefreshRequest, refresh_write
 
 _DIR = click.option(
     "--dir",

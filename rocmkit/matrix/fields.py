@@ -26,7 +26,8 @@ FIX = "correct the entry, then run `rocmkit matrix check`"
 # Keys every row may carry in addition to its own.
 COMMON_KEYS = ("sources", "confirmed", "unconfirmed", "note")
 
-_RELEASE = re.compile(r"^\d+(\.\d+){1,3}$")
+# ASCII digits, each part short: int() reads other scripts' digits and refuses past 4300 of them.
+_RELEASE = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12}){1,3}$")
 
 
 def did_you_mean(word: str, choices: Collection[str]) -> str:

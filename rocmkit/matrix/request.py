@@ -6,71 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rocmkit.errors import UsageError
-
-if TYPE_CHECKING:
-    from rocmkit.cli.request import Output
-    from rocmkit.matrix.model import Matrix
-
-
-@dataclass(frozen=True, kw_only=True)
-class CheckRequest:
-    directory: Path | None = None
-    unconfirmed: bool = False
-    with_sources: bool = False  # re-read each fact's source
-    recording: Path | None = None  # recorded sources (the layout of tests/data/upstream)
-    offline: bool = False  # with_sources: recorded sources only
-    ti_clone: Path | None = None  # a clone of pytorch/test-infra
-    rock_clone: Path | None = None  # a clone of ROCm/TheRock
-
-    def __post_init__(self) -> None:
-        if not self.with_sources and (self.recording or self.offline or self.ti_clone or self.rock_clone):
-            raise UsageError("--from, --offline, --test-infra and --therock go with --sources", "add --sources")
-
-
-def check_data(req: CheckRequest, out: Output) -> None:
-    """Load and validate every registered data file; with ``with_sources``, audit the facts."""
-    from rocmkit.datafiles import data_files
-    from rocmkit.matrix.model import Matrix
-    from rocmkit.matrix.show import summary_lines, unconfirmed_lines
-    from rocmkit.paths import matrices_dir
-
-    folder = req.directory or matrices_dir()
-    matrix: Matrix | None = None
-    for entry in data_files():
-        loaded = entry.load(folder)
-        if isinstance(loaded, Matrix):
-            matrix = loaded
-            out.lines([f"ok  {line}" for line in summary_lines(loaded)])
-        else:
-            out.data(f"ok  {', '.join(entry.names)}")
-    if req.unconfirmed and matrix is not None:
-        lines = unconfirmed_lines(matrix)
-        out.data(f"{len(lines)} entries with unconfirmed facts:")
-        out.lines([f"  {line}" for line in lines])
-    if req.with_sources and matrix is not None:
-        _check_sources(matrix, req, out)
-
-
-def _check_sources(m: Matrix, req: CheckRequest, out: Output) -> None:
-    from rocmkit.errors import DataError
-    from rocmkit.matrix.sourcecheck import Sources, check_sources
-    from rocmkit.paths import shipped_matrices_dir
-
-    clones = {k: v for k, v in (("test-infra", req.ti_clone), ("TheRock", req.rock_clone)) if v is not None}
-    recording = req.recording
-    if recording is None:
-        checkout = shipped_matrices_dir().parent / "tests" / "data" / "upstream"
-        recording = checkout if checkout.is_dir() else None
-    report = check_sources(m, Sources(recording, offline=req.offline, clones=clones))
-    out.lines(report.lines())
-    if report.not_stated:
-        raise DataError(
-            f"{len(report.not_stated)} facts are not stated by the sources they cite",
-            "correct them (or their sources) and run `rocmkit matrix refresh --write`",
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
