@@ -60,7 +60,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     from rocmkit.bench.harness import HarnessOptions, run_model
     from rocmkit.bench.models import all_models
 
-    spec = all_models()[job["model"]]
+    spec = all_models(suite=job.get("suite", "builtin"))[job["model"]]
     opts = HarnessOptions(**job["options"])
     return run_model(spec, opts).to_dict()
 

@@ -18,6 +18,14 @@ def cli() -> None:
     """Benchmarks: torch.compile vs eager on a built-in model set."""
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _split_models(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(n.strip() for v in values for n in v.split(",") if n.strip())
 
@@ -30,10 +38,16 @@ def _write(path: Path, text: str) -> None:
 
 
 def _load(path: Path) -> SuiteResult:
+    """A saved run: the ``--json`` document, or a ``--results`` JSON-lines file."""
+    from rocmkit.bench import runlog
     from rocmkit.errors import DataError
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if text.lstrip().startswith("{") and runlog.SCHEMA in text.split("\n", 1)[0]:
+            log = runlog.read(path)
+            return runlog.to_suite(log.header, log.rows)
+        data = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(
             f"cannot read {path}: {exc}", "pass a file written by `rocmkit bench models --json`"
@@ -42,6 +56,23 @@ def _load(path: Path) -> SuiteResult:
 
 
 @cli.command(name="models")
+@click.option(
+    "--suite",
+    "suite_name",
+    type=click.Choice(["builtin", "huggingface", "timm"]),
+    default="builtin",
+    show_default=True,
+    help="builtin (5 models), or PyTorch's dashboard lists: huggingface (55), timm (18).",
+)
+@click.option(
+    "--results",
+    "results_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append each model's row to this JSON-lines file as it finishes (for --resume and merge).",
+)
+@click.option("--resume", is_flag=True, help="Run only the models without a row in --results.")
+@click.option("--shard", "shard_text", metavar="I/N", default=None, help="Run the I-th of N shards.")
 @click.option(
     "--models",
     "models",
@@ -67,7 +98,7 @@ def _load(path: Path) -> SuiteResult:
     "--size",
     type=click.Choice(["tiny", "small", "full"]),
     default=None,
-    help="Model sizes. [default: tiny on the CPU, full on a GPU]",
+    help="Model sizes (small: builtin only). [default: tiny on the CPU, full on a GPU]",
 )
 @click.option(
     "--repeat",
@@ -167,6 +198,10 @@ def _load(path: Path) -> SuiteResult:
     help="Diagnosis: add this to compiled outputs, to see the accuracy check fail.",
 )
 def models_cmd(
+    suite_name: str,
+    results_path: Path | None,
+    resume: bool,
+    shard_text: str | None,
     models: tuple[str, ...],
     mode: str,
     dtype: str,
@@ -188,23 +223,30 @@ def models_cmd(
     list_only: bool,
     perturb: float,
 ) -> None:
-    """Measure torch.compile against eager on the built-in model set.
+    """Measure torch.compile against eager on a model suite.
 
     Each model runs in its own process: warm-up, eager and compiled runs
     interleaved, speedup = median eager / median compiled, and the compiled
-    output checked against eager. Exit code 0 when every model passes, 1 when
-    any model failed accuracy, compilation, or did not finish.
+    output checked against eager. With --results each row is appended to a
+    file as it finishes; --resume continues a killed run, --shard I/N splits
+    one run (join the shards with `rocmkit bench merge`). Exit code 0 when
+    every model passes, 1 when any model failed accuracy, compilation, or did
+    not finish.
     """
-    from rocmkit.bench import html, results
+    from rocmkit.bench import html, results, runlog
     from rocmkit.bench.models import select
-    from rocmkit.bench.suite import SuiteOptions, run_suite
+    from rocmkit.bench.suite import Progress, SuiteOptions, run_suite
 
     names = _split_models(models)
+    shard = runlog.Shard.parse(shard_text) if shard_text else None
     if list_only:
-        for spec in select(names):
-            click.echo(f"{spec.name:12} {spec.suite:12} {spec.description}")
+        specs = select(names, suite=suite_name)
+        for spec in shard.take(specs) if shard else specs:
+            click.echo(f"{spec.name:36} {spec.suite:12} {spec.description}")
         return
-    for path in (csv_path, html_path, svg_path, md_path):
+    if resume and results_path is None:
+        raise UsageError("--resume needs the results file of the run to continue", "add --results FILE")
+    for path in (csv_path, html_path, svg_path, md_path, results_path):
         # Checked before the run, not after minutes of compiling.
         if path is not None and not path.parent.is_dir():
             raise UsageError(
@@ -224,10 +266,16 @@ def models_cmd(
         threads=threads,
         compile_mode=compile_mode,
         perturb=perturb,
+        suite=suite_name,
+        shard=shard,
+        results=results_path,
+        resume=resume,
     )
 
-    def started(name: str) -> None:
-        click.echo(f"{name}: running ...", err=True)
+    def started(p: Progress) -> None:
+        eta = f", about {_duration(p.eta_s)} left" if p.eta_s is not None else ""
+        before = f" ({p.done_before} done before)" if p.done_before else ""
+        click.echo(f"[{p.index}/{p.total}{before}] {p.name}: running ...{eta}", err=True)
 
     def finished(row: results.ModelResult) -> None:
         speed = f" {row.speedup:.2f}x" if row.speedup else ""
@@ -253,4 +301,124 @@ def models_cmd(
     else:
         click.echo(results.to_text(suite), nl=False)
     if suite.summary.passed < suite.summary.total:
+        sys.exit(1)
+
+
+@cli.command(name="merge")
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path)
+)
+@click.option("--json", "as_json", is_flag=True, help="Write the merged rocmkit.bench/1 JSON to stdout.")
+@click.option(
+    "--output",
+    "-o",
+    "out_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the merged result as rocmkit.bench/1 JSON to FILE.",
+)
+def merge_cmd(files: tuple[Path, ...], as_json: bool, out_path: Path | None) -> None:
+    """Join the --results files of a sharded run (--shard I/N) into one result.
+
+    The files must come from one run (same suite, mode, dtype, size, repeats,
+    compile mode, backend); a model with rows in two files is an error. Exit
+    code 0 when every model of the run has a row and passed, 1 otherwise.
+    """
+    from rocmkit.bench import results, runlog
+
+    merged = runlog.merge([runlog.read(f) for f in files])
+    if merged.missing:
+        click.echo(
+            f"rocmkit: {len(merged.missing)} model(s) have no row in these files: "
+            f"{', '.join(merged.missing[:10])}{' ...' if len(merged.missing) > 10 else ''} "
+            "(a shard missing or unfinished? rerun it with --resume)",
+            err=True,
+        )
+    if out_path is not None:
+        _write(out_path, json.dumps(merged.suite.to_dict(), indent=2) + "\n")
+    if as_json:
+        click.echo(json.dumps(merged.suite.to_dict(), indent=2))
+    else:
+        click.echo(results.to_text(merged.suite), nl=False)
+    s = merged.suite.summary
+    if merged.missing or s.passed < s.total:
+        sys.exit(1)
+
+
+@cli.command(name="compare")
+@click.argument("a_path", metavar="A", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("b_path", metavar="B", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option(
+    "--reference",
+    "reference_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Published figures to draw (TOML as matrices/bench/references.toml). [default: rocmkit's]",
+)
+@click.option(
+    "--min-change",
+    type=click.FloatRange(min=0.0, max=0.9),
+    default=0.05,
+    show_default=True,
+    help="Smallest relative change flagged, on top of the IQRs not overlapping.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write A and B side by side as a self-contained HTML page.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Write the per-model verdicts as JSON to stdout.")
+def compare_cmd(
+    a_path: Path,
+    b_path: Path,
+    reference_path: Path | None,
+    min_change: float,
+    html_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Per-model speedup ratios and accuracy changes from run A to run B.
+
+    A and B are `bench models --json` outputs or --results files (a merged
+    shard set too). A model is flagged when it broke (passed in A, not in B)
+    or got slower beyond the noise of the repeats. Exit code 0 when nothing
+    is flagged, 1 when something is (for CI).
+    """
+    from rocmkit.bench import compare
+
+    if html_path is not None and not html_path.parent.is_dir():
+        raise UsageError(
+            f"folder {html_path.parent} does not exist", f"create it or write {html_path.name} elsewhere"
+        )
+    refs = compare.load_references(reference_path)
+    c = compare.compare(_load(a_path), _load(b_path), min_change=min_change, references=refs)
+    if html_path is not None:
+        _write(html_path, compare.render_page(c))
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "schema": "rocmkit.bench.compare/1",
+                    "flagged": [d.name for d in c.flagged],
+                    "notes": list(c.notes),
+                    "models": [
+                        {
+                            "name": d.name,
+                            "verdict": d.verdict,
+                            "speedup_a": d.a.speedup if d.a else None,
+                            "speedup_b": d.b.speedup if d.b else None,
+                            "speedup_ratio": d.speedup_ratio,
+                            "latency_ratio": d.latency_ratio,
+                            "why": d.why,
+                        }
+                        for d in c.models
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        click.echo(compare.to_text(c), nl=False)
+    if c.flagged:
         sys.exit(1)
