@@ -215,11 +215,10 @@ def to_text(c: Comparison) -> str:
                 d.why,
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    for r in rows:
-        lines.append(
-            "  ".join([*(col.ljust(w) for col, w in zip(r[:5], widths, strict=True)), r[5]]).rstrip()
-        )
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        cols = [col.ljust(w) for col, w in zip(row[:5], widths, strict=True)]
+        lines.append("  ".join([*cols, row[5]]).rstrip())
     flagged = c.flagged
     lines.append("")
     if flagged:

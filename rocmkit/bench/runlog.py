@@ -98,12 +98,16 @@ def _append(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def start(path: Path, header: dict[str, Any]) -> None:
-    """Begin a fresh results file (an old one at ``path`` is replaced)."""
+def start(path: Path, header: dict[str, Any], rows: Sequence[ModelResult] = ()) -> None:
+    """Begin a results file: fresh, or (resuming) the rows read back, without a torn last line.
+
+    Written to a temporary file and renamed, so a kill here leaves the old file whole.
+    """
+    lines = [json.dumps(header, sort_keys=True)] + [json.dumps({"row": r.to_dict()}, sort_keys=True) for r in rows]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(header, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
         raise UsageError(

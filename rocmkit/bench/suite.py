@@ -234,6 +234,8 @@ def run_suite(
                 )
             done = {r.name: r for r in previous.rows if r.name in header["models"]}
             header = previous.header
+            # Rewritten whole: appending after a line torn by the kill would corrupt the next row.
+            runlog.start(opts.results, header, list(previous.rows))
         elif opts.results is not None:
             runlog.start(opts.results, header)
         todo = [s for s in specs if s.name not in done]
