@@ -27,7 +27,9 @@ def _row(name: str, eager: float, compiled: float, spread: float = 0.03, status:
         speedup_q3=s * (1 + spread) if status == "pass" else None,
         eager_ms=eager,
         compiled_ms=compiled,
-        eager_spread=Spread(q1=eager * (1 - spread), q3=eager * (1 + spread), min=eager * 0.9, max=eager * 1.1),
+        eager_spread=Spread(
+            q1=eager * (1 - spread), q3=eager * (1 + spread), min=eager * 0.9, max=eager * 1.1
+        ),
         compiled_spread=Spread(
             q1=compiled * (1 - spread), q3=compiled * (1 + spread), min=compiled * 0.9, max=compiled * 1.1
         ),
@@ -37,7 +39,14 @@ def _row(name: str, eager: float, compiled: float, spread: float = 0.03, status:
 
 def _suite(*rows: ModelResult, mode: str = "train", suite: str = "huggingface") -> SuiteResult:
     return SuiteResult(
-        backend="rocm", device="MI300X", mode=mode, dtype="bf16", size="full", repeat=30, models=rows, suite=suite
+        backend="rocm",
+        device="MI300X",
+        mode=mode,
+        dtype="bf16",
+        size="full",
+        repeat=30,
+        models=rows,
+        suite=suite,
     )
 
 
@@ -55,7 +64,11 @@ def test_an_injected_2x_slowdown_is_flagged() -> None:
     c = compare.compare(A, slow)
     assert [d.name for d in c.flagged] == ["T5Small"]
     d = c.flagged[0]
-    assert d.verdict == "regression" and d.speedup_ratio == pytest.approx(0.5) and d.latency_ratio == pytest.approx(2.0)
+    assert (
+        d.verdict == "regression"
+        and d.speedup_ratio == pytest.approx(0.5)
+        and d.latency_ratio == pytest.approx(2.0)
+    )
     assert compare.compare(slow, A).models[1].verdict == "improvement"
 
 
@@ -102,7 +115,9 @@ def test_malformed_references(tmp_path: Path) -> None:
 def test_compare_cli_exit_codes_and_html(tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(A.to_dict()))
-    b.write_text(json.dumps(replace(A, models=(A.models[0], _row("T5Small", 8.0, 8.0), A.models[2])).to_dict()))
+    b.write_text(
+        json.dumps(replace(A, models=(A.models[0], _row("T5Small", 8.0, 8.0), A.models[2])).to_dict())
+    )
     runner = CliRunner()
     same = runner.invoke(bench_cli.cli, ["compare", str(a), str(a)])
     assert same.exit_code == 0, same.output
@@ -127,7 +142,11 @@ def test_doctor_names_a_torchvision_whose_ops_do_not_load() -> None:
     )
     assert bad.status is Status.FAIL
     assert "torchvision 0.28.0: RuntimeError: operator torchvision::nms does not exist" in bad.message
-    assert bad.remedy and "built for torch 2.13.0+cpu" in bad.remedy and "pip uninstall torchvision" in bad.remedy
+    assert (
+        bad.remedy
+        and "built for torch 2.13.0+cpu" in bad.remedy
+        and "pip uninstall torchvision" in bad.remedy
+    )
     good = companion_result("2.14.1", {"torchvision": ("0.29.1", None), "torchaudio": (None, None)})
     assert good.status is Status.PASS and "torchvision 0.29.1" in good.message
     assert companion_result("2.13.0", {"torchvision": (None, None)}).status is Status.SKIP

@@ -67,7 +67,9 @@ def test_resume_runs_only_what_is_missing_and_ignores_a_torn_line(tmp_path: Path
     # As if killed while mlp ran and resnet's row was being written.
     results.write_text("\n".join(lines[:4]) + "\n" + lines[4][:25])
     again = FakeChildren()
-    suite = run_suite(SuiteOptions(cache_dir=tmp_path, results=results, resume=True), environ={}, runner=again)
+    suite = run_suite(
+        SuiteOptions(cache_dir=tmp_path, results=results, resume=True), environ={}, runner=again
+    )
     assert [j["model"] for j in again.jobs] == ["resnet", "mlp"]
     assert [m.name for m in suite.models] == BUILTIN
     assert [r.name for r in runlog.read(results).rows] == BUILTIN
@@ -76,7 +78,7 @@ def test_resume_runs_only_what_is_missing_and_ignores_a_torn_line(tmp_path: Path
 def test_resume_refuses_another_runs_file(tmp_path: Path) -> None:
     results = tmp_path / "run.jsonl"
     run_suite(SuiteOptions(cache_dir=tmp_path, results=results), environ={}, runner=FakeChildren())
-    with pytest.raises(UsageError, match="holds another run.*mode 'infer' vs 'train'"):
+    with pytest.raises(UsageError, match=r"holds another run.*mode 'infer' vs 'train'"):
         run_suite(
             SuiteOptions(cache_dir=tmp_path, results=results, resume=True, mode="train"),
             environ={},
@@ -87,18 +89,27 @@ def test_resume_refuses_another_runs_file(tmp_path: Path) -> None:
 
 
 def test_shards_merged_equal_the_whole_run(tmp_path: Path) -> None:
-    whole = run_suite(SuiteOptions(cache_dir=tmp_path, results=tmp_path / "all.jsonl"), environ={}, runner=FakeChildren())
+    whole = run_suite(
+        SuiteOptions(cache_dir=tmp_path, results=tmp_path / "all.jsonl"), environ={}, runner=FakeChildren()
+    )
     logs = []
     for i in (1, 2, 3):
         path = tmp_path / f"s{i}.jsonl"
         fake = FakeChildren()
-        run_suite(SuiteOptions(cache_dir=tmp_path, results=path, shard=runlog.Shard(i, 3)), environ={}, runner=fake)
+        run_suite(
+            SuiteOptions(cache_dir=tmp_path, results=path, shard=runlog.Shard(i, 3)), environ={}, runner=fake
+        )
         assert [j["model"] for j in fake.jobs] == BUILTIN[i - 1 :: 3]
         logs.append(runlog.read(path))
     merged = runlog.merge(list(reversed(logs)))
     assert merged.missing == ()
     assert merged.suite.models == whole.models  # the fake rows carry no timings
-    assert [m.name for m in runlog.merge(logs[:2]).suite.models] == ["distilgpt2", "t5_small", "resnet", "mlp"]
+    assert [m.name for m in runlog.merge(logs[:2]).suite.models] == [
+        "distilgpt2",
+        "t5_small",
+        "resnet",
+        "mlp",
+    ]
     assert runlog.merge(logs[:2]).missing == ("camembert",)
     with pytest.raises(UsageError, match="more than one file"):
         runlog.merge([logs[0], logs[0]])
@@ -106,20 +117,24 @@ def test_shards_merged_equal_the_whole_run(tmp_path: Path) -> None:
 
 def test_merge_refuses_files_of_different_runs(tmp_path: Path) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    run_suite(SuiteOptions(cache_dir=tmp_path, results=a, shard=runlog.Shard(1, 2)), environ={}, runner=FakeChildren())
+    run_suite(
+        SuiteOptions(cache_dir=tmp_path, results=a, shard=runlog.Shard(1, 2)),
+        environ={},
+        runner=FakeChildren(),
+    )
     run_suite(
         SuiteOptions(cache_dir=tmp_path, results=b, shard=runlog.Shard(2, 2), repeat=5),
         environ={},
         runner=FakeChildren(),
     )
-    with pytest.raises(UsageError, match="not from the same run as .*: repeat 30 vs 5"):
+    with pytest.raises(UsageError, match=r"not from the same run as .*: repeat 30 vs 5"):
         runlog.merge([runlog.read(a), runlog.read(b)])
 
 
 def test_damaged_results_files_are_data_errors(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
     path.write_text('{"schema": "other"}\n')
-    with pytest.raises(DataError, match="not a rocmkit.bench.rows/1"):
+    with pytest.raises(DataError, match=r"not a rocmkit.bench.rows/1"):
         runlog.read(path)
     header = json.dumps({"schema": runlog.SCHEMA})
     path.write_text(header + "\nnot json\n" + json.dumps({"row": {"name": "a", "status": "pass"}}) + "\n")

@@ -89,19 +89,38 @@ def test_malformed_suite_data_is_a_data_error(tmp_path: Path) -> None:
         (good.replace("batch = 4", "batch = 0"), "positive integer"),
         (good.replace('"BertForMaskedLM"', '"not a class"'), "not a class name"),
         (good + good, "repeated"),
-        (good + '[model.hub]\nvocab_size = 3\n', "no config class"),
+        (good + "[model.hub]\nvocab_size = 3\n", "no config class"),
     ):
         with pytest.raises(DataError, match=msg):
             catalog.load_hf(_write(tmp_path, bad))
 
 
-TINY = {"layers": 2, "width": 64, "heads": 2, "kv_heads": 1, "ffn": 128, "vocab": 1024, "experts": 4, "batch": 2, "seq": 32}
+TINY = {
+    "layers": 2,
+    "width": 64,
+    "heads": 2,
+    "kv_heads": 1,
+    "ffn": 128,
+    "vocab": 1024,
+    "experts": 4,
+    "batch": 2,
+    "seq": 32,
+}
 
 
 def test_tiny_config_shrinks_what_the_config_has_and_fits_gptj_rotary_dim() -> None:
     gptj_defaults = SimpleNamespace(
-        n_layer=28, n_embd=4096, n_head=16, rotary_dim=64, vocab_size=50400, n_inner=None,
-        bos_token_id=50256, eos_token_id=50256, resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.0,
+        n_layer=28,
+        n_embd=4096,
+        n_head=16,
+        rotary_dim=64,
+        vocab_size=50400,
+        n_inner=None,
+        bos_token_id=50256,
+        eos_token_id=50256,
+        resid_pdrop=0.1,
+        embd_pdrop=0.1,
+        attn_pdrop=0.0,
     )
     entry = catalog.HfEntry(name="GPTJForCausalLM", cls="GPTJForCausalLM", config=None, batch=1, seq=128)
     values = hf.config_values(entry, gptj_defaults, "tiny", TINY)
