@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -150,3 +151,43 @@ def test_doctor_names_a_torchvision_whose_ops_do_not_load() -> None:
     good = companion_result("2.14.1", {"torchvision": ("0.29.1", None), "torchaudio": (None, None)})
     assert good.status is Status.PASS and "torchvision 0.29.1" in good.message
     assert companion_result("2.13.0", {"torchvision": (None, None)}).status is Status.SKIP
+
+
+def test_doctor_level_3_runs_the_suites_representative_subset(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from rocmkit.bench import suite as suite_mod
+    from rocmkit.doctor.checks.models import compile_speedup
+    from rocmkit.doctor.registry import CheckContext
+    from rocmkit.machine import Machine
+
+    asked: list[tuple[str, tuple[str, ...], str | None]] = []
+
+    def fake_run_suite(opts: suite_mod.SuiteOptions, **_: object) -> SuiteResult:
+        asked.append((opts.suite, opts.models, opts.size))
+        rows = tuple(_row(n, 2.0, 1.0) for n in opts.models)
+        return replace(_suite(*rows, mode="infer", suite=opts.suite), backend="cpu")
+
+    monkeypatch.setattr(suite_mod, "run_suite", fake_run_suite)
+
+    def run(options: dict[str, object]) -> Any:
+        ctx = CheckContext(machine=Machine(), backend="cpu", cache_dir=tmp_path, options=options)
+        return compile_speedup(ctx)
+
+    result = run({"models.suite": "dashboard", "models.size": "tiny"})
+    assert asked == [
+        ("huggingface", ("DistillGPT2", "BertForMaskedLM", "T5Small"), "tiny"),
+        ("timm", ("mobilenetv2_100",), "tiny"),
+    ]
+    assert result.status is Status.PASS
+    assert [m["name"] for m in result.details["bench"]["models"]] == [
+        "DistillGPT2",
+        "BertForMaskedLM",
+        "T5Small",
+        "mobilenetv2_100",
+    ]
+    asked.clear()
+    run({"models.suite": "huggingface", "models.names": "T5Small,DistillGPT2"})
+    assert asked == [("huggingface", ("T5Small", "DistillGPT2"), None)]
+    bad = run({"models.suite": "torchbench"})
+    assert bad.status is Status.ERROR and "not a suite" in bad.message

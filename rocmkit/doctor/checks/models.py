@@ -161,7 +161,10 @@ def compile_speedup(ctx: CheckContext) -> CheckResult:
                 f"models.suite {suite_name!r} is not a suite",
                 f"use --set models.suite= one of {', '.join(SUBSETS)}",
             )
-        names = tuple(ctx.options.get("models.names") or ())
+        raw_names: Any = ctx.options.get("models.names") or ()
+        if isinstance(raw_names, str):  # `--set models.names=a,b` arrives as one string
+            raw_names = [n.strip() for n in raw_names.split(",") if n.strip()]
+        names = tuple(str(n) for n in raw_names)
         parts = SUBSETS[suite_name]
         if names:
             parts = ((parts[0][0], names),)
