@@ -225,7 +225,7 @@ def run_suite(
             shell, suite_name=opts.suite, models=[s.name for s in specs], order=order, shard=shell.shard
         )
         done: dict[str, ModelResult] = {}
-        if previous is not None:
+        if previous is not None and opts.results is not None:
             diff = runlog.mismatch(previous.header, header)
             if diff or previous.header.get("models") != header["models"]:
                 raise UsageError(

@@ -140,3 +140,36 @@ def test_damaged_results_files_are_data_errors(tmp_path: Path) -> None:
     path.write_text(header + "\nnot json\n" + json.dumps({"row": {"name": "a", "status": "pass"}}) + "\n")
     with pytest.raises(DataError, match="line 2 is not JSON"):
         runlog.read(path)
+
+
+def test_cli_checks_resume_and_shard_before_running(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rocmkit.cli import bench as bench_cli
+
+    runner = CliRunner()
+    res = runner.invoke(bench_cli.cli, ["models", "--resume"])
+    assert res.exit_code != 0 and isinstance(res.exception, UsageError)
+    assert "--resume needs" in str(res.exception)
+    res = runner.invoke(bench_cli.cli, ["models", "--results", str(tmp_path / "no" / "r.jsonl")])
+    assert isinstance(res.exception, UsageError) and "does not exist" in str(res.exception)
+    listed = runner.invoke(bench_cli.cli, ["models", "--suite", "huggingface", "--shard", "4/4", "--list"])
+    assert listed.exit_code == 0
+    names = [line.split()[0] for line in listed.output.splitlines()]
+    assert names[0] == "BartForCausalLM" and len(names) == 13  # every 4th of 55, from the 4th
+
+
+def test_merge_cli_reports_missing_shards(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rocmkit.cli import bench as bench_cli
+
+    path = tmp_path / "s1.jsonl"
+    run_suite(
+        SuiteOptions(cache_dir=tmp_path, results=path, shard=runlog.Shard(1, 2)),
+        environ={},
+        runner=FakeChildren(),
+    )
+    res = CliRunner().invoke(bench_cli.cli, ["merge", str(path), "--json"])
+    assert res.exit_code == 1
+    assert "2 model(s) have no row" in res.output  # CliRunner mixes stderr in
