@@ -131,7 +131,11 @@ def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         "--models",
         models,
         "--repeat",
-        "3",
+        "5",
+        # One thread: on a shared 2-core machine an OpenMP team stalls whenever one of its
+        # threads is descheduled, which spreads the timings far more than the load itself.
+        "--threads",
+        "1",
         "--results",
         str(results),
         "--json",
@@ -178,8 +182,15 @@ def test_compare_flags_an_injected_2x_slowdown_and_not_the_run_itself(hf_run: di
     assert same.returncode == 0, same.stdout + same.stderr
     assert "no regression beyond the noise" in same.stdout
     slow = json.loads(hf_run["proc"].stdout)
-    for m in slow["models"]:
-        if m["name"] == "T5Small":  # its compiled model now takes twice as long
+    passing = [m for m in slow["models"] if m["status"] == "pass"]
+    # The model whose paired eager/compiled ratios moved least: a 2x change is beyond its noise
+    # when its ratios' interquartile range spans less than 2x. On a machine so loaded that no
+    # model's does, no 2x change can be told from noise, and compare rightly flags none.
+    target = min(passing, key=lambda m: m["speedup_q3"] / m["speedup_q1"])
+    if target["speedup_q3"] >= 2 * target["speedup_q1"]:
+        pytest.skip(f"every model's repeats vary by 2x or more on this machine now ({target['name']} least)")
+    for m in passing:
+        if m["name"] == target["name"]:  # its compiled model now takes twice as long
             m["compiled_ms"] *= 2
             m["speedup"] /= 2
             m["speedup_q1"] /= 2
@@ -193,10 +204,10 @@ def test_compare_flags_an_injected_2x_slowdown_and_not_the_run_itself(hf_run: di
     )
     assert flagged.returncode == 1, flagged.stderr
     verdicts = json.loads(flagged.stdout)
-    assert verdicts["flagged"] == ["T5Small"]
-    t5 = next(m for m in verdicts["models"] if m["name"] == "T5Small")
-    assert t5["verdict"] == "regression" and t5["speedup_ratio"] == pytest.approx(0.5)
-    assert "T5Small" in page.read_text()
+    assert verdicts["flagged"] == [target["name"]]
+    hit = next(m for m in verdicts["models"] if m["name"] == target["name"])
+    assert hit["verdict"] == "regression" and hit["speedup_ratio"] == pytest.approx(0.5)
+    assert target["name"] in page.read_text() and "regression" in page.read_text()
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
