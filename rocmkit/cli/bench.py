@@ -290,10 +290,15 @@ def models_cmd(
         suite = run_suite(opts, on_start=started, on_result=finished, command=command)
     if csv_path is not None:
         _write(csv_path, results.to_csv(suite))
-    if html_path is not None:
-        _write(html_path, html.render_page(suite))
-    if svg_path is not None:
-        _write(svg_path, html.render_svg(suite))
+    if html_path is not None or svg_path is not None:
+        from rocmkit.bench.compare import load_references
+
+        # Published figures for this suite and mode (the MI250 line for HF training) drawn alongside.
+        refs = [r for r in load_references() if r.suite == suite.suite and r.mode == suite.mode]
+        if html_path is not None:
+            _write(html_path, html.render_page(suite, refs))
+        if svg_path is not None:
+            _write(svg_path, html.render_svg(suite, refs))
     if md_path is not None:
         _write(md_path, results.to_markdown(suite))
     if as_json:

@@ -191,3 +191,17 @@ def test_doctor_level_3_runs_the_suites_representative_subset(
     assert asked == [("huggingface", ("T5Small", "DistillGPT2"), None)]
     bad = run({"models.suite": "torchbench"})
     assert bad.status is Status.ERROR and "not a suite" in bad.message
+
+
+def test_models_page_draws_the_reference_line_for_its_suite_and_mode(tmp_path: Path) -> None:
+    from rocmkit.bench import html
+
+    refs = [r for r in compare.load_references() if r.suite == A.suite and r.mode == A.mode]
+    svg = html.render_svg(A, refs)
+    assert "MI250 (1 GCD), PyTorch 2.0.0, ROCm 5.4.4: 1.54x, 44/45" in svg and 'stroke="#c62828"' in svg
+    saved = tmp_path / "a.json"
+    saved.write_text(json.dumps(A.to_dict()))
+    page = tmp_path / "a.html"
+    res = CliRunner().invoke(bench_cli.cli, ["models", "--load", str(saved), "--html", str(page)])
+    assert res.exit_code == 0, res.output
+    assert "reference (dotted red)" in page.read_text()
