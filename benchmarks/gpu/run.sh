@@ -22,8 +22,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 py="${PYTHON:-python3}"
 budget="${BUDGET_S:-480}"
-models="${MODELS:-DistillGPT2,BertForMaskedLM,T5Small,GPT2ForSequenceClassification,AlbertForMaskedLM,MobileBertForMaskedLM}"
-out="$here/results"
+models="${MODELS:-DistillGPT2,BertForMaskedLM,T5Small,GPT2ForSequenceClassification}"
+out="${OUT_DIR:-$here/results}"
+tables="${TABLES_DIR:-$root/benchmarks}"
 mkdir -p "$out"
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 start=$(date +%s)
@@ -46,7 +47,7 @@ slug="$(echo "$device" | tr -c 'A-Za-z0-9\n' '-' | tr -s '-' | sed 's/-$//' | tr
 say "device: $device; budget ${budget}s"
 
 # 1. doctor level 3, the models check only (the rest of level 3 is not what this session measures).
-doctor_s=$(( $(left) / 3 ))
+doctor_s=$(( $(left) * 2 / 5 ))
 timeout "$doctor_s" "$py" -m rocmkit doctor --level 3 --only models.compile_speedup \
     --set models.suite=huggingface --set models.repeat=10 --set "models.size=$size" --json >"$out/doctor-l3-$slug.json" || \
     say "doctor level 3 ended with $? (a FAIL, or the ${doctor_s}s step limit)"
@@ -60,8 +61,8 @@ timeout "$suite_s" "$py" -m rocmkit bench models --suite huggingface --size "$si
 
 # 3. tables: Markdown and HTML of what finished, and the comparison with the MI250 line.
 if [ -s "$results" ]; then
-    "$py" -m rocmkit bench models --load "$results" --markdown "$root/benchmarks/gpu-$slug.md" \
+    "$py" -m rocmkit bench models --load "$results" --markdown "$tables/gpu-$slug.md" \
         --html "$out/hf-train-bf16-$slug.html" >"$out/hf-train-bf16-$slug.txt" || true
     "$py" -m rocmkit bench compare "$results" "$results" --html "$out/compare-$slug.html" >/dev/null || true
 fi
-say "done in $(( $(date +%s) - start ))s; tables in benchmarks/gpu-$slug.md and $out"
+say "done in $(( $(date +%s) - start ))s; tables in $tables/gpu-$slug.md and $out"

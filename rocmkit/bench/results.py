@@ -326,6 +326,7 @@ def to_markdown(suite: SuiteResult) -> str:
     s = suite.summary
     versions = ", ".join(f"{k} {v}" for k, v in suite.versions.items() if v)
     lines = [
+        f"suite {suite.suite}{f' (shard {suite.shard})' if suite.shard else ''}: "
         f"{suite.mode}, {suite.dtype}, size {suite.size}, {suite.repeat} repeats, compile mode "
         f"{suite.compile_mode}, on {suite.device} ({suite.backend}); {versions}",
         "",
