@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -183,6 +183,7 @@ def to_suite(header: dict[str, Any], rows: Iterable[ModelResult], *, finished_at
         compile_mode=str(header.get("compile_mode", "default")),
         threads=header.get("threads"),
         suite=str(header.get("suite", "builtin")),
+        shard=str(header.get("shard", "")),
     )
 
 
@@ -219,4 +220,5 @@ def merge(logs: Sequence[RunLog]) -> Merged:
     order = list(first.header.get("order") or [])
     missing = tuple(n for n in order if n not in rows)
     finished = max((str(log.header.get("started_at", "")) for log in logs), default="")
-    return Merged(suite=to_suite(first.header, rows.values(), finished_at=finished), missing=missing)
+    whole = replace(to_suite(first.header, rows.values(), finished_at=finished), shard="")
+    return Merged(suite=whole, missing=missing)

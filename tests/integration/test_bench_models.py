@@ -195,14 +195,20 @@ def test_listing_and_bad_names_do_not_import_torch() -> None:
         "from rocmkit.cli import main\n"
         "try:\n"
         "    main(['bench', 'models', '--list'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "try:\n"
+        "    main(['bench', 'models', '--suite', 'huggingface', '--list'])\n"
         "finally:\n"
         "    assert 'torch' not in sys.modules, 'torch imported'\n"
+        "    assert 'transformers' not in sys.modules, 'transformers imported'\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
     assert "distilgpt2" in proc.stdout and "t5_small" in proc.stdout
+    assert "meta-llama/Llama-3.2-1B" in proc.stdout
     bad = bench(dict(os.environ), "--models", "gpt5", timeout=60)
     assert bad.returncode == 4
     assert bad.stderr.strip().startswith("error: unknown model 'gpt5'") and "Traceback" not in bad.stderr
