@@ -298,3 +298,38 @@ def test_one_timm_model_for_real() -> None:
     assert proc.returncode == 0, proc.stderr
     (m,) = json.loads(proc.stdout)["models"]
     assert m["status"] == "pass" and m["impl"].startswith("timm ") and m["accuracy"]["ok"]
+
+
+@pytest.mark.slow
+def test_every_hf_model_builds_at_tiny_and_every_full_config_is_accepted() -> None:
+    """All 55 entries: the tiny model trains one eager step; the full config (published values) constructs."""
+    pytest.importorskip("transformers")
+    code = r"""
+import json, transformers
+from rocmkit.bench import hf
+from rocmkit.bench.catalog import load_hf
+from rocmkit.bench.models import suite_models
+
+data = load_hf()
+out = {}
+for spec, entry in zip(suite_models("huggingface"), data.hf):
+    try:
+        built = spec.build(spec.sizes["tiny"], "auto")
+        built.module(*built.inputs)[0].backward()
+        model_cls = getattr(transformers, entry.cls)
+        config_cls = hf._config_class(entry, model_cls)
+        config = config_cls(**hf.config_values(entry, config_cls(), "full", data.tiny))
+        out[entry.name] = [built.batch_size, int(config.vocab_size)]
+    except Exception as exc:
+        out[entry.name] = f"{type(exc).__name__}: {exc}"[:300]
+print(json.dumps(out))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=900, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    failed = {k: v for k, v in got.items() if isinstance(v, str)}
+    assert failed == {}
+    assert len(got) == 55
+    assert got["DistillGPT2"][1] == 50257 and got["meta-llama/Llama-3.2-1B"][1] == 128256  # published values
