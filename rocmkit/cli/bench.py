@@ -244,6 +244,16 @@ def models_cmd(
         for spec in shard.take(specs) if shard else specs:
             click.echo(f"{spec.name:36} {spec.suite:12} {spec.description}")
         return
+    if results_path is None and suite_name != "builtin" and load_path is None:
+        # The dashboard suites run for an hour or more: their rows are always kept, so a crash or a
+        # kill loses nothing and the same command with --resume continues.
+        from rocmkit.paths import cache_dir
+
+        shard_part = f"-shard{shard.index}of{shard.count}" if shard else ""
+        key = f"{suite_name}-{mode}-{dtype}-{size or 'auto'}{shard_part}"
+        results_path = cache_dir() / "bench" / f"{key}.jsonl"
+        results_path.parent.mkdir(parents=True, exist_ok=True)
+        click.echo(f"rocmkit: rows go to {results_path} (continue a stopped run with --resume)", err=True)
     if resume and results_path is None:
         raise UsageError("--resume needs the results file of the run to continue", "add --results FILE")
     for path in (csv_path, html_path, svg_path, md_path, results_path):
