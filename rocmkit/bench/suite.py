@@ -188,6 +188,14 @@ def run_suite(
                 f"--impl transformers: transformers is not importable by {opts.python}",
                 "pip install transformers, or use --impl rocmkit",
             )
+        needs = {"huggingface": "transformers", "timm": "timm"}.get(opts.suite)
+        if needs and not (info.get("versions") or {}).get(needs):
+            why = (info.get("import_errors") or {}).get(needs) or "not installed"
+            raise UsageError(
+                f"--suite {opts.suite} needs {needs}, which {opts.python} cannot import ({why})",
+                f"`rocmkit install --with {needs}` (timm also needs the torchvision built for this torch; "
+                "`rocmkit doctor` checks it)",
+            )
         device = "cpu" if backend == "cpu" else "cuda"
         size = opts.size or ("tiny" if device == "cpu" else "full")
         timeout = opts.timeout_s or DEFAULT_TIMEOUT_S.get(size, 1800.0)

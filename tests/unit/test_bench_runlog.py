@@ -173,3 +173,12 @@ def test_merge_cli_reports_missing_shards(tmp_path: Path) -> None:
     res = CliRunner().invoke(bench_cli.cli, ["merge", str(path), "--json"])
     assert res.exit_code == 1
     assert "2 model(s) have no row" in res.output  # CliRunner mixes stderr in
+
+
+def test_a_dashboard_suite_without_its_library_is_one_usage_error(tmp_path: Path) -> None:
+    # FakeChildren's probe reports torch only: neither transformers nor timm imports there.
+    with pytest.raises(UsageError, match="--suite huggingface needs transformers") as err:
+        run_suite(SuiteOptions(cache_dir=tmp_path, suite="huggingface"), environ={}, runner=FakeChildren())
+    assert err.value.fix and "rocmkit install --with transformers" in err.value.fix
+    with pytest.raises(UsageError, match="--suite timm needs timm"):
+        run_suite(SuiteOptions(cache_dir=tmp_path, suite="timm"), environ={}, runner=FakeChildren())
