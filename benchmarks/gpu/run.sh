@@ -33,6 +33,7 @@ left() { echo $((budget - ($(date +%s) - start))); }
 say() { echo "gpu-bench: $*" >&2; }
 
 size="${SIZE:-full}"
+dtype="${DTYPE:-bf16}"
 # ALLOW_CPU=1 SIZE=tiny runs the same steps on a CPU: a rehearsal of the script, not a GPU figure.
 if [ "${ALLOW_CPU:-0}" != 1 ] && ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)'; then
     say "$py has no torch that sees a GPU; set PYTHON to one that does"
@@ -54,15 +55,15 @@ timeout "$doctor_s" "$py" -m rocmkit doctor --level 3 --only models.compile_spee
 
 # 2. the suite subset, training with AMP bf16, full size; rows kept as they finish.
 suite_s=$(( $(left) - 30 ))
-results="$out/hf-train-bf16-$slug.jsonl"
+results="$out/hf-train-$dtype-$slug.jsonl"
 timeout "$suite_s" "$py" -m rocmkit bench models --suite huggingface --size "$size" --mode train \
-    --dtype "${DTYPE:-bf16}" --models "$models" --repeat 20 --timeout 240 --results "$results" >/dev/null || \
+    --dtype "$dtype" --models "$models" --repeat 20 --timeout 240 --results "$results" >/dev/null || \
     say "bench models ended with $? (a model failed, or the ${suite_s}s step limit: rows so far are kept)"
 
 # 3. tables: Markdown and HTML of what finished, and the comparison with the MI250 line.
 if [ -s "$results" ]; then
     "$py" -m rocmkit bench models --load "$results" --markdown "$tables/gpu-$slug.md" \
-        --html "$out/hf-train-bf16-$slug.html" >"$out/hf-train-bf16-$slug.txt" || true
+        --html "$out/hf-train-$dtype-$slug.html" >"$out/hf-train-$dtype-$slug.txt" || true
     "$py" -m rocmkit bench compare "$results" "$results" --html "$out/compare-$slug.html" >/dev/null || true
 fi
 say "done in $(( $(date +%s) - start ))s; tables in $tables/gpu-$slug.md and $out"
