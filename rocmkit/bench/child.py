@@ -40,12 +40,15 @@ def probe() -> dict[str, Any]:
         "hip": getattr(torch.version, "hip", None),
         "cuda": torch.version.cuda,
     }
-    for name in ("triton", "transformers"):
+    import_errors: dict[str, str] = {}
+    for name in ("triton", "transformers", "timm"):
         try:
             module = __import__(name)
             versions[name] = str(getattr(module, "__version__", "unknown"))
-        except ImportError:
+        except Exception as exc:  # timm beside a mismatched torchvision raises RuntimeError, not ImportError
             versions[name] = None
+            lines = str(exc).strip().splitlines()
+            import_errors[name] = f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
     if torch.cuda.is_available():
         backend = "rocm" if getattr(torch.version, "hip", None) else "cuda"
         device = torch.cuda.get_device_name(0)
@@ -53,14 +56,14 @@ def probe() -> dict[str, Any]:
         backend = "cpu"
         n = torch.get_num_threads()
         device = f"{_cpu_name()} ({n} thread{'s' if n != 1 else ''})"
-    return {"backend": backend, "device": device, "versions": versions}
+    return {"backend": backend, "device": device, "versions": versions, "import_errors": import_errors}
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     from rocmkit.bench.harness import HarnessOptions, run_model
     from rocmkit.bench.models import all_models
 
-    spec = all_models()[job["model"]]
+    spec = all_models(suite=job.get("suite", "builtin"))[job["model"]]
     opts = HarnessOptions(**job["options"])
     return run_model(spec, opts).to_dict()
 

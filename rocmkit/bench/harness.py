@@ -168,9 +168,10 @@ def _flatten(out: Any) -> list[Any]:
 class _Runner:
     """One model copy and how to call it once (an inference or a training step)."""
 
-    def __init__(self, module: Any, inputs: tuple[Any, ...], opts: HarnessOptions) -> None:
+    def __init__(self, module: Any, inputs: tuple[Any, ...], opts: HarnessOptions, loss: str = "mean") -> None:
         import torch
 
+        self.loss = loss
         self.module = module
         self.inputs = inputs
         self.opts = opts
@@ -192,7 +193,8 @@ class _Runner:
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
             out = self.module(*self.inputs)
-            loss = _reduce_to_loss(out)
+            # "first": the model computed its own loss from the labels (PyTorch's compute_loss: pred[0]).
+            loss = out[0] if self.loss == "first" else _reduce_to_loss(out)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
@@ -384,7 +386,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
     # Training mutates weights: eager and compiled each get their own copy, from the same start.
     fp64_module = copy.deepcopy(module).double()
     compiled_module = copy.deepcopy(module) if opts.mode == "train" else module
-    eager = _Runner(module, inputs, opts)
+    eager = _Runner(module, inputs, opts, built.loss)
     try:
         mem: dict[str, float] = {}
         with _peak_memory(opts.device, mem):
@@ -402,7 +404,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
         try:
             fp64_opts = replace(opts, dtype="fp32")
             fp64_inputs = tuple(_to(x, opts.device, torch.float64) for x in inputs)
-            r64 = _Runner(fp64_module, fp64_inputs, fp64_opts)
+            r64 = _Runner(fp64_module, fp64_inputs, fp64_opts, built.loss)
             fp64 = [(n, t.detach().clone()) for n, t in r64.results(r64())]
         except Exception:  # some kernels have no fp64 version on some devices: allclose/cosine only
             fp64 = None
@@ -410,7 +412,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
 
     try:
         mode = None if opts.compile_mode == "default" else opts.compile_mode
-        compiled = _Runner(torch.compile(compiled_module, mode=mode), inputs, opts)
+        compiled = _Runner(torch.compile(compiled_module, mode=mode), inputs, opts, built.loss)
         mem = {}
         with _peak_memory(opts.device, mem):
             sync()

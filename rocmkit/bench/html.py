@@ -8,9 +8,14 @@ the network, so it opens from a CI artifact or an air-gapped cluster.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
 from rocmkit.bench.results import ModelResult, SuiteResult
+
+if TYPE_CHECKING:
+    from rocmkit.bench.compare import Reference
 
 ROW_H = 30
 LABEL_W = 150
@@ -23,6 +28,7 @@ COLOR_FASTER = "#2e7d32"
 COLOR_SLOWER = "#e65100"
 COLOR_FAILED = "#9e9e9e"
 COLOR_GEOMEAN = "#1565c0"
+COLOR_REFERENCE = "#c62828"
 
 
 def _scale_max(models: tuple[ModelResult, ...], geomean: float | None) -> float:
@@ -33,12 +39,13 @@ def _scale_max(models: tuple[ModelResult, ...], geomean: float | None) -> float:
     return max(2.0, math.ceil(top * 1.1 * 2) / 2)
 
 
-def render_svg(suite: SuiteResult) -> str:
+def render_svg(suite: SuiteResult, references: Sequence[Reference] = ()) -> str:
+    """The chart; ``references`` (published figures for this suite and mode) as dashed red lines."""
     s = suite.summary
     models = suite.models
     width = LABEL_W + BAR_W + VALUE_W
-    height = TOP + ROW_H * max(1, len(models)) + BOTTOM
-    xmax = _scale_max(models, s.geomean_speedup)
+    height = TOP + ROW_H * max(1, len(models)) + BOTTOM + 16 * len(references)
+    xmax = max(_scale_max(models, s.geomean_speedup), *(r.speedup * 1.1 for r in references), 0.0)
 
     def x(v: float) -> float:
         return LABEL_W + BAR_W * min(v, xmax) / xmax
@@ -106,6 +113,16 @@ def render_svg(suite: SuiteResult) -> str:
             f"geomean {s.geomean_speedup:.2f}x (dashed; clipped at 1: "
             f"{s.geomean_speedup_clipped or 0:.2f}x), pass rate {escape(s.pass_rate)}</text>"
         )
+    for k, r in enumerate(references):
+        rx = x(r.speedup)
+        out.append(
+            f'<line x1="{rx:.1f}" y1="{TOP - 6}" x2="{rx:.1f}" y2="{axis_y}" stroke="{COLOR_REFERENCE}" '
+            f'stroke-width="2" stroke-dasharray="2 3"><title>{escape(r.label)}</title></line>'
+        )
+        out.append(
+            f'<text x="8" y="{axis_y + 50 + 16 * k}" fill="{COLOR_REFERENCE}">reference (dotted red): '
+            f"{escape(r.label)}</text>"
+        )
     out += failed
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -115,7 +132,7 @@ def _cell(v: float | None, fmt: str = "{:.3g}") -> str:
     return "" if v is None else fmt.format(v)
 
 
-def render_page(suite: SuiteResult) -> str:
+def render_page(suite: SuiteResult, references: Sequence[Reference] = ()) -> str:
     s = suite.summary
     rows = []
     for m in suite.models:
@@ -155,7 +172,7 @@ p.note {{ color: #555; font-size: 13px; max-width: 60em; }}
 <h1>torch.compile vs eager</h1>
 <p>{escape(suite.device)} ({escape(suite.backend)}) · {escape(suite.mode)} · {escape(suite.dtype)} ·
 size {escape(suite.size)} · {suite.repeat} repeats · {escape(versions)} · {escape(suite.finished_at)}</p>
-{render_svg(suite)}
+{render_svg(suite, references)}
 <p><b>Pass rate {escape(s.pass_rate)}</b>; geomean speedup over passing models
 <b>{_cell(s.geomean_speedup, "{:.2f}x") or "n/a"}</b> (slowdowns included; the dashed line),
 {_cell(s.geomean_speedup_clipped, "{:.2f}x") or "n/a"} with each speedup clipped at 1.0 as

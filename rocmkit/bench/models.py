@@ -25,22 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rocmkit.bench.built import Built
 from rocmkit.errors import UsageError
 
 Size = Literal["tiny", "small", "full"]
 Impl = Literal["auto", "rocmkit", "transformers"]
 SIZES: tuple[Size, ...] = ("tiny", "small", "full")
 EXTRA_MODELS_ENV = "ROCMKIT_BENCH_EXTRA_MODELS"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Built:
-    """A model ready to run: the module, its example inputs (CPU tensors), what built it."""
-
-    module: Any  # torch.nn.Module
-    inputs: tuple[Any, ...]
-    impl: str  # "rocmkit", "transformers", or a test file's own label
-    batch_size: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -359,10 +350,71 @@ def _load_extra(path: Path) -> list[ModelSpec]:
     return list(models)
 
 
-def all_models(environ: Mapping[str, str] | None = None) -> dict[str, ModelSpec]:
-    """The built-in set plus any extra models named by ``ROCMKIT_BENCH_EXTRA_MODELS``."""
+def _hf_specs() -> list[ModelSpec]:
+    from rocmkit.bench.catalog import HfEntry, load_hf
+
+    data = load_hf()
+
+    def builder(entry: HfEntry) -> Callable[[Mapping[str, int], Impl], Built]:
+        def build(cfg: Mapping[str, int], impl: Impl) -> Built:
+            from rocmkit.bench import hf
+
+            return hf.build(entry, "tiny" if cfg.get("tiny") else "full", data.tiny)
+
+        return build
+
+    return [
+        ModelSpec(
+            name=e.name,
+            suite="huggingface",
+            description=f"{e.cls}, batch {e.batch} x {e.seq} tokens at full" + (f" ({e.note})" if e.note else ""),
+            sizes={"tiny": {"tiny": 1, "batch": data.tiny["batch"]}, "full": {"tiny": 0, "batch": e.batch}},
+            build=builder(e),
+        )
+        for e in data.hf
+    ]
+
+
+def _timm_specs() -> list[ModelSpec]:
+    from rocmkit.bench.catalog import TimmEntry, load_timm
+
+    data = load_timm()
+
+    def builder(entry: TimmEntry) -> Callable[[Mapping[str, int], Impl], Built]:
+        def build(cfg: Mapping[str, int], impl: Impl) -> Built:
+            from rocmkit.bench import timm_suite
+
+            return timm_suite.build(entry, "tiny" if cfg.get("tiny") else "full", data.tiny)
+
+        return build
+
+    return [
+        ModelSpec(
+            name=e.name,
+            suite="timm",
+            description=f"timm.create_model({e.name!r}), batch {e.batch} at full",
+            sizes={"tiny": {"tiny": 1, "batch": data.tiny["batch"]}, "full": {"tiny": 0, "batch": e.batch}},
+            build=builder(e),
+        )
+        for e in data.timm
+    ]
+
+
+def suite_models(suite: str) -> list[ModelSpec]:
+    """The models of one suite: ``builtin``, ``huggingface`` (PyTorch's HF list) or ``timm``."""
+    if suite == "builtin":
+        return list(BUILTIN)
+    if suite == "huggingface":
+        return _hf_specs()
+    if suite == "timm":
+        return _timm_specs()
+    raise UsageError(f"unknown suite {suite!r}", "choose builtin, huggingface or timm")
+
+
+def all_models(environ: Mapping[str, str] | None = None, suite: str = "builtin") -> dict[str, ModelSpec]:
+    """The suite's models plus any extra models named by ``ROCMKIT_BENCH_EXTRA_MODELS``."""
     env = os.environ if environ is None else environ
-    out = {m.name: m for m in BUILTIN}
+    out = {m.name: m for m in suite_models(suite)}
     for item in (env.get(EXTRA_MODELS_ENV) or "").split(os.pathsep):
         if item.strip():
             for spec in _load_extra(Path(item.strip())):
@@ -370,15 +422,17 @@ def all_models(environ: Mapping[str, str] | None = None) -> dict[str, ModelSpec]
     return out
 
 
-def select(names: Sequence[str], environ: Mapping[str, str] | None = None) -> list[ModelSpec]:
+def select(
+    names: Sequence[str], environ: Mapping[str, str] | None = None, suite: str = "builtin"
+) -> list[ModelSpec]:
     """The models named (in that order), or every model when ``names`` is empty."""
-    known = all_models(environ)
+    known = all_models(environ, suite)
     if not names:
         return list(known.values())
     unknown = [n for n in names if n not in known]
     if unknown:
         raise UsageError(
             f"unknown model {', '.join(map(repr, unknown))}",
-            f"choose from {', '.join(known)}",
+            f"choose from {', '.join(known)}" if len(known) <= 12 else "see `rocmkit bench models --list`",
         )
     return [known[n] for n in dict.fromkeys(names)]

@@ -15,11 +15,16 @@ from rocmkit.errors import UsageError
 if TYPE_CHECKING:
     from rocmkit.bench.harness import Dtype, Mode
     from rocmkit.bench.models import Impl
+    from rocmkit.bench.runlog import Shard
     from rocmkit.bench.suite import Device, SuiteOptions
 
 
 @dataclass(frozen=True, kw_only=True)
 class BenchRequest:
+    suite_name: str = "builtin"  # builtin | huggingface | timm
+    results_path: Path | None = None  # JSON lines, a row appended as each model finishes
+    resume: bool = False
+    shard_text: str | None = None  # "I/N"; see .shard
     models: tuple[str, ...] = ()  # as given: comma-separated or repeated; see .names
     mode: Mode = "infer"
     dtype: Dtype = "fp32"
@@ -54,14 +59,39 @@ class BenchRequest:
         ):
             if value not in get_args(allowed):
                 raise UsageError(f"{flag} {value!r} is not one of {', '.join(get_args(allowed))}", "pick one")
+        if self.suite_name not in ("builtin", "huggingface", "timm"):
+            raise UsageError(f"--suite {self.suite_name!r} is not builtin, huggingface or timm", "pick one")
+        self.shard  # a malformed --shard fails now  # noqa: B018
         if self.list_only:
             return
-        for path in self.outputs:
+        if self.results_path is None and self.suite_name != "builtin" and self.load_path is None:
+            # The dashboard suites run for an hour or more: their rows are always kept, so a crash or
+            # a kill loses nothing and the same command with --resume continues.
+            object.__setattr__(self, "results_path", self.default_results_path())
+        if self.resume and self.results_path is None:
+            raise UsageError("--resume needs the results file of the run to continue", "add --results FILE")
+        for path in (*self.outputs, *((self.results_path,) if self.results_path else ())):
             # Checked before the run, not after minutes of compiling.
             if not path.parent.is_dir():
                 raise UsageError(
                     f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
                 )
+
+    @property
+    def shard(self) -> Shard | None:
+        from rocmkit.bench.runlog import Shard
+
+        return Shard.parse(self.shard_text) if self.shard_text else None
+
+    def default_results_path(self) -> Path:
+        from rocmkit.paths import cache_dir
+
+        shard = self.shard
+        part = f"-shard{shard.index}of{shard.count}" if shard else ""
+        key = f"{self.suite_name}-{self.mode}-{self.dtype}-{self.size or 'auto'}{part}"
+        folder = cache_dir() / "bench"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{key}.jsonl"
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -88,4 +118,29 @@ class BenchRequest:
             threads=self.threads,
             compile_mode=self.compile_mode,
             perturb=self.perturb,
+            suite=self.suite_name,
+            shard=self.shard,
+            results=self.results_path,
+            resume=self.resume,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareRequest:
+    """What ``rocmkit bench compare`` was asked to do."""
+
+    a_path: Path
+    b_path: Path
+    reference_path: Path | None = None
+    min_change: float = 0.05
+    html_path: Path | None = None
+    as_json: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_change <= 0.9:
+            raise UsageError(f"--min-change {self.min_change:g} is not between 0 and 0.9", "give e.g. 0.05")
+        if self.html_path is not None and not self.html_path.parent.is_dir():
+            raise UsageError(
+                f"folder {self.html_path.parent} does not exist",
+                f"create it or write {self.html_path.name} elsewhere",
+            )

@@ -150,6 +150,8 @@ class SuiteResult:
     command: str = ""
     compile_mode: str = "default"
     threads: int | None = None  # CPU threads asked for; None: torch's default
+    suite: str = "builtin"  # builtin, huggingface, timm
+    shard: str = ""  # "I/N" when this is one shard of a run
 
     @property
     def summary(self) -> Summary:
@@ -159,6 +161,8 @@ class SuiteResult:
         s = self.summary
         return {
             "schema": SCHEMA,
+            "suite": self.suite,
+            "shard": self.shard,
             "backend": self.backend,
             "device": self.device,
             "mode": self.mode,
@@ -200,6 +204,8 @@ class SuiteResult:
                 command=str(d.get("command", "")),
                 compile_mode=str(d.get("compile_mode", "default")),
                 threads=int(d["threads"]) if d.get("threads") is not None else None,
+                suite=str(d.get("suite", "builtin")),
+                shard=str(d.get("shard", "")),
             )
         except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as exc:
             what = f"field {exc} is missing" if isinstance(exc, KeyError) else str(exc)
@@ -272,7 +278,7 @@ def to_text(suite: SuiteResult) -> str:
     """The table a person reads in a terminal."""
     s = suite.summary
     head = (
-        f"torch.compile vs eager: {suite.mode}, {suite.dtype}, size {suite.size}, "
+        f"torch.compile vs eager, suite {suite.suite}: {suite.mode}, {suite.dtype}, size {suite.size}, "
         f"{suite.repeat} repeats, compile mode {suite.compile_mode}, on {suite.device} ({suite.backend})"
     )
     rows = [
@@ -320,6 +326,7 @@ def to_markdown(suite: SuiteResult) -> str:
     s = suite.summary
     versions = ", ".join(f"{k} {v}" for k, v in suite.versions.items() if v)
     lines = [
+        f"suite {suite.suite}{f' (shard {suite.shard})' if suite.shard else ''}: "
         f"{suite.mode}, {suite.dtype}, size {suite.size}, {suite.repeat} repeats, compile mode "
         f"{suite.compile_mode}, on {suite.device} ({suite.backend}); {versions}",
         "",

@@ -11,13 +11,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from rocmkit.bench import runlog
 from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
 from rocmkit.bench.results import ModelResult, SuiteResult
@@ -51,6 +54,26 @@ class SuiteOptions:
     perturb: float = 0.0
     python: str = sys.executable
     cache_dir: Path | None = None
+    suite: str = "builtin"  # builtin, huggingface, timm
+    shard: runlog.Shard | None = None
+    results: Path | None = None  # the JSON-lines file each row is appended to
+    resume: bool = False  # run only the models without a row in ``results``
+
+
+@dataclass(frozen=True, kw_only=True)
+class Progress:
+    """Where a run stands as a model starts: for the ``[3/48] ... ETA`` line on stderr."""
+
+    name: str
+    index: int  # 1-based, among the models this invocation runs
+    total: int
+    done_before: int  # rows a resumed run already had
+    eta_s: float | None  # mean time per model so far x models left; None before the first
+
+
+def _slug(name: str) -> str:
+    # Hub names carry a slash ("meta-llama/Llama-3.2-1B"): not a file name.
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
 def child_env(
@@ -129,15 +152,26 @@ def run_suite(
     *,
     environ: Mapping[str, str] | None = None,
     runner: RunFunc = run,
-    on_start: Callable[[str], None] | None = None,
+    on_start: Callable[[Progress], None] | None = None,
     on_result: Callable[[ModelResult], None] | None = None,
     command: str = "",
 ) -> SuiteResult:
     """Run each selected model in its own child and return the suite's result."""
     env_in = dict(os.environ if environ is None else environ)
-    specs = select(opts.models, env_in)
+    if opts.size == "small" and opts.suite != "builtin":
+        raise UsageError(
+            f"--suite {opts.suite} comes in sizes tiny and full", "use --size tiny or --size full"
+        )
+    if opts.resume and opts.results is None:
+        raise UsageError("--resume needs the results file to continue", "add --results FILE")
+    selected = select(opts.models, env_in, opts.suite)
+    order = [s.name for s in selected]
+    specs = opts.shard.take(selected) if opts.shard else selected
     if opts.repeat < 1 or opts.warmup < 1:
         raise UsageError("--repeat and --warmup must be at least 1")
+    previous: runlog.RunLog | None = None
+    if opts.resume and opts.results is not None and opts.results.is_file():
+        previous = runlog.read(opts.results)
     cache = opts.cache_dir or cache_dir()
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp:
@@ -153,6 +187,14 @@ def run_suite(
             raise UsageError(
                 f"--impl transformers: transformers is not importable by {opts.python}",
                 "pip install transformers, or use --impl rocmkit",
+            )
+        needs = {"huggingface": "transformers", "timm": "timm"}.get(opts.suite)
+        if needs and not (info.get("versions") or {}).get(needs):
+            why = (info.get("import_errors") or {}).get(needs) or "not installed"
+            raise UsageError(
+                f"--suite {opts.suite} needs {needs}, which {opts.python} cannot import ({why})",
+                f"`rocmkit install --with {needs}` (timm also needs the torchvision built for this torch; "
+                "`rocmkit doctor` checks it)",
             )
         device = "cpu" if backend == "cpu" else "cuda"
         size = opts.size or ("tiny" if device == "cpu" else "full")
@@ -171,13 +213,51 @@ def run_suite(
             threads=opts.threads,
             compile_mode=opts.compile_mode,
         )
+        shell = SuiteResult(
+            backend=backend,
+            device=_device_label(str(info["device"]), backend, opts.threads),
+            mode=opts.mode,
+            dtype=opts.dtype,
+            size=size,
+            repeat=opts.repeat,
+            models=(),
+            versions=dict(info.get("versions") or {}),
+            started_at=started,
+            command=command,
+            compile_mode=opts.compile_mode,
+            threads=opts.threads,
+            suite=opts.suite,
+            shard=str(opts.shard or ""),
+        )
+        header = runlog.header_of(
+            shell, suite_name=opts.suite, models=[s.name for s in specs], order=order, shard=shell.shard
+        )
+        done: dict[str, ModelResult] = {}
+        if previous is not None and opts.results is not None:
+            diff = runlog.mismatch(previous.header, header)
+            if diff or previous.header.get("models") != header["models"]:
+                raise UsageError(
+                    f"--resume: {opts.results} holds another run ({'; '.join(diff) or 'other models'})",
+                    "resume with the options of the first run, or start afresh without --resume",
+                )
+            done = {r.name: r for r in previous.rows if r.name in header["models"]}
+            header = previous.header
+            # Rewritten whole: appending after a line torn by the kill would corrupt the next row.
+            runlog.start(opts.results, header, list(previous.rows))
+        elif opts.results is not None:
+            runlog.start(opts.results, header)
+        todo = [s for s in specs if s.name not in done]
         rows: list[ModelResult] = []
-        for spec in specs:
+        t_run = time.monotonic()
+        for i, spec in enumerate(todo, start=1):
             if on_start is not None:
-                on_start(spec.name)
-            job = work / f"{spec.name}.job.json"
-            out = work / f"{spec.name}.result.json"
-            job.write_text(json.dumps({"model": spec.name, "options": asdict(harness)}))
+                elapsed = time.monotonic() - t_run
+                eta = elapsed / (i - 1) * (len(todo) - i + 1) if i > 1 else None
+                on_start(Progress(name=spec.name, index=i, total=len(todo), done_before=len(done), eta_s=eta))
+            slug = f"{i:04d}-{_slug(spec.name)}"
+            job = work / f"{slug}.job.json"
+            out = work / f"{slug}.result.json"
+            job.write_text(json.dumps({"model": spec.name, "suite": opts.suite, "options": asdict(harness)}))
             result = runner(_child(opts.python, "run", str(job), str(out)), timeout=timeout, env=env)
             if out.is_file():
                 row = ModelResult.from_dict(json.loads(out.read_text()))
@@ -185,22 +265,18 @@ def run_suite(
                     row = replace(row, stderr_tail=(result.stderr or result.stdout)[-2000:])
             else:
                 row = _failed_row(spec.name, spec.suite, result, timeout)
+            if opts.results is not None:
+                runlog.append_row(opts.results, row)
             rows.append(row)
             if on_result is not None:
                 on_result(row)
-    versions = dict(info.get("versions") or {})
-    return SuiteResult(
-        backend=backend,
-        device=_device_label(str(info["device"]), backend, opts.threads),
-        mode=opts.mode,
-        dtype=opts.dtype,
-        size=size,
-        repeat=opts.repeat,
-        models=tuple(rows),
-        versions=versions,
-        started_at=started,
+    all_rows = {**done, **{r.name: r for r in rows}}
+    return replace(
+        shell,
+        # A resumed run keeps what its first invocation recorded.
+        versions=dict(header.get("versions") or shell.versions),
+        device=str(header.get("device") or shell.device),
+        started_at=str(header.get("started_at", started)),
+        models=tuple(all_rows[s.name] for s in specs if s.name in all_rows),
         finished_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        command=command,
-        compile_mode=opts.compile_mode,
-        threads=opts.threads,
     )

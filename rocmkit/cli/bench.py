@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
 
 import click
 
-from rocmkit.bench.request import BenchRequest
+from rocmkit.bench.request import BenchRequest, CompareRequest
 from rocmkit.bench.results import SuiteResult
 from rocmkit.cli.request import OUT, request
 from rocmkit.errors import UsageError
@@ -32,10 +33,28 @@ def _write(path: Path, text: str) -> None:
         ) from exc
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _load(path: Path) -> SuiteResult:
+    """A saved run: the ``--json`` document, or a ``--results`` JSON-lines file."""
+    from rocmkit.bench import runlog
     from rocmkit.errors import DataError
     from rocmkit.safeload import load_json_file
 
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(4096)
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror}", "pass a file that exists") from exc
+    if first.lstrip().startswith(b"{") and runlog.SCHEMA.encode() in first:
+        log = runlog.read(path)
+        return runlog.to_suite(log.header, log.rows)
     try:
         data = load_json_file(path, str(path))
     except DataError as exc:
@@ -44,6 +63,12 @@ def _load(path: Path) -> SuiteResult:
 
 
 @cli.command(name="models")
+@click.option("--suite", "suite_name", type=click.Choice(["builtin", "huggingface", "timm"]), default="builtin",
+    show_default=True, help="builtin (5 models), or PyTorch's dashboard lists: huggingface (55), timm (18).")
+@click.option("--results", "results_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Append each model's row to this JSON-lines file as it finishes (for --resume and merge).")
+@click.option("--resume", is_flag=True, help="Run only the models without a row in --results.")
+@click.option("--shard", "shard_text", metavar="I/N", default=None, help="Run the I-th of N shards.")
 @click.option("--models", "models", multiple=True, metavar="NAMES",
     help="Models to run, comma-separated or repeated (default: all). See --list.")
 @click.option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
@@ -51,7 +76,7 @@ def _load(path: Path) -> SuiteResult:
 @click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default="fp32", show_default=True,
     help="fp32, or AMP autocast to bf16/fp16 (meant for GPUs).")
 @click.option("--size", type=click.Choice(["tiny", "small", "full"]), default=None,
-    help="Model sizes. [default: tiny on the CPU, full on a GPU]")
+    help="Model sizes (small: builtin only). [default: tiny on the CPU, full on a GPU]")
 @click.option("--repeat", "-n", type=click.IntRange(min=1), default=30, show_default=True,
     help="Timing samples (eager and compiled interleaved); medians are reported.")
 @click.option("--warmup", type=click.IntRange(min=1), default=3, show_default=True,
@@ -100,20 +125,32 @@ def _load(path: Path) -> SuiteResult:
     help="Diagnosis: add this to compiled outputs, to see the accuracy check fail.")
 @request(BenchRequest)
 def models_cmd(req: BenchRequest) -> None:
-    """Measure torch.compile against eager on the built-in model set.
+    """Measure torch.compile against eager on a model suite.
 
     Each model runs in its own process: warm-up, eager and compiled runs
     interleaved, speedup = median eager / median compiled, and the compiled
-    output checked against eager. Exit code 0 when every model passes, 1 when
-    any model failed accuracy, compilation, or did not finish.
+    output checked against eager. With --results each row is appended to a
+    file as it finishes; --resume continues a killed run, --shard I/N splits
+    one run (join the shards with `rocmkit bench merge`). Exit code 0 when
+    every model passes, 1 when any model failed accuracy, compilation, or did
+    not finish.
     """
     from rocmkit.bench import html, results
     from rocmkit.bench.models import select
-    from rocmkit.bench.suite import run_suite
+    from rocmkit.bench.suite import Progress, run_suite
 
     if req.list_only:
-        OUT.lines([f"{s.name:12} {s.suite:12} {s.description}" for s in select(req.names)])
+        specs = select(req.names, suite=req.suite_name)
+        shard = req.shard
+        OUT.lines([f"{s.name:36} {s.suite:12} {s.description}" for s in (shard.take(specs) if shard else specs)])
         return
+    if req.results_path is not None and req.suite_name != "builtin" and req.load_path is None:
+        OUT.message(f"rocmkit: rows go to {req.results_path} (continue a stopped run with --resume)")
+
+    def started(p: Progress) -> None:
+        eta = f", about {_duration(p.eta_s)} left" if p.eta_s is not None else ""
+        before = f" ({p.done_before} done before)" if p.done_before else ""
+        OUT.message(f"[{p.index}/{p.total}{before}] {p.name}: running ...{eta}")
 
     def finished(row: results.ModelResult) -> None:
         speed = f" {row.speedup:.2f}x" if row.speedup else ""
@@ -126,22 +163,91 @@ def models_cmd(req: BenchRequest) -> None:
         argv = sys.argv[sys.argv.index("bench") :] if "bench" in sys.argv else ["bench", "models"]
         suite = run_suite(
             req.suite_options(),
-            on_start=lambda name: OUT.message(f"{name}: running ..."),
+            on_start=started,
             on_result=finished,
             command="rocmkit " + shlex.join(argv),
         )
-    renders = (
-        (req.csv_path, results.to_csv),
-        (req.html_path, html.render_page),
-        (req.svg_path, html.render_svg),
-        (req.md_path, results.to_markdown),
-    )
-    for path, render in renders:
-        if path is not None:
-            _write(path, render(suite))
+    if req.csv_path is not None:
+        _write(req.csv_path, results.to_csv(suite))
+    if req.html_path is not None or req.svg_path is not None:
+        from rocmkit.bench.compare import load_references
+
+        # Published figures for this suite and mode (the MI250 line for HF training) drawn alongside.
+        refs = [r for r in load_references() if r.suite == suite.suite and r.mode == suite.mode]
+        if req.html_path is not None:
+            _write(req.html_path, html.render_page(suite, refs))
+        if req.svg_path is not None:
+            _write(req.svg_path, html.render_svg(suite, refs))
+    if req.md_path is not None:
+        _write(req.md_path, results.to_markdown(suite))
     if req.as_json:
         OUT.json(suite.to_dict())
     else:
         OUT.data(results.to_text(suite), nl=False)
     if suite.summary.passed < suite.summary.total:
+        sys.exit(1)
+
+
+@cli.command(name="merge")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Write the merged rocmkit.bench/1 JSON to stdout.")
+@click.option("--output", "-o", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Also write the merged result as rocmkit.bench/1 JSON to FILE.")
+def merge_cmd(files: tuple[Path, ...], as_json: bool, out_path: Path | None) -> None:
+    """Join the --results files of a sharded run (--shard I/N) into one result.
+
+    The files must come from one run (same suite, mode, dtype, size, repeats,
+    compile mode, backend); a model with rows in two files is an error. Exit
+    code 0 when every model of the run has a row and passed, 1 otherwise.
+    """
+    from rocmkit.bench import results, runlog
+
+    merged = runlog.merge([runlog.read(f) for f in files])
+    if merged.missing:
+        more = " ..." if len(merged.missing) > 10 else ""
+        OUT.message(
+            f"rocmkit: {len(merged.missing)} model(s) have no row in these files: "
+            f"{', '.join(merged.missing[:10])}{more} (a shard missing or unfinished? rerun it with --resume)"
+        )
+    if out_path is not None:
+        _write(out_path, json.dumps(merged.suite.to_dict(), indent=2) + "\n")
+    if as_json:
+        OUT.json(merged.suite.to_dict())
+    else:
+        OUT.data(results.to_text(merged.suite), nl=False)
+    s = merged.suite.summary
+    if merged.missing or s.passed < s.total:
+        sys.exit(1)
+
+
+@cli.command(name="compare")
+@click.argument("a_path", metavar="A", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("b_path", metavar="B", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--reference", "reference_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None, help="Published figures to draw (TOML as matrices/bench/references.toml). [default: rocmkit's]")
+@click.option("--min-change", type=click.FloatRange(min=0.0, max=0.9), default=0.05, show_default=True,
+    help="Smallest relative change flagged, on top of the IQRs not overlapping.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Also write A and B side by side as a self-contained HTML page.")
+@click.option("--json", "as_json", is_flag=True, help="Write the per-model verdicts as JSON to stdout.")
+@request(CompareRequest)
+def compare_cmd(req: CompareRequest) -> None:
+    """Per-model speedup ratios and accuracy changes from run A to run B.
+
+    A and B are `bench models --json` outputs or --results files (a merged
+    shard set too). A model is flagged when it broke (passed in A, not in B)
+    or got slower beyond the noise of the repeats. Exit code 0 when nothing
+    is flagged, 1 when something is (for CI).
+    """
+    from rocmkit.bench import compare
+
+    refs = compare.load_references(req.reference_path)
+    c = compare.compare(_load(req.a_path), _load(req.b_path), min_change=req.min_change, references=refs)
+    if req.html_path is not None:
+        _write(req.html_path, compare.render_page(c))
+    if req.as_json:
+        OUT.json(compare.to_dict(c))
+    else:
+        OUT.data(compare.to_text(c), nl=False)
+    if c.flagged:
         sys.exit(1)

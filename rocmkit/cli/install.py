@@ -32,7 +32,7 @@ from rocmkit.install.request import InstallRequest
     help="Replace https://download.pytorch.org/whl in index URLs (mirror).")
 @click.option("--installer", type=click.Choice(["auto", "uv", "pip"]), default="auto", show_default=True)
 @click.option("--with", "with_packages", multiple=True, metavar="PKG",
-    help="Companion packages (transformers ...), installed under the guard.")
+    help="Companion packages, comma-separated or repeated (transformers,timm), installed under the guard.")
 @click.option("--no-companions", is_flag=True,
     help="Install torch and its Triton only: leave out torchvision/torchaudio (minimal images).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")

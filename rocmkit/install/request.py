@@ -101,6 +101,11 @@ class InstallRequest:
                 "a lock or wheelhouse installs its exact list; --no-companions does not apply",
                 "make the lock or wheelhouse with --no-companions instead",
             )
+        from rocmkit.install.companions import with_packages_of
+
+        object.__setattr__(
+            self, "with_packages", with_packages_of(self.with_packages, companions=not self.no_companions)
+        )
 
     @property
     def installs_exact_list(self) -> bool:

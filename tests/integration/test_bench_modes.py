@@ -43,14 +43,20 @@ def test_listing_does_not_import_torch() -> None:
         "from rocmkit.cli import main\n"
         "try:\n"
         "    main(['bench', 'models', '--list'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "try:\n"
+        "    main(['bench', 'models', '--suite', 'huggingface', '--list'])\n"
         "finally:\n"
         "    assert 'torch' not in sys.modules, 'torch imported'\n"
+        "    assert 'transformers' not in sys.modules, 'transformers imported'\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
     assert "distilgpt2" in proc.stdout and "t5_small" in proc.stdout
+    assert "meta-llama/Llama-3.2-1B" in proc.stdout
     # An unknown name is one line and exit 4 before any child: tests/unit/test_bench_cli.py.
 
 

@@ -12,7 +12,12 @@ Options (``ctx.options``), all optional:
   ``ROCMKIT_MODELS_MIN_GEOMEAN`` in the environment; otherwise by backend:
   cpu 0.0 (report only: a CPU's speedup says nothing about the GPU stack),
   rocm and cuda 1.0 (torch.compile must not be slower than eager).
-- ``models.names`` (list), ``models.mode`` (infer|train), ``models.dtype``,
+- ``models.suite``: ``builtin`` (default: the 5 built-in models), ``huggingface``
+  (a decoder LM, an encoder and an encoder-decoder of PyTorch's HF list: DistillGPT2,
+  BertForMaskedLM, T5Small), ``timm`` (a CNN and a ViT of its TIMM list), or
+  ``dashboard`` (the three HF models and the TIMM CNN, one table). Set it with
+  ``rocmkit doctor --level 3 --set models.suite=huggingface``.
+- ``models.names`` (list; overrides the subset, within one suite), ``models.mode`` (infer|train), ``models.dtype``,
   ``models.size`` (default tiny on cpu, full on a GPU), ``models.repeat``
   (default 30), ``models.timeout_s`` (per model), ``models.compile_mode``.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import Any
 
 from rocmkit.bench.results import SuiteResult
@@ -32,6 +38,16 @@ NAME = "models.compile_speedup"
 LEVEL = 3
 DEFAULT_MIN_GEOMEAN = {"cpu": 0.0, "rocm": 1.0, "cuda": 1.0}
 MIN_GEOMEAN_ENV = "ROCMKIT_MODELS_MIN_GEOMEAN"
+# The representative subsets: what each suite's level-3 check runs by default.
+SUBSETS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "builtin": (("builtin", ()),),
+    "huggingface": (("huggingface", ("DistillGPT2", "BertForMaskedLM", "T5Small")),),
+    "timm": (("timm", ("mobilenetv2_100", "deit_tiny_patch16_224.fb_in1k")),),
+    "dashboard": (
+        ("huggingface", ("DistillGPT2", "BertForMaskedLM", "T5Small")),
+        ("timm", ("mobilenetv2_100",)),
+    ),
+}
 
 
 def _environ(ctx: CheckContext) -> dict[str, str]:
@@ -68,7 +84,7 @@ def judge(suite: SuiteResult, min_geomean: float, *, duration_s: float = 0.0) ->
         Figure(name=f"{m.name}.speedup", value=m.speedup, unit="x") for m in suite.models if m.speedup
     ]
     gm = f"{s.geomean_speedup:.2f}x" if s.geomean_speedup is not None else "n/a"
-    head = f"{suite.mode} {suite.dtype} size {suite.size}: pass rate {s.pass_rate}, geomean speedup {gm}"
+    head = f"{suite.suite} {suite.mode} {suite.dtype} size {suite.size}: pass rate {s.pass_rate}, geomean speedup {gm}"
     base: dict[str, Any] = {
         "name": NAME,
         "level": LEVEL,
@@ -129,7 +145,8 @@ def judge(suite: SuiteResult, min_geomean: float, *, duration_s: float = 0.0) ->
     exclusive=True,
     options={"models.*": "min_geomean, names, mode, dtype, size, repeat, timeout_s, compile_mode (docs/doctor.md)"},
     level=LEVEL,
-    description="torch.compile vs eager on 5 built-in models: outputs match, geomean speedup over a threshold",
+    description="torch.compile vs eager on representative models (decoder, encoder, encoder-decoder, CNN): "
+    "outputs match, geomean speedup over a threshold",
     needs=("torch",),
     isolated=False,  # it starts one child per model itself, each with its own timeout
     timeout_s=3600.0,
@@ -140,18 +157,37 @@ def compile_speedup(ctx: CheckContext) -> CheckResult:
     start = time.monotonic()
     try:
         min_geomean = threshold(ctx)
-        opts = SuiteOptions(
-            models=tuple(ctx.options.get("models.names") or ()),
-            mode=ctx.options.get("models.mode", "infer"),
-            dtype=ctx.options.get("models.dtype", "fp32"),
-            size=ctx.options.get("models.size"),
-            repeat=int(ctx.options.get("models.repeat", 30)),
-            device="cpu" if ctx.backend == "cpu" else "cuda",
-            timeout_s=ctx.options.get("models.timeout_s"),
-            compile_mode=ctx.options.get("models.compile_mode", "default"),
-            cache_dir=ctx.cache_dir,
-        )
-        suite = run_suite(opts, environ=_environ(ctx), command="rocmkit doctor --level 3")
+        suite_name = str(ctx.options.get("models.suite", "builtin"))
+        if suite_name not in SUBSETS:
+            raise RocmkitError(
+                f"models.suite {suite_name!r} is not a suite",
+                f"use --set models.suite= one of {', '.join(SUBSETS)}",
+            )
+        raw_names: Any = ctx.options.get("models.names") or ()
+        if isinstance(raw_names, str):  # `--set models.names=a,b` arrives as one string
+            raw_names = [n.strip() for n in raw_names.split(",") if n.strip()]
+        names = tuple(str(n) for n in raw_names)
+        parts = SUBSETS[suite_name]
+        if names:
+            parts = ((parts[0][0], names),)
+        runs = []
+        for part_suite, part_names in parts:
+            opts = SuiteOptions(
+                suite=part_suite,
+                models=part_names,
+                mode=ctx.options.get("models.mode", "infer"),
+                dtype=ctx.options.get("models.dtype", "fp32"),
+                size=ctx.options.get("models.size"),
+                repeat=int(ctx.options.get("models.repeat", 30)),
+                device="cpu" if ctx.backend == "cpu" else "cuda",
+                timeout_s=ctx.options.get("models.timeout_s"),
+                compile_mode=ctx.options.get("models.compile_mode", "default"),
+                cache_dir=ctx.cache_dir,
+            )
+            runs.append(run_suite(opts, environ=_environ(ctx), command="rocmkit doctor --level 3"))
+        suite = runs[0]
+        if len(runs) > 1:
+            suite = replace(suite, suite=suite_name, models=tuple(m for r in runs for m in r.models))
     except RocmkitError as exc:
         return CheckResult(
             name=NAME,
@@ -163,3 +199,81 @@ def compile_speedup(ctx: CheckContext) -> CheckResult:
             backend=ctx.backend,
         )
     return judge(suite, min_geomean, duration_s=time.monotonic() - start)
+
+
+# ---------------------------------------------------------------- companions
+
+COMPANIONS_NAME = "models.companions"
+# torchvision/torchaudio register C++ operators into torch at import; one built for another torch
+# fails with e.g. "operator torchvision::nms does not exist". transformers imports torchvision
+# when it is installed, and timm always does, so one bad companion breaks the model suites.
+_PROBE_OPS = {"torchvision": "nms", "torchaudio": None}
+
+
+def companion_result(torch_version: str, findings: dict[str, tuple[str | None, str | None]]) -> CheckResult:
+    """The verdict from ``{package: (installed version, import error or None)}``."""
+    broken = {pkg: (ver, err) for pkg, (ver, err) in findings.items() if ver is not None and err}
+    present = {pkg: ver for pkg, (ver, _) in findings.items() if ver is not None}
+    details = {"torch": torch_version, "companions": {k: {"version": v, "error": e} for k, (v, e) in findings.items()}}
+    if broken:
+        what = "; ".join(f"{pkg} {ver}: {err}" for pkg, (ver, err) in broken.items())
+        names = " ".join(broken)
+        return CheckResult(
+            name=COMPANIONS_NAME,
+            level=1,
+            status=Status.FAIL,
+            message=f"{what} (built for another torch than {torch_version}); transformers and timm "
+            "import torchvision, so the model suites cannot run",
+            remedy=f"install the {names} built for torch {torch_version} from the same index "
+            f"(`rocmkit install` installs the matching set), or remove it: `pip uninstall {names}`",
+            details=details,
+        )
+    if not present:
+        return CheckResult(
+            name=COMPANIONS_NAME,
+            level=1,
+            status=Status.SKIP,
+            message="neither torchvision nor torchaudio is installed",
+            details=details,
+        )
+    listed = ", ".join(f"{k} {v}" for k, v in present.items())
+    return CheckResult(
+        name=COMPANIONS_NAME,
+        level=1,
+        status=Status.PASS,
+        message=f"{listed}: C++ operators load with torch {torch_version}",
+        details=details,
+    )
+
+
+@check(
+    COMPANIONS_NAME,
+    level=1,
+    description="torchvision/torchaudio load their C++ operators with this torch (timm and transformers need it)",
+    needs=("torch",),
+    isolated=True,  # a mismatched extension can abort the interpreter
+    timeout_s=120.0,
+)
+def companions(ctx: CheckContext) -> CheckResult:
+    import importlib
+    import importlib.metadata
+
+    import torch
+
+    findings: dict[str, tuple[str | None, str | None]] = {}
+    for pkg, op in _PROBE_OPS.items():
+        try:
+            version: str | None = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            findings[pkg] = (None, None)
+            continue
+        error: str | None = None
+        try:
+            importlib.import_module(pkg)
+            if op is not None:
+                getattr(getattr(torch.ops, pkg), op)
+        except Exception as exc:  # the failure to load is the finding
+            lines = str(exc).strip().splitlines()
+            error = f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
+        findings[pkg] = (version, error)
+    return companion_result(str(torch.__version__), findings)

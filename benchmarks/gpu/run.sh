@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# One GPU session's worth of model benchmarks, in under 8 minutes, with tables written to benchmarks/.
+#
+#   PYTHON=/path/to/python benchmarks/gpu/run.sh            # a Python with a GPU torch (ROCm or CUDA)
+#   BUDGET_S=480 MODELS=DistillGPT2,BertForMaskedLM benchmarks/gpu/run.sh
+#
+# 1. rocmkit doctor --level 3 --only models (the HF representative subset: decoder, encoder,
+#    encoder-decoder), JSON into benchmarks/gpu/results/;
+# 2. rocmkit bench models --suite huggingface at full size, training with AMP bf16 (the setup
+#    of the MI250 figure), on a subset of PyTorch's HF list; every row is appended to a
+#    results file as it finishes, so whatever the budget allowed is kept;
+# 3. the tables as Markdown (benchmarks/gpu-<device>.md) and HTML, and a compare against the
+#    MI250 reference line.
+#
+# Each step has its own timeout inside the overall budget; a step that runs out leaves its
+# partial results. Needs: a Python with torch that sees a GPU, transformers, and rocmkit's own
+# dependencies (click, packaging, psutil, platformdirs, distro, rich); the repository root is
+# put on PYTHONPATH, so rocmkit itself need not be installed.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+py="${PYTHON:-python3}"
+budget="${BUDGET_S:-480}"
+models="${MODELS:-DistillGPT2,BertForMaskedLM,T5Small,GPT2ForSequenceClassification}"
+out="${OUT_DIR:-$here/results}"
+tables="${TABLES_DIR:-$root/benchmarks}"
+mkdir -p "$out"
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+start=$(date +%s)
+
+left() { echo $((budget - ($(date +%s) - start))); }
+say() { echo "gpu-bench: $*" >&2; }
+
+size="${SIZE:-full}"
+dtype="${DTYPE:-bf16}"
+# ALLOW_CPU=1 SIZE=tiny runs the same steps on a CPU: a rehearsal of the script, not a GPU figure.
+if [ "${ALLOW_CPU:-0}" != 1 ] && ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)'; then
+    say "$py has no torch that sees a GPU; set PYTHON to one that does"
+    exit 3
+fi
+if ! "$py" -c 'import click, packaging, psutil, platformdirs, distro, rich, transformers' 2>/dev/null; then
+    say "$py lacks rocmkit's dependencies or transformers: pip install click packaging psutil platformdirs distro rich transformers"
+    exit 4
+fi
+device="$("$py" -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu")')"
+slug="$(echo "$device" | tr -c 'A-Za-z0-9\n' '-' | tr -s '-' | sed 's/-$//' | tr '[:upper:]' '[:lower:]')"
+say "device: $device; budget ${budget}s"
+
+# 1. doctor level 3, the models check only (the rest of level 3 is not what this session measures).
+doctor_s=$(( $(left) * 2 / 5 ))
+timeout "$doctor_s" "$py" -m rocmkit doctor --level 3 --only models.compile_speedup \
+    --set models.suite=huggingface --set models.repeat=10 --set "models.size=$size" --json >"$out/doctor-l3-$slug.json" || \
+    say "doctor level 3 ended with $? (a FAIL, or the ${doctor_s}s step limit)"
+
+# 2. the suite subset, training with AMP bf16, full size; rows kept as they finish.
+suite_s=$(( $(left) - 30 ))
+results="$out/hf-train-$dtype-$slug.jsonl"
+timeout "$suite_s" "$py" -m rocmkit bench models --suite huggingface --size "$size" --mode train \
+    --dtype "$dtype" --models "$models" --repeat 20 --timeout 240 --results "$results" >/dev/null || \
+    say "bench models ended with $? (a model failed, or the ${suite_s}s step limit: rows so far are kept)"
+
+# 3. tables: Markdown and HTML of what finished, and the comparison with the MI250 line.
+if [ -s "$results" ]; then
+    "$py" -m rocmkit bench models --load "$results" --markdown "$tables/gpu-$slug.md" \
+        --html "$out/hf-train-$dtype-$slug.html" >"$out/hf-train-$dtype-$slug.txt" || true
+    "$py" -m rocmkit bench compare "$results" "$results" --html "$out/compare-$slug.html" >/dev/null || true
+fi
+say "done in $(( $(date +%s) - start ))s; tables in $tables/gpu-$slug.md and $out"

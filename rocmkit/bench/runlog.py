@@ -1,0 +1,224 @@
+"""The results file of a suite run: JSON lines, one row appended per model as it finishes.
+
+Line 1 is a header (what was run: suite, mode, dtype, size, repeats, compile
+mode, the shard and its models, the device and versions); every further line
+is one :class:`~rocmkit.bench.results.ModelResult`. Each row is written and
+fsynced on its own, so a crash, a timeout or ``kill -9`` loses at most the
+model that was running; a torn last line is ignored on reading. ``--resume``
+reads the file back and runs only the models without a row.
+
+``--shard I/N`` takes every N-th model of the suite's order, starting at the
+I-th (round robin keeps big and small models spread over the shards);
+:func:`merge` joins the shards' files into one result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rocmkit.bench.results import ModelResult, SuiteResult
+from rocmkit.errors import DataError, UsageError
+
+SCHEMA = "rocmkit.bench.rows/1"
+# The header fields two files must share to be resumed or merged as one run.
+SAME_RUN = ("suite", "mode", "dtype", "size", "repeat", "compile_mode", "backend")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 1-based
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        try:
+            left, right = text.split("/")
+            index, count = int(left), int(right)
+        except ValueError:
+            raise UsageError(
+                f"--shard {text!r} is not I/N", "e.g. --shard 2/4 (the second of four)"
+            ) from None
+        if count < 1 or not 1 <= index <= count:
+            raise UsageError(f"--shard {text}: I must be between 1 and N", "e.g. --shard 1/4 ... 4/4")
+        return cls(index, count)
+
+    def take(self, items: Sequence[T]) -> list[T]:
+        return [item for i, item in enumerate(items) if i % self.count == self.index - 1]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunLog:
+    header: dict[str, Any]
+    rows: tuple[ModelResult, ...]
+    path: Path | None = None
+
+
+def header_of(
+    suite: SuiteResult, *, suite_name: str, models: Sequence[str], order: Sequence[str], shard: str
+) -> dict[str, Any]:
+    d = suite.to_dict()
+    return {
+        "schema": SCHEMA,
+        "suite": suite_name,
+        "mode": d["mode"],
+        "dtype": d["dtype"],
+        "size": d["size"],
+        "repeat": d["repeat"],
+        "compile_mode": d["compile_mode"],
+        "threads": d["threads"],
+        "backend": d["backend"],
+        "device": d["device"],
+        "versions": d["versions"],
+        "started_at": d["started_at"],
+        "command": d["command"],
+        "shard": shard,
+        "models": list(models),  # what this file is to hold
+        "order": list(order),  # the whole selection, before sharding: the merged order
+    }
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    line = json.dumps(record, sort_keys=True) + "\n"
+    # O_APPEND and one write per row: a row is either wholly in the file or not at all.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def start(path: Path, header: dict[str, Any], rows: Sequence[ModelResult] = ()) -> None:
+    """Begin a results file: fresh, or (resuming) the rows read back, without a torn last line.
+
+    Written to a temporary file and renamed, so a kill here leaves the old file whole.
+    """
+    lines = [json.dumps(header, sort_keys=True)] + [json.dumps({"row": r.to_dict()}, sort_keys=True) for r in rows]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write results file {path}: {exc.strerror}", "choose a writable --results path"
+        ) from exc
+
+
+def append_row(path: Path, row: ModelResult) -> None:
+    try:
+        _append(path, {"row": row.to_dict()})
+    except OSError as exc:
+        raise UsageError(f"cannot append to results file {path}: {exc.strerror}", "check the disk") from exc
+
+
+def parse(lines: Iterable[str], where: str) -> RunLog:
+    it = iter(lines)
+    first = next(it, "")
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("schema") != SCHEMA:
+        raise DataError(
+            f"{where} is not a {SCHEMA} results file",
+            "pass a file written by `rocmkit bench models --results`",
+        )
+    rows: dict[str, ModelResult] = {}
+    pending: list[str] = list(it)
+    for n, line in enumerate(pending, start=2):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(pending) + 1:
+                break  # the last line was torn by a kill mid-write: that model simply has no row
+            raise DataError(f"{where}: line {n} is not JSON", "the file was edited or damaged") from None
+        if not isinstance(record, dict) or not isinstance(record.get("row"), dict):
+            raise DataError(f"{where}: line {n} is not a row")
+        row = ModelResult.from_dict(record["row"])
+        rows[row.name] = row  # a model run twice (a resumed retry) keeps its latest row
+    return RunLog(header=header, rows=tuple(rows.values()))
+
+
+def read(path: Path) -> RunLog:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(
+            f"cannot read {path}: {exc}", "pass a results file written by `rocmkit bench models`"
+        ) from exc
+    log = parse(text.splitlines(), str(path))
+    return RunLog(header=log.header, rows=log.rows, path=path)
+
+
+def to_suite(header: dict[str, Any], rows: Iterable[ModelResult], *, finished_at: str = "") -> SuiteResult:
+    """A :class:`SuiteResult` of the rows, in the header's order."""
+    by_name = {r.name: r for r in rows}
+    order = [n for n in header.get("order") or header.get("models") or [] if n in by_name]
+    order += [n for n in by_name if n not in order]
+    return SuiteResult(
+        backend=str(header["backend"]),
+        device=str(header["device"]),
+        mode=str(header["mode"]),
+        dtype=str(header["dtype"]),
+        size=str(header["size"]),
+        repeat=int(header["repeat"]),
+        models=tuple(by_name[n] for n in order),
+        versions=dict(header.get("versions") or {}),
+        started_at=str(header.get("started_at", "")),
+        finished_at=finished_at,
+        command=str(header.get("command", "")),
+        compile_mode=str(header.get("compile_mode", "default")),
+        threads=header.get("threads"),
+        suite=str(header.get("suite", "builtin")),
+        shard=str(header.get("shard", "")),
+    )
+
+
+def mismatch(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in SAME_RUN if a.get(k) != b.get(k)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Merged:
+    suite: SuiteResult
+    missing: tuple[str, ...]  # models of the whole selection that no file has a row for
+
+
+def merge(logs: Sequence[RunLog]) -> Merged:
+    """Join shard files of one run. They must agree on what was run; a model in two shards is an error."""
+    if not logs:
+        raise UsageError("nothing to merge", "name the shard files: rocmkit bench merge a.jsonl b.jsonl")
+    first = logs[0]
+    rows: dict[str, ModelResult] = {}
+    for log in logs:
+        diff = mismatch(first.header, log.header)
+        if diff:
+            raise UsageError(
+                f"{log.path} is not from the same run as {first.path}: {'; '.join(diff)}",
+                "merge only the shards of one `rocmkit bench models` command",
+            )
+        for row in log.rows:
+            if row.name in rows:
+                raise UsageError(
+                    f"{row.name} has a row in more than one file (the second: {log.path})",
+                    "merge each shard once; shards of one run never share a model",
+                )
+            rows[row.name] = row
+    order = list(first.header.get("order") or [])
+    missing = tuple(n for n in order if n not in rows)
+    finished = max((str(log.header.get("started_at", "")) for log in logs), default="")
+    whole = replace(to_suite(first.header, rows.values(), finished_at=finished), shard="")
+    return Merged(suite=whole, missing=missing)

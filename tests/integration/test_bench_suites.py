@@ -1,0 +1,339 @@
+"""The dashboard suites for real on this CPU: HF models built from transformers configs and compiled,
+a run killed with -9 and resumed, shards merged, and compare on a real run.
+
+One real HF run (3 models of PyTorch's list at tiny, plus two that cannot be built) is shared by
+the tests that only read its rows, so the compiles happen once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocmkit.bench.models import EXTRA_MODELS_ENV
+
+pytestmark = pytest.mark.integration
+
+HF_MODELS = ["DistilBertForMaskedLM", "GPT2ForSequenceClassification", "T5Small"]
+
+# Two rows that must not stop the run: a class the installed transformers lacks, and a config
+# the class rejects (64 wide with 3 heads), both through the suite's real build path.
+BAD_HF = """
+from rocmkit.bench.catalog import HfEntry, load_hf
+from rocmkit.bench.models import ModelSpec
+
+
+def _builder(entry):
+    def build(cfg, impl):
+        from rocmkit.bench import hf
+
+        return hf.build(entry, "tiny", load_hf().tiny)
+
+    return build
+
+
+MISSING = HfEntry(name="NoSuchModelForCausalLM", cls="NoSuchModelForCausalLM", config=None, batch=2, seq=32)
+BAD = HfEntry(
+    name="BertBadHeads", cls="BertForMaskedLM", config=None, batch=2, seq=32, tiny={"num_attention_heads": 3}
+)
+MODELS = [
+    ModelSpec(name=e.name, suite="huggingface", description="test", sizes={"tiny": {"tiny": 1}}, build=_builder(e))
+    for e in (MISSING, BAD)
+]
+"""
+
+CHEAP = """
+from rocmkit.bench.models import Built, ModelSpec
+
+
+def _lin(width):
+    def build(cfg, impl):
+        import torch
+
+        torch.manual_seed(width)
+        model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 4))
+        return Built(module=model, inputs=(torch.randn(8, width),), impl="test", batch_size=8)
+
+    return build
+
+
+MODELS = [
+    ModelSpec(name=f"lin{w}", suite="other", description="test", sizes={"tiny": {}}, build=_lin(w))
+    for w in (16, 24)
+]
+"""
+CHEAP_NAMES = ["lin16", "lin24"]
+# What a rerun may change: the timings and what follows from them.
+TIMING = {
+    "speedup",
+    "speedup_q1",
+    "speedup_q3",
+    "eager_ms",
+    "compiled_ms",
+    "eager_spread",
+    "compiled_spread",
+    "calls_per_sample",
+    "compile_s",
+    "eager_peak_mb",
+    "compiled_peak_mb",
+    "duration_s",
+    "accuracy",
+    "stderr_tail",
+}
+
+
+def _env(tmp: Path, source: str, name: str) -> dict[str, str]:
+    path = tmp / name
+    path.write_text(source)
+    return {**os.environ, EXTRA_MODELS_ENV: str(path)}
+
+
+def bench(env: dict[str, str], *args: str, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rocmkit", "bench", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def untimed(row: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in row.items() if k not in TIMING}
+    out["accuracy_ok"] = (row.get("accuracy") or {}).get("ok")
+    return out
+
+
+@pytest.fixture(scope="session")
+def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    pytest.importorskip("transformers")
+    tmp = tmp_path_factory.mktemp("hf")
+    env = _env(tmp, BAD_HF, "bad_hf.py")
+    results = tmp / "hf.jsonl"
+    models = ",".join([HF_MODELS[0], "NoSuchModelForCausalLM", *HF_MODELS[1:], "BertBadHeads"])
+    proc = bench(
+        env,
+        "models",
+        "--suite",
+        "huggingface",
+        "--device",
+        "cpu",
+        "--models",
+        models,
+        "--repeat",
+        "5",
+        # One thread: on a shared 2-core machine an OpenMP team stalls whenever one of its
+        # threads is descheduled, which spreads the timings far more than the load itself.
+        "--threads",
+        "1",
+        "--results",
+        str(results),
+        "--json",
+    )
+    yield {"proc": proc, "results": results, "env": env, "tmp": tmp, "doc": json.loads(proc.stdout or "{}")}
+
+
+@pytest.mark.slow
+def test_hf_models_from_pytorchs_list_compile_and_match_eager(hf_run: dict[str, Any]) -> None:
+    proc = hf_run["proc"]
+    assert proc.returncode == 1, proc.stderr  # two rows are errors
+    doc = hf_run["doc"]
+    assert doc["suite"] == "huggingface" and doc["size"] == "tiny"
+    rows = {m["name"]: m for m in doc["models"]}
+    assert list(rows) == [HF_MODELS[0], "NoSuchModelForCausalLM", *HF_MODELS[1:], "BertBadHeads"]
+    for name in HF_MODELS:
+        m = rows[name]
+        assert m["status"] == "pass", m
+        assert m["impl"].startswith("transformers ") and m["batch_size"] == 2 and m["params"] > 0
+        assert m["speedup"] > 0 and m["compile_s"] > 0
+        assert m["accuracy"]["ok"] and m["accuracy"]["tolerance"] == 1e-3
+    missing = rows["NoSuchModelForCausalLM"]
+    assert missing["status"] == "error"
+    assert (
+        "building the model failed" in missing["message"]
+        and "has no NoSuchModelForCausalLM" in missing["message"]
+    )
+    bad = rows["BertBadHeads"]
+    assert bad["status"] == "error" and "not a multiple of the number of attention heads" in bad["message"]
+    assert doc["summary"]["pass_rate"] == "60%, 3/5"
+    # Progress with an estimate on stderr, one row per model in the results file as it finished.
+    assert "[1/5] DistilBertForMaskedLM: running ..." in proc.stderr and "left" in proc.stderr
+    lines = hf_run["results"].read_text().splitlines()
+    assert len(lines) == 6 and json.loads(lines[0])["schema"] == "rocmkit.bench.rows/1"
+
+
+@pytest.mark.slow
+def test_compare_flags_an_injected_2x_slowdown_and_not_the_run_itself(hf_run: dict[str, Any]) -> None:
+    assert hf_run["proc"].returncode == 1, hf_run["proc"].stderr
+    tmp: Path = hf_run["tmp"]
+    run = tmp / "run.json"
+    run.write_text(hf_run["proc"].stdout)
+    same = bench(hf_run["env"], "compare", str(hf_run["results"]), str(run), timeout=60)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "no regression beyond the noise" in same.stdout
+    slow = json.loads(hf_run["proc"].stdout)
+    passing = [m for m in slow["models"] if m["status"] == "pass"]
+    # The model whose paired eager/compiled ratios moved least: a 2x change is beyond its noise
+    # when its ratios' interquartile range spans less than 2x. On a machine so loaded that no
+    # model's does, no 2x change can be told from noise, and compare rightly flags none.
+    target = min(passing, key=lambda m: m["speedup_q3"] / m["speedup_q1"])
+    if target["speedup_q3"] >= 2 * target["speedup_q1"]:
+        pytest.skip(f"every model's repeats vary by 2x or more on this machine now ({target['name']} least)")
+    for m in passing:
+        if m["name"] == target["name"]:  # its compiled model now takes twice as long
+            m["compiled_ms"] *= 2
+            m["speedup"] /= 2
+            m["speedup_q1"] /= 2
+            m["speedup_q3"] /= 2
+            m["compiled_spread"] = {k: v * 2 for k, v in m["compiled_spread"].items()}
+    slower = tmp / "slower.json"
+    slower.write_text(json.dumps(slow))
+    page = tmp / "cmp.html"
+    flagged = bench(
+        hf_run["env"], "compare", str(run), str(slower), "--html", str(page), "--json", timeout=60
+    )
+    assert flagged.returncode == 1, flagged.stderr
+    verdicts = json.loads(flagged.stdout)
+    assert verdicts["flagged"] == [target["name"]]
+    hit = next(m for m in verdicts["models"] if m["name"] == target["name"])
+    assert hit["verdict"] == "regression" and hit["speedup_ratio"] == pytest.approx(0.5)
+    assert target["name"] in page.read_text() and "regression" in page.read_text()
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line)["row"] for line in path.read_text().splitlines()[1:] if line.strip()]
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_and_shards_merge_to_the_same_rows(tmp_path: Path) -> None:
+    env = _env(tmp_path, CHEAP, "cheap.py")
+    common = [
+        "models",
+        "--device",
+        "cpu",
+        "--models",
+        ",".join(CHEAP_NAMES),
+        "--repeat",
+        "2",
+        "--warmup",
+        "1",
+    ]
+    results = tmp_path / "run.jsonl"
+    cmd = [sys.executable, "-m", "rocmkit", "bench", *common, "--results", str(results)]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            if results.is_file() and len(results.read_text().splitlines()) >= 2:
+                break  # the first model's row is in
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before it could be killed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and the model child it was running
+        proc.wait(timeout=60)
+    before = _rows(results)
+    assert len(before) == 1
+    resumed = bench(env, *common, "--results", str(results), "--resume", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"({len(before)} done before)" in resumed.stderr
+    after = _rows(results)
+    assert [r["name"] for r in after] == CHEAP_NAMES
+    assert after[: len(before)] == before  # the rows from before the kill were kept, not rerun
+    assert [m["name"] for m in json.loads(resumed.stdout)["models"]] == CHEAP_NAMES
+
+    shards = []
+    for i in (1, 2):
+        path = tmp_path / f"shard{i}.jsonl"
+        done = bench(env, *common, "--shard", f"{i}/2", "--results", str(path))
+        assert done.returncode == 0, done.stderr
+        shards.append(str(path))
+    assert [r["name"] for r in _rows(Path(shards[0]))] == ["lin16"]
+    merged = bench(env, "merge", *shards, "--json", timeout=60)
+    assert merged.returncode == 0, merged.stderr
+    doc = json.loads(merged.stdout)
+    assert [untimed(m) for m in doc["models"]] == [untimed(r) for r in after]
+    assert (doc["summary"]["passed"], doc["summary"]["total"]) == (2, 2)
+
+
+# A Python whose timm imports: on the build machines only a CUDA torch 2.14.1 with torchvision 0.29.1
+# (4 GB, kept out of the test venv) has loadable torchvision ops, so the TIMM lane can point here.
+TIMM_PYTHON_ENV = "TIMM_TEST_PYTHON"  # not ROCMKIT_*: the test fixtures clear those
+
+
+def _timm_python() -> tuple[str, str | None]:
+    python = os.environ.get(TIMM_PYTHON_ENV) or sys.executable
+    proc = subprocess.run(
+        [python, "-c", "import timm"], capture_output=True, text=True, timeout=300, check=False
+    )
+    if proc.returncode == 0:
+        return python, None
+    last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+    return python, (
+        f"timm does not import in {python} ({last[:160]}); it needs a torchvision whose ops load with "
+        f"its torch: set {TIMM_PYTHON_ENV} to a Python that has one"
+    )
+
+
+@pytest.mark.slow
+def test_one_timm_model_for_real() -> None:
+    python, why = _timm_python()
+    if why:
+        pytest.skip(why)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.run(
+        [python, "-m", "rocmkit", "bench", "models", "--suite", "timm", "--device", "cpu", "--models",
+         "mobilenetv2_100", "--repeat", "3", "--threads", "1", "--mode", "train", "--json"],
+        env=env, capture_output=True, text=True, timeout=1500, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (m,) = json.loads(proc.stdout)["models"]
+    assert m["status"] == "pass" and m["impl"].startswith("timm ") and m["accuracy"]["ok"]
+    assert m["batch_size"] == 2 and m["accuracy"]["tolerance"] == 1e-2  # training
+
+
+@pytest.mark.slow
+def test_every_hf_model_builds_at_tiny_and_every_full_config_is_accepted() -> None:
+    """All 55 entries: the tiny model trains one eager step; the full config (published values) constructs."""
+    pytest.importorskip("transformers")
+    code = r"""
+import json, transformers
+from rocmkit.bench import hf
+from rocmkit.bench.catalog import load_hf
+from rocmkit.bench.models import suite_models
+
+data = load_hf()
+out = {}
+for spec, entry in zip(suite_models("huggingface"), data.hf):
+    try:
+        built = spec.build(spec.sizes["tiny"], "auto")
+        built.module(*built.inputs)[0].backward()
+        model_cls = getattr(transformers, entry.cls)
+        config_cls = hf._config_class(entry, model_cls)
+        config = config_cls(**hf.config_values(entry, config_cls(), "full", data.tiny))
+        out[entry.name] = [built.batch_size, int(config.vocab_size)]
+    except Exception as exc:
+        out[entry.name] = f"{type(exc).__name__}: {exc}"[:300]
+print(json.dumps(out))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=900, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    failed = {k: v for k, v in got.items() if isinstance(v, str)}
+    assert failed == {}
+    assert len(got) == 55
+    assert got["DistillGPT2"][1] == 50257 and got["meta-llama/Llama-3.2-1B"][1] == 128256  # published values
