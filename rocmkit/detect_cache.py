@@ -95,6 +95,9 @@ def state_key(environ: Mapping[str, str]) -> str | None:
         with contextlib.suppress(OSError):
             devices += sorted(str(Path(folder) / n) for n in os.listdir(folder))
     parts += [f"{d}={_stat(d)}" for d in devices]
+    # The node's name: a cache folder on a shared home is read by every node of a cluster, and
+    # nodes sharing one kernel (containers, namespaces) share the boot id too.
+    parts.append(f"host={os.uname().nodename}")
     parts.append(f"rocm={os.path.realpath('/opt/rocm')}")
     parts.append(f"user={os.getuid()}:{sorted(os.getgroups())}")
     parts.append(json.dumps(relevant_env(environ), sort_keys=True))

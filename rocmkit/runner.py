@@ -173,12 +173,28 @@ def _pipe_holders(fds: Sequence[int]) -> list[int]:
             continue  # gone, or not ours to look at
         for name in links:
             try:
-                if os.readlink(f"/proc/{pid}/fd/{name}") in wanted:
+                if os.readlink(f"/proc/{pid}/fd/{name}") in wanted and _writes(pid, name):
                     holders.append(pid)
                     break
             except OSError:
                 continue
     return holders
+
+
+def _writes(pid: int, fd: str) -> bool:
+    """Whether ``pid`` holds its fd ``fd`` open for writing (fdinfo's octal ``flags``).
+
+    Only a writer keeps a pipe from reaching end-of-file; a process that merely inherited the
+    read end for a moment (a sibling forked by the same parent, before it closes the fds it
+    does not own) is not one, and must not be killed for it."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags:"):
+                    return int(line.split()[1], 8) & 0o3 != os.O_RDONLY
+    except (OSError, ValueError, IndexError):
+        pass
+    return True  # unknown: count it, as before (the pipe's other end is what we read)
 
 
 def kill_pipe_holders(fds: Sequence[int]) -> None:

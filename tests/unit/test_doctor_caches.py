@@ -118,3 +118,20 @@ def test_the_plan_is_cached_beside_the_machine(tmp_path: Path) -> None:
     assert cached.cached_plan(tmp_path, b, make, environ=env) is None
     assert cached.cached_plan(tmp_path, a, make, environ=env, fresh=True) == plan
     assert len(calls) == 3
+
+
+@needs_boot_id
+def test_another_node_sharing_the_cache_folder_and_the_kernel_detects_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two Slurm nodes on one kernel (namespaces) or a home folder shared by a cluster: the
+    other node's machine (its hostname) must never be read back as this one's."""
+    import os
+
+    detect, env = Detector(), {"PATH": "/usr/bin"}
+    real = os.uname()
+    cached.cached_machine(tmp_path, environ=env, detect=detect)
+    other = os.uname_result((real.sysname, "n1-elsewhere", real.release, real.version, real.machine))
+    monkeypatch.setattr(os, "uname", lambda: other)
+    machine, hit = cached.cached_machine(tmp_path, environ=env, detect=detect)
+    assert not hit and detect.calls == 2 and machine.host.hostname == "node2"
