@@ -10,6 +10,7 @@ at decoration time whether a kernel is compiled or interpreted.
 The helpers import neither torch nor triton at module level: ``tolerance`` (the table),
 ``metrics`` (GB/s, TFLOP/s, verdicts), ``sizes`` (problem sizes and options), ``timing``
 (GPU events or the wall clock, median), ``compare`` (the allclose rule), ``runtime`` (device, interpreter, cache),
-``harness`` (run a kernel against torch, build the result), ``aot`` (compile ahead of time
-for a GPU target) and ``targets`` (which targets).
+``aot`` (compile ahead of time for a GPU target) and ``spec`` (``KernelSpec``: what a kernel
+module declares, so ``aot`` finds it). The harness that runs a kernel against torch and the
+choice of codegen targets are the doctor's (``rocmkit.doctor.harness``, ``rocmkit.doctor.targets``).
 """

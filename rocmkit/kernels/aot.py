@@ -15,25 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocmkit.arch import strip_features, wavefront_size
+from rocmkit.kernels.spec import Build, KernelSpec
 
-
-@dataclass(frozen=True, kw_only=True)
-class Build:
-    """One kernel variant to compile: the jitted function and its specialisation."""
-
-    kernel: str  # "matmul"
-    variant: str  # "float16 128x256x16 g1 w4 s2"
-    fn: Any
-    signature: dict[str, str]
-    constexprs: dict[str, Any]
-    num_warps: int = 4
-    num_stages: int = 2
-    # What Triton's launcher specialises on at the GPU sizes: arguments divisible by 16
-    # (torch's allocations are; so are 4096-sized dims and strides) and integers equal to 1
-    # (unit strides), which become constants. Without them the compiler neither vectorises
-    # nor pipelines, and the shared memory reported would not be what a launch needs.
-    divisible_by_16: tuple[str, ...] = ()
-    ones: tuple[str, ...] = ()
+# This module, run as __main__, and the pure helpers: no SPEC to find there.
+_NOT_KERNELS = frozenset({"aot", "spec"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,114 +31,28 @@ class Built:
     binary: str  # "hsaco" or "cubin"
 
 
-_TRITON_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+def kernel_specs() -> list[KernelSpec]:
+    """Every smoke kernel: each module in ``rocmkit.kernels`` that sets ``SPEC``, so a new
+    kernel is one new module. Imports them (and so triton): call it in a compiler child."""
+    import importlib
+    import pkgutil
+
+    import rocmkit.kernels as package
+
+    specs = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name in _NOT_KERNELS:
+            continue
+        spec = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "SPEC", None)
+        if isinstance(spec, KernelSpec):
+            specs.append(spec)
+    return sorted(specs, key=lambda s: (s.order, s.name))
 
 
 def builds(backend: str) -> Iterator[Build]:
     """What the doctor launches on ``backend`` ("rocm" or "cuda"), kernel by kernel."""
-    from rocmkit.kernels import atomics, layernorm, matmul, softmax, vector_add
-
-    yield Build(
-        kernel="vector_add",
-        variant="float32",
-        fn=vector_add._add_kernel,
-        signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32"},
-        constexprs={"BLOCK_SIZE": vector_add.BLOCK_SIZE},
-        divisible_by_16=("x_ptr", "y_ptr", "out_ptr"),
-    )
-    block = 4096  # the GPU softmax shape has 3001 columns
-    yield Build(
-        kernel="softmax",
-        variant=f"float32 block {block}",
-        fn=softmax._softmax_kernel,
-        signature={
-            "out_ptr": "*fp32",
-            "in_ptr": "*fp32",
-            "in_row_stride": "i32",
-            "out_row_stride": "i32",
-            "n_cols": "i32",
-        },
-        constexprs={"BLOCK_SIZE": block},
-        num_warps=softmax._num_warps(block),
-        divisible_by_16=("out_ptr", "in_ptr"),
-    )
-    ln_block = 8192  # 5003 fp16 columns, one block per row
-    yield Build(
-        kernel="layernorm",
-        variant=f"float16 block {ln_block}",
-        fn=layernorm._layer_norm_fwd_kernel,
-        signature={
-            "x_ptr": "*fp16",
-            "y_ptr": "*fp16",
-            "w_ptr": "*fp16",
-            "b_ptr": "*fp16",
-            "mean_ptr": "*fp32",
-            "rstd_ptr": "*fp32",
-            "row_stride": "i32",
-            "n_cols": "i32",
-            "eps": "fp32",
-        },
-        constexprs={"BLOCK_SIZE": ln_block},
-        num_warps=min(max(ln_block // 256, 1), 8),
-        divisible_by_16=("x_ptr", "y_ptr", "w_ptr", "b_ptr", "mean_ptr", "rstd_ptr"),
-    )
-    yield Build(
-        kernel="atomics",
-        variant="int32 256 bins",
-        fn=atomics._histogram_kernel,
-        signature={"values_ptr": "*i32", "hist_ptr": "*i32", "n_values": "i32"},
-        constexprs={"NUM_BINS": 256, "BLOCK_SIZE": atomics.BLOCK_SIZE},
-        divisible_by_16=("values_ptr", "hist_ptr"),
-    )
-    for dtype in ("float16", "bfloat16"):
-        t = "*" + _TRITON_DTYPES[dtype]
-        for cfg in matmul.configs_for(backend):
-            yield Build(
-                kernel="matmul",
-                variant=f"{dtype} {cfg.label()}",
-                fn=matmul._matmul_kernel,
-                signature={
-                    "a_ptr": t,
-                    "b_ptr": t,
-                    "c_ptr": t,
-                    **{
-                        k: "i32"
-                        for k in (
-                            "M",
-                            "N",
-                            "K",
-                            "stride_am",
-                            "stride_ak",
-                            "stride_bk",
-                            "stride_bn",
-                            "stride_cm",
-                            "stride_cn",
-                        )
-                    },
-                },
-                constexprs={
-                    "BLOCK_M": cfg.block_m,
-                    "BLOCK_N": cfg.block_n,
-                    "BLOCK_K": cfg.block_k,
-                    "GROUP_M": cfg.group_m,
-                    "IEEE_FP32": False,
-                },
-                num_warps=cfg.num_warps,
-                num_stages=cfg.num_stages,
-                # 4096^3, row-major: every size and leading stride divisible by 16.
-                divisible_by_16=(
-                    "a_ptr",
-                    "b_ptr",
-                    "c_ptr",
-                    "M",
-                    "N",
-                    "K",
-                    "stride_am",
-                    "stride_bk",
-                    "stride_cm",
-                ),
-                ones=("stride_ak", "stride_bn", "stride_cn"),
-            )
+    for spec in kernel_specs():
+        yield from spec.aot_builds(backend)
 
 
 def parse_target(text: str) -> tuple[str, str | int, int]:

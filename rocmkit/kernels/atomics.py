@@ -8,10 +8,13 @@ make the answer exact: it must equal ``torch.bincount`` and sum to the number of
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import triton
 import triton.language as tl
+
+from rocmkit.kernels.spec import Build, KernelSpec
 
 BLOCK_SIZE = 1024
 
@@ -50,3 +53,17 @@ def histogram(values: Any, num_bins: int) -> Any:
 def bytes_moved(n_values: int, element_size: int) -> int:
     """Each value is read once; the histogram itself is tiny."""
     return n_values * element_size
+
+
+def aot_builds(backend: str) -> Iterator[Build]:
+    yield Build(
+        kernel="atomics",
+        variant="int32 256 bins",
+        fn=_histogram_kernel,
+        signature={"values_ptr": "*i32", "hist_ptr": "*i32", "n_values": "i32"},
+        constexprs={"NUM_BINS": 256, "BLOCK_SIZE": BLOCK_SIZE},
+        divisible_by_16=("values_ptr", "hist_ptr"),
+    )
+
+
+SPEC = KernelSpec(name="atomics", aot_builds=aot_builds, order=3)

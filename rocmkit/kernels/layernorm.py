@@ -7,10 +7,13 @@ rows longer than one block exercise the loop and the tail mask. After the Triton
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import triton
 import triton.language as tl
+
+from rocmkit.kernels.spec import Build, KernelSpec
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -66,3 +69,29 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float = 1e-5, block_size: in
 def bytes_moved(n_rows: int, n_cols: int, element_size: int) -> int:
     """One read and one write of the matrix (weights and the per-row statistics are small)."""
     return 2 * n_rows * n_cols * element_size
+
+
+def aot_builds(backend: str) -> Iterator[Build]:
+    block = 8192  # 5003 fp16 columns, one block per row
+    yield Build(
+        kernel="layernorm",
+        variant=f"float16 block {block}",
+        fn=_layer_norm_fwd_kernel,
+        signature={
+            "x_ptr": "*fp16",
+            "y_ptr": "*fp16",
+            "w_ptr": "*fp16",
+            "b_ptr": "*fp16",
+            "mean_ptr": "*fp32",
+            "rstd_ptr": "*fp32",
+            "row_stride": "i32",
+            "n_cols": "i32",
+            "eps": "fp32",
+        },
+        constexprs={"BLOCK_SIZE": block},
+        num_warps=min(max(block // 256, 1), 8),
+        divisible_by_16=("x_ptr", "y_ptr", "w_ptr", "b_ptr", "mean_ptr", "rstd_ptr"),
+    )
+
+
+SPEC = KernelSpec(name="layernorm", aot_builds=aot_builds, order=2)

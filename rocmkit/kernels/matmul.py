@@ -8,11 +8,14 @@ edge, so shapes need not be multiples of the tile.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import triton
 import triton.language as tl
+
+from rocmkit.kernels.spec import TRITON_DTYPES, Build, KernelSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,3 +161,34 @@ def matmul(a: Any, b: Any, config: TileConfig = INTERPRETER_CONFIG) -> Any:
 def flops(m: int, n: int, k: int) -> int:
     """One multiply and one add per inner-product term."""
     return 2 * m * n * k
+
+
+_INT_ARGS = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
+
+
+def aot_builds(backend: str) -> Iterator[Build]:
+    """Every tile the doctor tries on ``backend``, in fp16 and bf16 (the GPU dtypes)."""
+    for dtype in ("float16", "bfloat16"):
+        t = "*" + TRITON_DTYPES[dtype]
+        for cfg in configs_for(backend):
+            yield Build(
+                kernel="matmul",
+                variant=f"{dtype} {cfg.label()}",
+                fn=_matmul_kernel,
+                signature={"a_ptr": t, "b_ptr": t, "c_ptr": t, **dict.fromkeys(_INT_ARGS, "i32")},
+                constexprs={
+                    "BLOCK_M": cfg.block_m,
+                    "BLOCK_N": cfg.block_n,
+                    "BLOCK_K": cfg.block_k,
+                    "GROUP_M": cfg.group_m,
+                    "IEEE_FP32": False,
+                },
+                num_warps=cfg.num_warps,
+                num_stages=cfg.num_stages,
+                # 4096^3, row-major: every size and leading stride divisible by 16.
+                divisible_by_16=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm"),
+                ones=("stride_ak", "stride_bn", "stride_cn"),
+            )
+
+
+SPEC = KernelSpec(name="matmul", aot_builds=aot_builds, order=4)

@@ -8,10 +8,13 @@ which uses the shape 1823x781 to exercise the column mask.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import triton
 import triton.language as tl
+
+from rocmkit.kernels.spec import Build, KernelSpec
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -53,3 +56,25 @@ def softmax(x: Any) -> Any:
 def bytes_moved(n_rows: int, n_cols: int, element_size: int) -> int:
     """One read and one write of the matrix: the floor any softmax must move."""
     return 2 * n_rows * n_cols * element_size
+
+
+def aot_builds(backend: str) -> Iterator[Build]:
+    block = 4096  # the GPU softmax shape has 3001 columns
+    yield Build(
+        kernel="softmax",
+        variant=f"float32 block {block}",
+        fn=_softmax_kernel,
+        signature={
+            "out_ptr": "*fp32",
+            "in_ptr": "*fp32",
+            "in_row_stride": "i32",
+            "out_row_stride": "i32",
+            "n_cols": "i32",
+        },
+        constexprs={"BLOCK_SIZE": block},
+        num_warps=_num_warps(block),
+        divisible_by_16=("out_ptr", "in_ptr"),
+    )
+
+
+SPEC = KernelSpec(name="softmax", aot_builds=aot_builds, order=1)

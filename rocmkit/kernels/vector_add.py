@@ -7,10 +7,13 @@ end) shows up as wrong values or a memory fault. After the Triton tutorial
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import triton
 import triton.language as tl
+
+from rocmkit.kernels.spec import Build, KernelSpec
 
 BLOCK_SIZE = 1024
 
@@ -40,3 +43,18 @@ def add(x: Any, y: Any, out: Any | None = None) -> Any:
 def bytes_moved(n_elements: int, element_size: int) -> int:
     """Two reads and one write per element (the tutorial's ``12 * size`` for fp32)."""
     return 3 * n_elements * element_size
+
+
+def aot_builds(backend: str) -> Iterator[Build]:
+    """The variant the doctor launches: fp32 at one block size, on either backend."""
+    yield Build(
+        kernel="vector_add",
+        variant="float32",
+        fn=_add_kernel,
+        signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32"},
+        constexprs={"BLOCK_SIZE": BLOCK_SIZE},
+        divisible_by_16=("x_ptr", "y_ptr", "out_ptr"),
+    )
+
+
+SPEC = KernelSpec(name="vector_add", aot_builds=aot_builds, order=0)

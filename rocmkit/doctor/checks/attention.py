@@ -32,7 +32,6 @@ ATTENTION_OPTIONS = {
     "repeats": OPTION_KEYS["repeats"],
     "warn_fraction": OPTION_KEYS["warn_fraction"],
 }
-LEVEL = 2
 SEED = 0
 # A fused backend below this fraction of the math backend's speed is a warning.
 DEFAULT_MIN_VS_MATH = 1.0
@@ -73,7 +72,6 @@ def _skip(backend: Backend, device: Device, reason: str, started: float) -> Chec
         remedy = f"export {EXPERIMENTAL_VAR}=1 to enable the experimental ROCm attention kernels for this GPU"
     return CheckResult(
         name=f"{NAME}.{backend.short}",
-        level=LEVEL,
         status=Status.SKIP,
         message=f"{backend.short} attention is not available on {device.torch_device} here; torch says: {reason}",
         remedy=remedy,
@@ -88,7 +86,6 @@ def _backend_error(backend: Backend, device: Device, exc: Exception) -> CheckRes
     serialize = "AMD_SERIALIZE_KERNEL=3" if device.backend == "rocm" else "CUDA_LAUNCH_BLOCKING=1"
     return CheckResult(
         name=f"{NAME}.{backend.short}",
-        level=LEVEL,
         status=Status.ERROR,
         message=f"{backend.short} attention raised {text}",
         remedy=f"rerun with `{serialize} rocmkit doctor --only {NAME}` for the precise error",
@@ -203,7 +200,6 @@ def _check_backend(
     )
     result = CheckResult(
         name=f"{NAME}.{label}",
-        level=LEVEL,
         status=status,
         message=message,
         remedy=remedy,
@@ -228,7 +224,7 @@ def _check_backend(
 @check(
     NAME,
     options=ATTENTION_OPTIONS,
-    level=LEVEL,
+    level=2,
     description="scaled_dot_product_attention per backend (flash, memory-efficient, math) vs the fp32 math reference",
     needs=("torch",),
     isolated=True,
@@ -248,8 +244,6 @@ def sdpa(ctx: CheckContext) -> list[CheckResult]:
         remedy = getattr(exc, "remedy", None) or getattr(exc, "fix", None)
         return [
             CheckResult(
-                name=NAME,
-                level=LEVEL,
                 status=Status.ERROR,
                 message=message,
                 remedy=remedy,

@@ -44,7 +44,6 @@ DISTRIBUTED_OPTIONS = {
     "allreduce_iters": "timed all-reduces per size",
     "allreduce_warmup": "untimed all-reduces per size",
 }
-LEVEL = 3
 
 # rccl-tests' default sweep is 8 B .. 128 MiB; a few points of it are enough to
 # see both the latency-bound and the bandwidth-bound ends.
@@ -187,7 +186,7 @@ def size_label(nbytes: int) -> str:
     NAME,
     exclusive=True,
     options=DISTRIBUTED_OPTIONS,
-    level=LEVEL,
+    level=3,
     description="torch.distributed all-reduce across local GPUs (and nodes under Slurm/torchrun): sums and bus bandwidth",
     needs=("torch",),
     isolated=True,
@@ -374,8 +373,6 @@ def _result(
     details: dict[str, Any] | None = None,
 ) -> CheckResult:
     return CheckResult(
-        name=NAME,
-        level=LEVEL,
         status=status,
         message=message,
         remedy=remedy,

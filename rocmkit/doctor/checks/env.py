@@ -86,17 +86,14 @@ def _group_remedy(m: Machine, nodes: Sequence[DeviceNode]) -> str:
 @check("env.amdgpu_driver", level=0, description="The amdgpu kernel driver is loaded (#5).")
 def amdgpu_driver(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.amdgpu_driver"
     if not _amd_relevant(m):
-        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     loaded = m.rocm.driver_loaded
     version = m.rocm.driver_version
     if loaded is None:
-        return result(name, 0, Status.SKIP, "whether amdgpu is loaded is unknown (not recorded by detection)")
+        return result(Status.SKIP, "whether amdgpu is loaded is unknown (not recorded by detection)")
     if loaded:
         return result(
-            name,
-            0,
             Status.PASS,
             f"amdgpu is loaded{f' (version {version})' if version else ''}",
             driver_version=version,
@@ -109,8 +106,6 @@ def amdgpu_driver(ctx: CheckContext) -> CheckResult:
             "(module not built for this kernel) and `mokutil --sb-state` (Secure Boot rejects an unsigned DKMS module)"
         )
     return result(
-        name,
-        0,
         Status.FAIL,
         "the amdgpu kernel module is not loaded, so ROCm sees no GPU",
         remedy,
@@ -125,24 +120,21 @@ def amdgpu_driver(ctx: CheckContext) -> CheckResult:
 )
 def device_nodes(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.device_nodes"
     if not _amd_relevant(m):
-        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     kfd, render = _nodes(m)
     said = _kfd_problem(m)
     if not m.host.devices and said is None:
-        return result(name, 0, Status.SKIP, "device nodes were not probed (not in this capture)")
+        return result(Status.SKIP, "device nodes were not probed (not in this capture)")
     if said is not None and said[0] == "denied" and (kfd is None or kfd.readable is None):
         nodes = [n for n in (kfd, *render) if n is not None]
-        return result(name, 0, Status.FAIL, said[1], _group_remedy(m, nodes))
+        return result(Status.FAIL, said[1], _group_remedy(m, nodes))
     if (kfd is None and (said is not None or m.host.devices)) or (kfd is not None and not kfd.exists):
         if _in_container(m):
             remedy = "start the container with `--device=/dev/kfd --device=/dev/dri` (and the host must have amdgpu loaded)"
         else:
             remedy = "load the amdgpu driver (see env.amdgpu_driver); /dev/kfd appears when it binds a GPU"
         return result(
-            name,
-            0,
             Status.FAIL,
             "/dev/kfd does not exist: no process here can use a GPU through ROCm",
             remedy,
@@ -155,7 +147,7 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
             if _in_container(m)
             else "check that amdgpu bound the GPU: `dmesg | grep -i amdgpu`"
         )
-        return result(name, 0, Status.FAIL, "no /dev/dri/renderD* node exists", remedy)
+        return result(Status.FAIL, "no /dev/dri/renderD* node exists", remedy)
     nodes = [kfd, *present]
     denied = [n for n in nodes if n.readable is False or n.writable is False]
     unknown = [n for n in nodes if n.readable is None or n.writable is None]
@@ -163,8 +155,6 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
     if denied:
         listing = ", ".join(f"{n.path} ({n.mode or '?'} group {n.group or n.gid})" for n in denied)
         return result(
-            name,
-            0,
             Status.FAIL,
             f"cannot open read-write: {listing}",
             _group_remedy(m, denied),
@@ -172,14 +162,12 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
         )
     if unknown:
         return result(
-            name,
-            0,
             Status.SKIP,
             f"access to {', '.join(n.path for n in unknown)} was not probed",
             nodes=paths,
         )
     return result(
-        name, 0, Status.PASS, f"/dev/kfd and {len(present)} render node(s) are read-writable", nodes=paths
+        Status.PASS, f"/dev/kfd and {len(present)} render node(s) are read-writable", nodes=paths
     )
 
 
@@ -190,23 +178,22 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
 )
 def device_groups(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.device_groups"
     if not _amd_relevant(m):
-        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     kfd, render = _nodes(m)
     nodes = [n for n in (kfd, *render) if n is not None and n.exists and n.gid is not None]
     if not nodes:
-        return result(name, 0, Status.SKIP, "the device nodes' owning groups were not probed")
+        return result(Status.SKIP, "the device nodes' owning groups were not probed")
     if m.host.uid == 0:
-        return result(name, 0, Status.PASS, "running as root: group membership does not matter")
+        return result(Status.PASS, "running as root: group membership does not matter")
     if not m.host.gids:
-        return result(name, 0, Status.SKIP, "this process's groups are unknown")
+        return result(Status.SKIP, "this process's groups are unknown")
     missing = [n for n in nodes if n.gid not in m.host.gids]
     # A node open to everyone (mode ...rw-) works without the group.
     blocking = [n for n in missing if not (n.mode and n.mode[-3:-1] == "rw")]
     if not blocking:
         groups = sorted({n.group or str(n.gid) for n in nodes})
-        return result(name, 0, Status.PASS, f"in the owning group(s) {', '.join(groups)}")
+        return result(Status.PASS, f"in the owning group(s) {', '.join(groups)}")
     unnamed = [n for n in blocking if not n.group]
     parts = ", ".join(f"{n.path} (group {n.group or '?'} gid {n.gid})" for n in blocking)
     message = f"not in the group owning {parts}; process gids are {list(m.host.gids)}"
@@ -215,8 +202,6 @@ def device_groups(ctx: CheckContext) -> CheckResult:
         # find name for group ID 993`, and `--group-add render` adds the image's id.
         message += " (this gid has no name inside the container: the host's and the image's group ids differ)"
     return result(
-        name,
-        0,
         Status.FAIL,
         message,
         _group_remedy(m, blocking),
@@ -231,18 +216,15 @@ def device_groups(ctx: CheckContext) -> CheckResult:
 )
 def driver_window(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.driver_window"
     if not _amd_relevant(m):
-        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     rocm, driver = m.rocm.version, m.rocm.driver_version
     if rocm is None or driver is None:
         what = "ROCm user space" if rocm is None else "amdgpu driver"
-        return result(name, 0, Status.SKIP, f"the {what} version is unknown")
+        return result(Status.SKIP, f"the {what} version is unknown")
     window = archs.driver_window(driver)
     if window is None:
         return result(
-            name,
-            0,
             Status.SKIP,
             f"amdgpu {driver} is not an amdgpu-dkms release in matrices/rocm.toml (an in-tree kernel driver?)",
             rocm=rocm,
@@ -250,14 +232,12 @@ def driver_window(ctx: CheckContext) -> CheckResult:
         )
     fits = window.contains(rocm)
     if fits is None:
-        return result(name, 0, Status.SKIP, f"{window.describe()}; cannot compare with ROCm {rocm}")
+        return result(Status.SKIP, f"{window.describe()}; cannot compare with ROCm {rocm}")
     if fits:
         return result(
-            name, 0, Status.PASS, f"{window.describe()}; ROCm {rocm} is inside", rocm=rocm, driver=driver
+            Status.PASS, f"{window.describe()}; ROCm {rocm} is inside", rocm=rocm, driver=driver
         )
     return result(
-        name,
-        0,
         Status.FAIL,
         f"{window.describe()}, not ROCm {rocm}: expect `HSA Error: Incompatible kernel and userspace`",
         f"install the amdgpu-dkms of ROCm {'.'.join(rocm.split('.')[:2])} (amdgpu-install from repo.radeon.com), "
@@ -275,7 +255,6 @@ def driver_window(ctx: CheckContext) -> CheckResult:
 )
 def hsa_override(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.hsa_override"
     value = m.env.get("HSA_OVERRIDE_GFX_VERSION")
     gpus = [g for g in m.amd_gpus if g.visible and base_arch(g.arch)]
     if not value:
@@ -283,26 +262,20 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
         hints = [f"GPU {g.index} {base_arch(g.arch)} usually runs with {v}" for g, v in needing if v]
         if hints:
             return result(
-                name,
-                0,
                 Status.PASS,
                 "not set; if torch reports `invalid device function`: " + "; ".join(hints),
                 suggested={str(g.index): v for g, v in needing if v},
             )
-        return result(name, 0, Status.PASS, "not set")
+        return result(Status.PASS, "not set")
     target = override_to_gfx(value)
     if target is None:
         return result(
-            name,
-            0,
             Status.FAIL,
             f"HSA_OVERRIDE_GFX_VERSION={value!r} is not a version like 10.3.0",
             "unset HSA_OVERRIDE_GFX_VERSION, or set it to MAJOR.MINOR.STEP (10.3.0 for RDNA2, 11.0.0 for RDNA3)",
         )
     if not gpus:
         return result(
-            name,
-            0,
             Status.WARN,
             f"HSA_OVERRIDE_GFX_VERSION={value} is set but no AMD GPU with a known arch is visible",
             "unset it unless you know why it is set",
@@ -326,8 +299,6 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
                 "; the override applies to every visible GPU, so hide the others with HIP_VISIBLE_DEVICES"
             )
         return result(
-            name,
-            0,
             Status.FAIL,
             f"HSA_OVERRIDE_GFX_VERSION={value} makes {listing} report {target}, another ISA family: "
             "expect HSA_STATUS_ERROR_INVALID_ISA, a crash or wrong results",
@@ -339,15 +310,13 @@ def hsa_override(ctx: CheckContext) -> CheckResult:
             f"GPU {g.index} {f.arch}" + (f" (usual: {f.usual})" if f.usual else "") for g, f in family
         )
         return result(
-            name,
-            0,
             Status.WARN,
             f"HSA_OVERRIDE_GFX_VERSION={value} runs {target} code on {listing}: same family, but not the usual value",
             "use the matrix's value for the GPU (see `rocmkit detect`), or unset it if torch supports the GPU natively",
             **details,
         )
     return result(
-        name, 0, Status.PASS, f"HSA_OVERRIDE_GFX_VERSION={value} fits every visible GPU ({target})", **details
+        Status.PASS, f"HSA_OVERRIDE_GFX_VERSION={value} fits every visible GPU ({target})", **details
     )
 
 
@@ -362,12 +331,11 @@ def _parse_mask(value: str) -> list[str]:
 )
 def visible_devices(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.visible_devices"
     env = {k: v for k, v in m.env.items() if k in VISIBILITY_VARS}
     vendor_gpus = m.amd_gpus if m.amd_gpus else m.nvidia_gpus
     if not env:
         return result(
-            name, 0, Status.PASS, f"no visibility variable set: all {len(vendor_gpus)} GPU(s) visible"
+            Status.PASS, f"no visibility variable set: all {len(vendor_gpus)} GPU(s) visible"
         )
     problems: list[str] = []
     status = Status.PASS
@@ -397,15 +365,11 @@ def visible_devices(ctx: CheckContext) -> CheckResult:
             status = Status.WARN
     if status is Status.PASS:
         return result(
-            name,
-            0,
             Status.PASS,
             ", ".join(f"{k}={v}" for k, v in env.items()) + " is consistent",
             variables=env,
         )
     return result(
-        name,
-        0,
         status,
         "; ".join(problems),
         "use one mechanism: ROCR_VISIBLE_DEVICES (or HIP_VISIBLE_DEVICES) alone, with indices from `rocm-smi`, and unset the others",
@@ -420,10 +384,9 @@ def visible_devices(ctx: CheckContext) -> CheckResult:
 )
 def igpu(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.igpu"
     amd = list(m.amd_gpus)
     if not amd:
-        return result(name, 0, Status.SKIP, "no AMD GPU detected")
+        return result(Status.SKIP, "no AMD GPU detected")
     kinds = [(g, archs.is_integrated(g)) for g in amd]
     integrated = [g for g, k in kinds if k]
     discrete = [g for g, k in kinds if k is False]
@@ -431,17 +394,13 @@ def igpu(ctx: CheckContext) -> CheckResult:
         unknown = [g for g, k in kinds if k is None]
         if unknown and len(amd) > 1:
             return result(
-                name,
-                0,
                 Status.SKIP,
                 f"could not tell whether GPU(s) {', '.join(str(g.index) for g in unknown)} are integrated",
             )
-        return result(name, 0, Status.PASS, "no integrated GPU next to a discrete one")
+        return result(Status.PASS, "no integrated GPU next to a discrete one")
     visible_igpus = [g for g in integrated if g.visible]
     if not visible_igpus:
         return result(
-            name,
-            0,
             Status.PASS,
             f"integrated GPU(s) {', '.join(_label(g) for g in integrated)} hidden by the visibility mask",
         )
@@ -450,8 +409,6 @@ def igpu(ctx: CheckContext) -> CheckResult:
     first = min(amd, key=lambda g: g.index)
     where = "is device 0, so torch's cuda:0 is the iGPU, and" if first in visible_igpus else "is visible, and"
     return result(
-        name,
-        0,
         Status.WARN,
         f"integrated GPU {', '.join(_label(g) for g in visible_igpus)} {where} a wheel without its arch aborts with "
         "hipErrorNoBinaryForGpu or `invalid device function`",
@@ -473,22 +430,19 @@ def _label(g: Gpu) -> str:
 )
 def shm(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.shm"
     size = m.host.shm_bytes
     if size is None:
-        return result(name, 0, Status.SKIP, "the size of /dev/shm is unknown")
+        return result(Status.SKIP, "the size of /dev/shm is unknown")
     minimum = int(ctx.options.get("shm_min_bytes", DEFAULT_SHM_MIN_BYTES))
     fig = (Figure(name="shm_size", value=round(size / GIB, 3), unit="GiB"),)
     if size >= minimum:
-        return result(name, 0, Status.PASS, f"/dev/shm is {size / GIB:.1f} GiB", figures=fig)
+        return result(Status.PASS, f"/dev/shm is {size / GIB:.1f} GiB", figures=fig)
     remedy = (
         "run the container with `--ipc=host` or `--shm-size=8g`"
         if _in_container(m)
         else "`sudo mount -o remount,size=8G /dev/shm` (and set it in /etc/fstab)"
     )
     return result(
-        name,
-        0,
         Status.WARN,
         f"/dev/shm is only {size / 2**20:.0f} MiB (< {minimum / GIB:.0f} GiB): DataLoader workers die with `Unexpected bus error`",
         remedy,
@@ -505,20 +459,17 @@ def _multi_amd(m: Machine) -> list[Gpu]:
 )
 def iommu(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.iommu"
     gpus = _multi_amd(m)
     if len(gpus) < 2:
-        return result(name, 0, Status.SKIP, "only relevant on nodes with two or more AMD GPUs")
+        return result(Status.SKIP, "only relevant on nodes with two or more AMD GPUs")
     cmdline = m.host.kernel_cmdline
     if cmdline is None:
-        return result(name, 0, Status.SKIP, "the kernel command line is unknown")
+        return result(Status.SKIP, "the kernel command line is unknown")
     tokens = cmdline.split()
     if "iommu=pt" in tokens or "amd_iommu=off" in tokens or "iommu=off" in tokens:
         mode = next(t for t in tokens if t in ("iommu=pt", "amd_iommu=off", "iommu=off"))
-        return result(name, 0, Status.PASS, f"kernel booted with {mode}")
+        return result(Status.PASS, f"kernel booted with {mode}")
     return result(
-        name,
-        0,
         Status.WARN,
         f"{len(gpus)} AMD GPUs but the kernel command line lacks iommu=pt: RCCL warns and all_reduce can hang",
         "add `iommu=pt` to GRUB_CMDLINE_LINUX in /etc/default/grub, run `sudo update-grub` (or `grub2-mkconfig -o /boot/grub2/grub.cfg`) and reboot",
@@ -529,18 +480,15 @@ def iommu(ctx: CheckContext) -> CheckResult:
 @check("env.numa_balancing", level=0, description="NUMA auto-balancing is off on multi-GPU AMD nodes.")
 def numa_balancing(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.numa_balancing"
     gpus = _multi_amd(m)
     if len(gpus) < 2:
-        return result(name, 0, Status.SKIP, "only relevant on nodes with two or more AMD GPUs")
+        return result(Status.SKIP, "only relevant on nodes with two or more AMD GPUs")
     on = m.host.numa_balancing
     if on is None:
-        return result(name, 0, Status.SKIP, "kernel.numa_balancing is unknown")
+        return result(Status.SKIP, "kernel.numa_balancing is unknown")
     if not on:
-        return result(name, 0, Status.PASS, "NUMA auto-balancing is off")
+        return result(Status.PASS, "NUMA auto-balancing is off")
     return result(
-        name,
-        0,
         Status.WARN,
         "NUMA auto-balancing is on: page migrations stall GPU work (AMD's Instinct tuning guides turn it off)",
         "`sudo sysctl -w kernel.numa_balancing=0`, and persist it in /etc/sysctl.d/90-rocm.conf",
@@ -556,7 +504,7 @@ def _kernel_log_unread(m: Machine) -> str | None:
     return None
 
 
-def _kernel_result(ctx: CheckContext, name: str, kind: str, bad: str, remedy: str) -> CheckResult:
+def _kernel_result(ctx: CheckContext, kind: str, bad: str, remedy: str) -> CheckResult:
     """Shared shape of the dmesg checks: FAIL on a matching line (even in a partial
     read), PASS when the whole log was read and holds none, SKIP otherwise."""
     m = ctx.machine
@@ -564,8 +512,6 @@ def _kernel_result(ctx: CheckContext, name: str, kind: str, bad: str, remedy: st
     if lines:
         devices = ", ".join(k.device or "?" for k in lines)
         return result(
-            name,
-            0,
             Status.FAIL,
             f"the kernel refused GPU {devices}: {bad} (dmesg: `{lines[0].text}`)",
             remedy,
@@ -573,17 +519,15 @@ def _kernel_result(ctx: CheckContext, name: str, kind: str, bad: str, remedy: st
             lines=[k.text for k in lines],
         )
     if not _amd_relevant(m):
-        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
+        return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     unread = _kernel_log_unread(m)
     if unread is not None:
         return result(
-            name,
-            0,
             Status.SKIP,
             unread,
             "to check by hand: `sudo dmesg | grep -i kfd`" if m.kernel_log_read is False else None,
         )
-    return result(name, 0, Status.PASS, "the kernel log has no such KFD refusal")
+    return result(Status.PASS, "the kernel log has no such KFD refusal")
 
 
 @check(
@@ -596,7 +540,6 @@ def kfd_asic(ctx: CheckContext) -> CheckResult:
     # (ROCm/rocminfo#27): the chip predates what KFD supports (pre-GCN3, legacy#2232).
     return _kernel_result(
         ctx,
-        "env.kfd_asic",
         dmesg.KFD_ASIC,
         "KFD (ROCm's kernel driver) does not support this chip, so ROCm cannot compute on it",
         "use a GPU on the ROCm support list (https://rocm.docs.amd.com, 'System requirements'); "
@@ -614,7 +557,6 @@ def pcie_atomics(ctx: CheckContext) -> CheckResult:
     # atomic operations, which KFD requires of these GPUs (legacy#364, #722, #1214).
     return _kernel_result(
         ctx,
-        "env.pcie_atomics",
         dmesg.PCIE_ATOMICS,
         "its PCIe slot does not pass atomic operations, which ROCm needs on this GPU",
         "move the GPU to a PCIe slot wired to the CPU, not to the chipset (the board manual says "
@@ -629,15 +571,12 @@ def pcie_atomics(ctx: CheckContext) -> CheckResult:
 )
 def virtual_gpu(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.virtual_gpu"
     amd = list(m.amd_gpus)
     if not amd:
-        return result(name, 0, Status.SKIP, "no AMD GPU detected")
+        return result(Status.SKIP, "no AMD GPU detected")
     vfs = [g for g in amd if g.virtual_function]
     if vfs:
         return result(
-            name,
-            0,
             Status.WARN,
             f"GPU {', '.join(_label(g) for g in vfs)} is an SR-IOV virtual function (a virtualized GPU): "
             "ROCm supports only some GPUs and hypervisors this way, and on the others "
@@ -647,8 +586,8 @@ def virtual_gpu(ctx: CheckContext) -> CheckResult:
             gpus=[g.index for g in vfs],
         )
     if all(g.virtual_function is None for g in amd):
-        return result(name, 0, Status.SKIP, "whether the GPUs are virtual functions is unknown (no lspci)")
-    return result(name, 0, Status.PASS, f"{len(amd)} AMD GPU(s), none an SR-IOV virtual function")
+        return result(Status.SKIP, "whether the GPUs are virtual functions is unknown (no lspci)")
+    return result(Status.PASS, f"{len(amd)} AMD GPU(s), none an SR-IOV virtual function")
 
 
 @check(
@@ -658,13 +597,10 @@ def virtual_gpu(ctx: CheckContext) -> CheckResult:
 )
 def amdgpu_ids(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.amdgpu_ids"
     said = [p for p in m.problems if "amdgpu.ids" in p.message]
     if said:
         tools = sorted({p.source for p in said})
         return result(
-            name,
-            0,
             Status.WARN,
             f"{said[0].message.split(' (')[0]} (printed by {', '.join(tools)}): cosmetic, GPU marketing "
             "names fall back to generic ones; compute is unaffected",
@@ -672,22 +608,19 @@ def amdgpu_ids(ctx: CheckContext) -> CheckResult:
             tools=tools,
         )
     if not _amd_relevant(m):
-        return result(name, 0, Status.SKIP, "no AMD GPU or ROCm on this machine")
-    return result(name, 0, Status.PASS, "no tool complained about a missing amdgpu.ids")
+        return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
+    return result(Status.PASS, "no tool complained about a missing amdgpu.ids")
 
 
 @check("env.detection", level=0, description="Detection ran its probes without errors.")
 def detection(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
-    name = "env.detection"
     serious = [p for p in m.problems if p.severity in ("error", "warning")]
     if not serious:
-        return result(name, 0, Status.PASS, f"{len(m.gpus)} GPU(s) detected, no probe problems")
+        return result(Status.PASS, f"{len(m.gpus)} GPU(s) detected, no probe problems")
     first = serious[0]
     more = f" (+{len(serious) - 1} more)" if len(serious) > 1 else ""
     return result(
-        name,
-        0,
         Status.WARN,
         f"{first.source}: {first.message}{more}",
         first.hint,
@@ -714,7 +647,6 @@ def cache_dir(ctx: CheckContext) -> CheckResult:
     import shutil
     import tempfile
 
-    name = "env.cache_dir"
     path = Path(ctx.cache_dir)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -722,8 +654,6 @@ def cache_dir(ctx: CheckContext) -> CheckResult:
             pass
     except OSError as exc:
         return result(
-            name,
-            0,
             Status.FAIL,
             f"cannot write to the cache folder {path}: {exc.strerror or exc}",
             "set ROCMKIT_CACHE_DIR to a folder you can write to (Triton cannot compile without one)",
@@ -734,8 +664,6 @@ def cache_dir(ctx: CheckContext) -> CheckResult:
     fig = (Figure(name="cache_free", value=round(free / GIB, 2), unit="GiB"),)
     if free < minimum:
         return result(
-            name,
-            0,
             Status.WARN,
             f"only {free / GIB:.1f} GiB free for compile caches at {path}",
             "free space there, or point ROCMKIT_CACHE_DIR at a bigger disk",
@@ -743,5 +671,5 @@ def cache_dir(ctx: CheckContext) -> CheckResult:
             path=str(path),
         )
     return result(
-        name, 0, Status.PASS, f"{path} is writable, {free / GIB:.0f} GiB free", figures=fig, path=str(path)
+        Status.PASS, f"{path} is writable, {free / GIB:.0f} GiB free", figures=fig, path=str(path)
     )

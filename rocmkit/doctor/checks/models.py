@@ -35,7 +35,6 @@ from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.errors import RocmkitError
 
 NAME = "models.compile_speedup"
-LEVEL = 3
 DEFAULT_MIN_GEOMEAN = {"cpu": 0.0, "rocm": 1.0, "cuda": 1.0}
 MIN_GEOMEAN_ENV = "ROCMKIT_MODELS_MIN_GEOMEAN"
 # The representative subsets: what each suite's level-3 check runs by default.
@@ -86,8 +85,6 @@ def judge(suite: SuiteResult, min_geomean: float, *, duration_s: float = 0.0) ->
     gm = f"{s.geomean_speedup:.2f}x" if s.geomean_speedup is not None else "n/a"
     head = f"{suite.suite} {suite.mode} {suite.dtype} size {suite.size}: pass rate {s.pass_rate}, geomean speedup {gm}"
     base: dict[str, Any] = {
-        "name": NAME,
-        "level": LEVEL,
         "figures": tuple(figures),
         "duration_s": duration_s,
         "backend": suite.backend,
@@ -144,7 +141,7 @@ def judge(suite: SuiteResult, min_geomean: float, *, duration_s: float = 0.0) ->
     NAME,
     exclusive=True,
     options={"models.*": "min_geomean, names, mode, dtype, size, repeat, timeout_s, compile_mode (docs/doctor.md)"},
-    level=LEVEL,
+    level=3,
     description="torch.compile vs eager on representative models (decoder, encoder, encoder-decoder, CNN): "
     "outputs match, geomean speedup over a threshold",
     needs=("torch",),
@@ -190,8 +187,6 @@ def compile_speedup(ctx: CheckContext) -> CheckResult:
             suite = replace(suite, suite=suite_name, models=tuple(m for r in runs for m in r.models))
     except RocmkitError as exc:
         return CheckResult(
-            name=NAME,
-            level=LEVEL,
             status=Status.ERROR,
             message=f"the model benchmark could not run: {exc.message}",
             remedy=exc.fix,
@@ -219,8 +214,6 @@ def companion_result(torch_version: str, findings: dict[str, tuple[str | None, s
         what = "; ".join(f"{pkg} {ver}: {err}" for pkg, (ver, err) in broken.items())
         names = " ".join(broken)
         return CheckResult(
-            name=COMPANIONS_NAME,
-            level=1,
             status=Status.FAIL,
             message=f"{what} (built for another torch than {torch_version}); transformers and timm "
             "import torchvision, so the model suites cannot run",
@@ -230,16 +223,12 @@ def companion_result(torch_version: str, findings: dict[str, tuple[str | None, s
         )
     if not present:
         return CheckResult(
-            name=COMPANIONS_NAME,
-            level=1,
             status=Status.SKIP,
             message="neither torchvision nor torchaudio is installed",
             details=details,
         )
     listed = ", ".join(f"{k} {v}" for k, v in present.items())
     return CheckResult(
-        name=COMPANIONS_NAME,
-        level=1,
         status=Status.PASS,
         message=f"{listed}: C++ operators load with torch {torch_version}",
         details=details,

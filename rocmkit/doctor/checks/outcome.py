@@ -1,4 +1,7 @@
-"""One way for a check to build its result, so each return states only what differs."""
+"""One way for a check to build its result, so each return states only what differs.
+
+A result leaves out its name and level: ``@check`` stamps the check's own on it
+(``rocmkit.doctor.registry``), so a check names itself once, in its decorator."""
 
 from __future__ import annotations
 
@@ -6,8 +9,6 @@ from rocmkit.doctor.result import CheckResult, Figure, Status
 
 
 def result(
-    name: str,
-    level: int,
     status: Status,
     message: str,
     remedy: str | None = None,
@@ -18,8 +19,6 @@ def result(
 ) -> CheckResult:
     """A check's result; keyword arguments other than ``figures`` and ``backend`` are its details."""
     return CheckResult(
-        name=name,
-        level=level,
         status=status,
         message=message,
         remedy=remedy,

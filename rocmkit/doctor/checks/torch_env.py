@@ -49,7 +49,6 @@ def _version(dist: str) -> str | None:
     timeout_s=30.0,
 )
 def triton_packages(ctx: CheckContext) -> CheckResult:
-    name = "triton.packages"
     installed = {d: v for d in TRITON_DISTRIBUTIONS if (v := _version(d)) is not None}
     torch_version = _version("torch")
     listing = ", ".join(f"{d}=={v}" for d, v in installed.items())
@@ -65,8 +64,6 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
             f" && python -m pip install --force-reinstall '{keep}'{pip_index(ctx)}" if keep else ""
         )
         return result(
-            name,
-            0,
             Status.FAIL,
             f"{len(installed)} Triton distributions installed ({listing}): they overwrite each other's `triton` package",
             remedy,
@@ -74,37 +71,31 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
         )
     if torch_version is None:
         if installed:
-            return result(name, 0, Status.PASS, f"{listing} installed (torch is not)", installed=installed)
+            return result(Status.PASS, f"{listing} installed (torch is not)", installed=installed)
         # Runs with the checked interpreter, so this_python() is the Python to fix.
         fix = install_torch_remedy(this_python())
-        return result(name, 0, Status.SKIP, "neither torch nor Triton is installed", fix, missing="torch")
+        return result(Status.SKIP, "neither torch nor Triton is installed", fix, missing="torch")
     pin = triton_pin(importlib.metadata.requires("torch"))
     if pin is None:
         if installed:
             return result(
-                name,
-                0,
                 Status.PASS,
                 f"torch {torch_version} pins no Triton; {listing} installed",
                 installed=installed,
             )
         if ctx.backend != "cpu":
             return result(
-                name,
-                0,
                 Status.WARN,
                 f"torch {torch_version} pins no Triton and none is installed: torch.compile cannot generate GPU kernels",
                 "install the Triton build matching torch (`rocmkit resolve` names it)",
             )
-        return result(name, 0, Status.PASS, f"torch {torch_version} pins no Triton (not needed on the CPU)")
+        return result(Status.PASS, f"torch {torch_version} pins no Triton (not needed on the CPU)")
     want = canonicalize_name(pin.name)
     have = installed.get(want)
     fix = f"python -m pip install --force-reinstall '{pin}'{pip_index(ctx)}"
     if have is None:
         found = f"; found {listing} instead" if installed else ""
         return result(
-            name,
-            0,
             Status.FAIL,
             f"torch {torch_version} requires {pin}, which is not installed{found}: torch.compile fails with TritonMissing",
             (f"python -m pip uninstall -y {' '.join(installed)} && " if installed else "") + fix,
@@ -117,8 +108,6 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
         fits = False
     if not fits:
         return result(
-            name,
-            0,
             Status.FAIL,
             f"torch {torch_version} requires {pin} but {want} {have} is installed: expect ImportError from triton (e.g. `triton_key`)",
             fix,
@@ -126,8 +115,6 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
             installed=installed,
         )
     return result(
-        name,
-        0,
         Status.PASS,
         f"{want} {have}, as torch {torch_version} pins ({pin})",
         pin=str(pin),
@@ -167,14 +154,13 @@ def amdsmi_result(
     A pip `amdsmi` whose libamd_smi differs from the one torch loaded first makes
     `amdsmi_get_processor_handles()` return nothing, so `torch.cuda.device_count()`
     is 0 while HIP sees the GPU (pytorch#186516)."""
-    name = "torch.amdsmi"
     if torch is None:
-        return result(name, 0, Status.SKIP, "torch is not installed")
+        return result(Status.SKIP, "torch is not installed")
     if amdsmi is None:
-        return result(name, 0, Status.PASS, "the `amdsmi` package is not installed: no second libamd_smi")
+        return result(Status.PASS, "the `amdsmi` package is not installed: no second libamd_smi")
     if not _is_rocm_torch(torch) and rocm_sdk is None:
         return result(
-            name, 0, Status.PASS, f"amdsmi {amdsmi} is installed, but torch {torch} is not a ROCm build"
+            Status.PASS, f"amdsmi {amdsmi} is installed, but torch {torch} is not a ROCm build"
         )
     fix = (
         "`python -m pip uninstall -y amdsmi` (torch then counts GPUs through HIP), then check "
@@ -185,8 +171,6 @@ def amdsmi_result(
         # The ROCm SDK wheels bundle libamd_smi.so.<N> in _rocm_sdk_core; torch's
         # loader hook cannot tell it and the package's libamd_smi.so apart.
         return result(
-            name,
-            0,
             Status.FAIL,
             f"amdsmi {amdsmi} is installed next to torch {torch}, whose ROCm SDK wheels (rocm-sdk-core "
             f"{rocm_sdk}) bundle another libamd_smi: torch.cuda.device_count() returns 0",
@@ -197,8 +181,6 @@ def amdsmi_result(
     wanted = _major_minor(rocm)
     if wanted is not None and wanted == _major_minor(amdsmi):
         return result(
-            name,
-            0,
             Status.PASS,
             f"amdsmi {amdsmi} matches the ROCm {rocm} installed here",
             rocm=rocm,
@@ -206,8 +188,6 @@ def amdsmi_result(
         )
     against = f"is not for the ROCm {rocm} installed here" if rocm else "matches no detected ROCm install"
     return result(
-        name,
-        0,
         Status.WARN,
         f"amdsmi {amdsmi} is installed for torch {torch} but {against}: two libamd_smi "
         "builds in one process can make torch.cuda.device_count() return 0",
@@ -236,7 +216,6 @@ def _loaded_libraries(fragment: str) -> list[str]:
     timeout_s=120.0,
 )
 def torch_import(ctx: CheckContext) -> CheckResult:
-    name = "torch.import"
     start = time.perf_counter()
     try:
         import torch
@@ -245,7 +224,7 @@ def torch_import(ctx: CheckContext) -> CheckResult:
         remedy = "reinstall torch for this machine: `rocmkit install` (it picks the wheel and index)"
         if "libamdhip64" in text or "libhsa" in text or "libroc" in text:
             remedy = "the ROCm libraries this torch build links are missing: install torch from the ROCm index (`rocmkit install`)"
-        return result(name, 1, Status.FAIL, f"import torch failed: {text}", remedy)
+        return result(Status.FAIL, f"import torch failed: {text}", remedy)
     # In a fork of the doctor's worker torch is already loaded: report what loading it took there.
     took = preloaded.import_seconds("torch", time.perf_counter() - start)
     versions = {
@@ -263,8 +242,6 @@ def torch_import(ctx: CheckContext) -> CheckResult:
     }
     if len(hip_libs) > 1:
         return result(
-            name,
-            1,
             Status.WARN,
             f"two HIP runtimes loaded at once ({', '.join(hip_libs)}): kernels may run on the wrong ROCm",
             "remove the other ROCm from LD_LIBRARY_PATH so only the one torch ships with is found",
@@ -272,8 +249,6 @@ def torch_import(ctx: CheckContext) -> CheckResult:
             **details,
         )
     return result(
-        name,
-        1,
         Status.PASS,
         f"torch {versions['torch']} ({kind} build) imports in {took:.1f} s",
         figures=fig,
@@ -312,21 +287,18 @@ def torch_build(ctx: CheckContext) -> CheckResult:
 
 def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) -> CheckResult:
     """torch.build's verdict from the torch version strings (pure, for tests)."""
-    name = "torch.build"
     m = ctx.machine
     install = "install the right build with `rocmkit install` (see `rocmkit resolve`)"
     if ctx.backend == "rocm":
         if hip is None:
             kind = f"a CUDA {cuda}" if cuda else "a CPU-only"
             return result(
-                name, 1, Status.FAIL, f"torch {tv} is {kind} build, but this node has AMD GPUs", install
+                Status.FAIL, f"torch {tv} is {kind} build, but this node has AMD GPUs", install
             )
         window = archs.driver_window(m.rocm.driver_version)
         if window is not None and window.contains(hip) is False:
             # A wheel carries its ROCm user space but not the kernel driver (#6).
             return result(
-                name,
-                1,
                 Status.WARN,
                 f"torch {tv} carries HIP {hip}, outside the kernel driver's window: {window.describe()}",
                 f"{install} (pick a ROCm inside the window), or upgrade amdgpu-dkms",
@@ -336,15 +308,11 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
         have, system = _major_minor(hip), _major_minor(m.rocm.version)
         if system is None:
             return result(
-                name,
-                1,
                 Status.PASS,
                 f"torch {tv} built for HIP {hip} (system ROCm unknown; the wheel ships its runtime)",
             )
         if have is not None and have[0] != system[0]:
             return result(
-                name,
-                1,
                 Status.WARN,
                 f"torch {tv} is built for HIP {hip} but the node runs ROCm {m.rocm.version}: a different major release",
                 f"{install}; the wheel ships its own HIP runtime, but the amdgpu driver must support it",
@@ -352,8 +320,6 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
                 rocm=m.rocm.version,
             )
         return result(
-            name,
-            1,
             Status.PASS,
             f"torch {tv} built for HIP {hip}; node has ROCm {m.rocm.version}",
             hip=hip,
@@ -363,15 +329,13 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
         if cuda is None:
             kind = f"a ROCm {hip}" if hip else "a CPU-only"
             return result(
-                name, 1, Status.FAIL, f"torch {tv} is {kind} build, but this node has NVIDIA GPUs", install
+                Status.FAIL, f"torch {tv} is {kind} build, but this node has NVIDIA GPUs", install
             )
         driver = m.nvidia.cuda_version if m.nvidia else None
         if _major_minor(driver) is not None and (_major_minor(cuda) or (0, 0)) > (
             _major_minor(driver) or (0, 0)
         ):
             return result(
-                name,
-                1,
                 Status.FAIL,
                 f"torch {tv} needs CUDA {cuda} but the NVIDIA driver supports CUDA {driver} at most",
                 f"upgrade the NVIDIA driver, or {install}",
@@ -379,10 +343,10 @@ def build_result(ctx: CheckContext, tv: str, hip: str | None, cuda: str | None) 
                 driver_cuda=driver,
             )
         return result(
-            name, 1, Status.PASS, f"torch {tv} built for CUDA {cuda}; driver supports {driver or 'unknown'}"
+            Status.PASS, f"torch {tv} built for CUDA {cuda}; driver supports {driver or 'unknown'}"
         )
     kind = f"ROCm {hip}" if hip else (f"CUDA {cuda}" if cuda else "CPU")
-    return result(name, 1, Status.PASS, f"torch {tv} ({kind} build) on the CPU backend")
+    return result(Status.PASS, f"torch {tv} ({kind} build) on the CPU backend")
 
 
 @check(
@@ -417,7 +381,6 @@ def torch_devices(ctx: CheckContext) -> CheckResult:
 
 def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[str]) -> CheckResult:
     """torch.devices' verdict from what torch enumerated (pure, for tests)."""
-    name = "torch.devices"
     m = ctx.machine
     vendor = "amd" if ctx.backend == "rocm" else "nvidia"
     expected = [g for g in m.gpus if g.vendor == vendor and g.visible]
@@ -426,8 +389,6 @@ def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[
     if count == 0:
         hint = f" ({said[0]})" if said else ""
         return result(
-            name,
-            1,
             Status.FAIL,
             f"torch sees no GPU, detection found {len(expected)}{hint}",
             "see env.device_nodes and env.device_groups (permissions are the usual cause); "
@@ -445,8 +406,6 @@ def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[
             and any(archs.is_integrated(g) is False for g in expected)
         ):
             return result(
-                name,
-                1,
                 Status.WARN,
                 f"cuda:0 is the integrated GPU ({devices[0]['name']}, {first_arch}): code using the default device runs there",
                 "hide it: export ROCR_VISIBLE_DEVICES=<discrete GPU indices> (see env.igpu)",
@@ -455,8 +414,6 @@ def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[
             )
     if expected and count != len(expected):
         return result(
-            name,
-            1,
             Status.WARN,
             f"torch sees {count} GPU(s), detection found {len(expected)} visible",
             "check HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (see env.visible_devices)",
@@ -464,7 +421,7 @@ def devices_result(ctx: CheckContext, devices: list[dict[str, Any]], said: list[
             **details,
         )
     names = ", ".join(sorted({f"{d['name']} ({d['arch']})" for d in devices}))
-    return result(name, 1, Status.PASS, f"torch sees {count} GPU(s): {names}", figures=fig, **details)
+    return result(Status.PASS, f"torch sees {count} GPU(s): {names}", figures=fig, **details)
 
 
 def _arch_flags(torch: Any) -> list[str]:
@@ -501,10 +458,9 @@ def torch_arch_list(ctx: CheckContext) -> CheckResult:
 
 def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckResult:
     """torch.arch_list's verdict from the compiled arch list (pure, for tests)."""
-    name = "torch.arch_list"
     m = ctx.machine
     if not compiled:
-        return result(name, 1, Status.SKIP, f"torch {tv} reports no compiled GPU archs (not a GPU build)")
+        return result(Status.SKIP, f"torch {tv} reports no compiled GPU archs (not a GPU build)")
     if ctx.backend == "cuda":
         return _nvidia_archs(ctx, compiled)
     wheel = {base_arch(a) for a in compiled}
@@ -526,8 +482,8 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
     details: dict[str, Any] = {"compiled": compiled, "override": override}
     if not missing:
         if not notes:
-            return result(name, 1, Status.SKIP, "no visible AMD GPU with a known arch", None, **details)
-        return result(name, 1, Status.PASS, "torch has code for " + ", ".join(notes), None, **details)
+            return result(Status.SKIP, "no visible AMD GPU with a known arch", None, **details)
+        return result(Status.PASS, "torch has code for " + ", ".join(notes), None, **details)
     listing = ", ".join(f"GPU {i} {a}" for i, a in missing)
     fixes: list[str] = []
     for _, arch in missing:
@@ -539,8 +495,6 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
                 f"install a torch built for {arch} (`rocmkit resolve` shows one, e.g. TheRock's per-arch wheels)"
             )
     return result(
-        name,
-        1,
         Status.FAIL,
         f"torch has no code for {listing} (it has {', '.join(sorted(a for a in wheel if a))}): "
         "expect `HIP error: invalid device function` or hipErrorNoBinaryForGpu",
@@ -551,7 +505,6 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
 
 
 def _nvidia_archs(ctx: CheckContext, compiled: list[str]) -> CheckResult:
-    name = "torch.arch_list"
     sms = {int(a[3:]) for a in compiled if a.startswith("sm_") and (a[3:].isascii() and a[3:].isdigit())}
     ptx = {int(a[8:]) for a in compiled if a.startswith("compute_") and (a[8:].isascii() and a[8:].isdigit())}
     missing = []
@@ -565,16 +518,12 @@ def _nvidia_archs(ctx: CheckContext, compiled: list[str]) -> CheckResult:
         missing.append(f"GPU {g.index} sm_{cc}")
     if missing:
         return result(
-            name,
-            1,
             Status.FAIL,
             f"torch has no code for {', '.join(missing)} (it has {', '.join(compiled)}): expect `no kernel image is available`",
             "install a torch wheel for a newer CUDA (`rocmkit resolve`)",
             compiled=compiled,
         )
     return result(
-        name,
-        1,
         Status.PASS,
         f"torch has code for every visible NVIDIA GPU ({', '.join(compiled)})",
         compiled=compiled,
@@ -590,7 +539,6 @@ def _nvidia_archs(ctx: CheckContext, compiled: list[str]) -> CheckResult:
     timeout_s=120.0,
 )
 def triton_import(ctx: CheckContext) -> CheckResult:
-    name = "triton.import"
     start = time.perf_counter()
     try:
         import triton
@@ -598,8 +546,6 @@ def triton_import(ctx: CheckContext) -> CheckResult:
         text = exception_line(exc)
         missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
         return result(
-            name,
-            1,
             Status.FAIL,
             f"import triton failed: {text}",
             # Triton imports numpy without declaring it: a missing module is not a bad Triton.
@@ -615,7 +561,7 @@ def triton_import(ctx: CheckContext) -> CheckResult:
     backend = "cpu-interpreter" if interp else ctx.backend
 
     def outcome(status: Status, message: str, remedy: str | None = None) -> CheckResult:
-        return result(name, 1, status, message, remedy, figures=fig, backend=backend, **details)
+        return result(status, message, remedy, figures=fig, backend=backend, **details)
 
     pins = "install the Triton torch pins (see triton.packages)"
     if _version("torch") is not None:
@@ -683,10 +629,9 @@ def smoke_device(torch: Any, device: str, nbytes: int = SMOKE_BYTES, n: int = SM
 def torch_device_smoke(ctx: CheckContext) -> CheckResult:
     import torch
 
-    name = "torch.device_smoke"
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count == 0:
-        return result(name, 1, Status.SKIP, "torch sees no GPU (see torch.devices)")
+        return result(Status.SKIP, "torch sees no GPU (see torch.devices)")
     tolerance = float(ctx.options.get("smoke_rel_tolerance", 1e-3))
     bad: list[str] = []
     runs: list[dict[str, Any]] = []
@@ -705,8 +650,6 @@ def torch_device_smoke(ctx: CheckContext) -> CheckResult:
     )
     if bad:
         return result(
-            name,
-            1,
             Status.FAIL,
             "; ".join(bad),
             "rerun with AMD_SERIALIZE_KERNEL=3 (ROCm) or CUDA_LAUNCH_BLOCKING=1; check `dmesg` for GPU errors and the device's ECC counters",
@@ -714,8 +657,6 @@ def torch_device_smoke(ctx: CheckContext) -> CheckResult:
             runs=runs,
         )
     return result(
-        name,
-        1,
         Status.PASS,
         f"{count} GPU(s) allocate, read back and multiply correctly",
         figures=figures,
