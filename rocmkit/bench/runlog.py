@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from rocmkit.bench.results import ModelResult, SuiteResult
 from rocmkit.errors import DataError, UsageError
+from rocmkit.safeload import loads_json
 
 SCHEMA = "rocmkit.bench.rows/1"
 # The header fields two files must share to be resumed or merged as one run.
@@ -126,8 +127,9 @@ def parse(lines: Iterable[str], where: str) -> RunLog:
     it = iter(lines)
     first = next(it, "")
     try:
-        header = json.loads(first)
-    except json.JSONDecodeError:
+        # Bounded (nesting, size, finite numbers): results files are passed around between nodes.
+        header = loads_json(first, where)
+    except DataError:
         header = None
     if not isinstance(header, dict) or header.get("schema") != SCHEMA:
         raise DataError(
@@ -140,8 +142,10 @@ def parse(lines: Iterable[str], where: str) -> RunLog:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = loads_json(line, f"{where}: line {n}")
+        except DataError as exc:
+            if "nests deeper" in exc.message or "over rocmkit's limit" in exc.message:
+                raise
             if n == len(pending) + 1:
                 break  # the last line was torn by a kill mid-write: that model simply has no row
             raise DataError(f"{where}: line {n} is not JSON", "the file was edited or damaged") from None
@@ -152,8 +156,15 @@ def parse(lines: Iterable[str], where: str) -> RunLog:
     return RunLog(header=header, rows=tuple(rows.values()))
 
 
+MAX_FILE_BYTES = 256 * 1024 * 1024  # thousands of rows; anything larger was not written by rocmkit
+
+
 def read(path: Path) -> RunLog:
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise DataError(
+                f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB", "pass a results file written by `rocmkit bench models`"
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(

@@ -182,3 +182,16 @@ def test_a_dashboard_suite_without_its_library_is_one_usage_error(tmp_path: Path
     assert err.value.fix and "rocmkit install --with transformers" in err.value.fix
     with pytest.raises(UsageError, match="--suite timm needs timm"):
         run_suite(SuiteOptions(cache_dir=tmp_path, suite="timm"), environ={}, runner=FakeChildren())
+
+
+def test_a_deeply_nested_or_huge_line_is_rocmkits_own_error() -> None:
+    """Results files travel between nodes: a hostile line is a DataError, never a RecursionError."""
+    from rocmkit.bench import runlog
+    from rocmkit.errors import DataError
+
+    header = json.dumps({"schema": runlog.SCHEMA})
+    deep = '{"row": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(DataError, match="nests deeper"):
+        runlog.parse([header, deep, '{"row": {}}'], "r.jsonl")
+    with pytest.raises(DataError, match="nests deeper"):
+        runlog.parse([header, deep], "r.jsonl")  # even as the last line, it is not a torn write
