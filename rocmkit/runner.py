@@ -153,7 +153,11 @@ def _pipe_holders(fds: Sequence[int]) -> list[int]:
     A command that exited while something it started still holds its stdout is
     followed by that something, even when it left the command's process group
     (``setsid``, a daemonising tool): a pipe's two ends share one inode, so every
-    process with an fd on ``pipe:[INODE]`` is found in /proc, whatever its group."""
+    process with an fd on ``pipe:[INODE]`` is found in /proc, whatever its group.
+
+    Our own children are never holders: the command itself has exited, so a child of ours
+    holding the pipe is one another thread of ours just forked (between fork and exec it
+    holds copies of every fd we have), and a leftover of the command has another parent."""
     wanted = set()
     for fd in fds:
         with contextlib.suppress(OSError):
@@ -174,11 +178,21 @@ def _pipe_holders(fds: Sequence[int]) -> list[int]:
         for name in links:
             try:
                 if os.readlink(f"/proc/{pid}/fd/{name}") in wanted and _writes(pid, name):
-                    holders.append(pid)
+                    if _parent(pid) != me:
+                        holders.append(pid)
                     break
             except OSError:
                 continue
     return holders
+
+
+def _parent(pid: int) -> int | None:
+    """``pid``'s parent, from /proc/PID/stat (the field after the parenthesised name)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _writes(pid: int, fd: str) -> bool:
