@@ -12,7 +12,7 @@ This module does not import torch, transformers or timm: the build functions
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -91,17 +91,23 @@ def _tiny(path: Path, doc: dict[str, Any]) -> dict[str, int]:
     return dict(tiny)
 
 
+def _models(doc: Mapping[str, Any], path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each ``[[model]]`` table with its name, which must be present and not repeated."""
+    seen: set[str] = set()
+    for raw in doc.get("model") or []:
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name or name in seen:
+            raise DataError(f"{path.name}: model name {name!r} is missing or repeated")
+        seen.add(name)
+        yield name, raw
+
+
 @lru_cache(maxsize=4)
 def load_hf(path: Path | None = None) -> SuiteData:
     path = path or data_dir() / "huggingface.toml"
     doc = _read(path)
     entries: list[HfEntry] = []
-    seen: set[str] = set()
-    for raw in doc.get("model") or []:
-        name = raw.get("name")
-        if not isinstance(name, str) or not name or name in seen:
-            raise DataError(f"{path.name}: model name {name!r} is missing or repeated")
-        seen.add(name)
+    for name, raw in _models(doc, path):
         cls = raw.get("class")
         if not isinstance(cls, str) or not cls.isidentifier():
             raise DataError(f"{path.name}: {name!r} has class {cls!r}, not a class name")
@@ -134,12 +140,7 @@ def load_timm(path: Path | None = None) -> SuiteData:
     path = path or data_dir() / "timm.toml"
     doc = _read(path)
     entries: list[TimmEntry] = []
-    seen: set[str] = set()
-    for raw in doc.get("model") or []:
-        name = raw.get("name")
-        if not isinstance(name, str) or not name or name in seen:
-            raise DataError(f"{path.name}: model name {name!r} is missing or repeated")
-        seen.add(name)
+    for name, raw in _models(doc, path):
         tiny = raw.get("tiny") or {}
         image = tiny.get("image")
         if image is not None and (not isinstance(image, int) or image < 8):
