@@ -48,29 +48,29 @@ def child(backend: str, repeat: int) -> int:
             {"kernel": name, "triton_ms": t_ms, "torch_ms": p_ms, "ratio": p_ms / t_ms, "method": method}
         )
 
-    n = sizes.vector_add_n
+    n = sizes["vector_add_n"]
     x, y = torch.randn(n, generator=g).to(dev), torch.randn(n, generator=g).to(dev)
     pair("vector_add", lambda: vector_add.add(x, y), lambda: torch.add(x, y))
-    r, c = sizes.softmax_shape
+    r, c = sizes["softmax_shape"]
     s = torch.randn(r, c, generator=g).to(dev)
     pair("softmax", lambda: softmax.softmax(s), lambda: torch.softmax(s, dim=-1))
-    r, c = sizes.layernorm_shape
+    r, c = sizes["layernorm_shape"]
     ln = torch.randn(r, c, generator=g).to(dev, half)
     w, b = torch.rand(c, generator=g).to(dev, half), torch.rand(c, generator=g).to(dev, half)
     pair(
         "layernorm",
-        lambda: layernorm.layer_norm(ln, w, b, 1e-5, block_size=sizes.layernorm_block),
+        lambda: layernorm.layer_norm(ln, w, b, 1e-5, block_size=sizes["layernorm_block"]),
         lambda: torch.nn.functional.layer_norm(ln, (c,), w, b, 1e-5),
     )
-    m, nn, k = sizes.matmul_shape
+    m, nn, k = sizes["matmul_shape"]
     a, bb = torch.randn(m, k, generator=g).to(dev, half), torch.randn(k, nn, generator=g).to(dev, half)
     cfg = matmul.configs_for(backend)[0]
     pair("matmul", lambda: matmul.matmul(a, bb, cfg), lambda: torch.matmul(a, bb))
-    v = torch.randint(0, sizes.histogram_bins, (sizes.histogram_n,), generator=g, dtype=torch.int32).to(dev)
+    v = torch.randint(0, sizes["histogram_bins"], (sizes["histogram_n"],), generator=g, dtype=torch.int32).to(dev)
     pair(
         "atomics",
-        lambda: atomics.histogram(v, sizes.histogram_bins),
-        lambda: torch.bincount(v, minlength=sizes.histogram_bins),
+        lambda: atomics.histogram(v, sizes["histogram_bins"]),
+        lambda: torch.bincount(v, minlength=sizes["histogram_bins"]),
     )
     print(json.dumps(rows))
     return 0

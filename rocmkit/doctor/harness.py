@@ -8,20 +8,20 @@ them inside, in the doctor's child process.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rocmkit.doctor.registry import CheckContext, current_check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.errors import UsageError
-from rocmkit.kernels.compare import Comparison
-from rocmkit.kernels.metrics import PerfVerdict, copy_bytes, gb_per_s, perf_verdict, tflop_per_s
+from rocmkit.kernels.compare import Tolerance
+from rocmkit.kernels.metrics import copy_bytes, gb_per_s, perf_verdict, tflop_per_s
 from rocmkit.kernels.runtime import InterpreterNotActive
 from rocmkit.kernels.sizes import KernelSizes
+from rocmkit.kernels.spec import CannotRun, KernelRun, Measurement, Report
 from rocmkit.kernels.timing import Timing
-from rocmkit.kernels.tolerance import Tolerance
 
 SEED = 0
 _INTERPRETER_NOTE = "Triton interpreter on the CPU: no performance threshold applies"
@@ -55,28 +55,8 @@ class Device:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class Measurement:
-    """One kernel run: correctness, timing and throughput against its reference."""
-
-    label: str  # "float16", "float32 129x781": names the run in messages and figures
-    comparison: Comparison
-    timing: Timing
-    throughput: float
-    unit: str  # "GB/s" or "TFLOP/s"
-    reference: float | None  # the torch reference's throughput in the same unit
-    reference_name: str
-    verdict: PerfVerdict
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-class CheckError(Exception):
+class CheckError(CannotRun):
     """The check could not run here (no GPU visible to torch, a bad option)."""
-
-    def __init__(self, message: str, remedy: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.remedy = remedy
 
 
 def open_device(ctx: CheckContext) -> Device:
@@ -320,7 +300,7 @@ def guarded(ctx: CheckContext, body: Callable[[Device, KernelSizes, float], Chec
         sizes = kernel_sizes(ctx.backend, merged_options(ctx.options, ctx.env))
         device = open_device(ctx)
         return body(device, sizes, started)
-    except (CheckError, UsageError, InterpreterNotActive) as exc:
+    except (CannotRun, UsageError, InterpreterNotActive) as exc:
         remedy: str | None
         if isinstance(exc, InterpreterNotActive):
             message = str(exc)
@@ -328,7 +308,7 @@ def guarded(ctx: CheckContext, body: Callable[[Device, KernelSizes, float], Chec
                 "run it through `rocmkit doctor`, whose child process sets TRITON_INTERPRET=1 before "
                 "importing triton, or export TRITON_INTERPRET=1 first"
             )
-        elif isinstance(exc, CheckError):
+        elif isinstance(exc, CannotRun):
             message, remedy = exc.message, exc.remedy
         else:
             message, remedy = exc.message, exc.fix
@@ -341,16 +321,116 @@ def guarded(ctx: CheckContext, body: Callable[[Device, KernelSizes, float], Chec
         )
 
 
-def fp32_matmul(torch: Any, a: Any, b: Any) -> Any:
-    """``a @ b`` in full fp32, with TF32 off even where a site enables it globally."""
-    matmul_backend = torch.backends.cuda.matmul
-    saved = matmul_backend.allow_tf32
-    matmul_backend.allow_tf32 = False
-    try:
-        return torch.matmul(a.float(), b.float())
-    finally:
-        matmul_backend.allow_tf32 = saved
+# --- the generic kernel check: the kernel module's run(k), judged here -------------------
 
 
-def dtype_name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
+@dataclass(frozen=True, kw_only=True)
+class KernelRunner:
+    """The :class:`~rocmkit.kernels.spec.KernelRun` a kernel module's ``run(k)`` is handed."""
+
+    kernel: str
+    device: Device
+    sizes: KernelSizes
+
+    @property
+    def backend(self) -> str:
+        return self.device.backend
+
+    @property
+    def torch_device(self) -> str:
+        return self.device.torch_device
+
+    @property
+    def arch(self) -> str | None:
+        return self.device.arch
+
+    @property
+    def interpreted(self) -> bool:
+        return self.device.interpreted
+
+    @property
+    def repeats(self) -> int:
+        return self.sizes.repeats
+
+    def size(self, key: str) -> Any:
+        return self.sizes[key]
+
+    def generator(self) -> Any:
+        import torch
+
+        return torch.Generator(device="cpu").manual_seed(SEED)
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        from rocmkit.kernels.tolerance import tolerance
+
+        return tolerance(self.kernel, dtype, self.device.arch)
+
+    def time_ms(self, fn: Callable[[], Any]) -> float:
+        from rocmkit.kernels.timing import measure_ms
+
+        ms, _method, _iterations = measure_ms(fn, device=self.device.torch_device, repeats=self.sizes.repeats)
+        return ms
+
+    def measure(
+        self,
+        *,
+        kernel: Callable[[], Any],
+        expected: Any,
+        dtype: str,
+        label: str,
+        work: int,
+        unit: str,
+        reference: Callable[[], float] | None,
+        reference_name: str,
+        warn_fraction: float | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> Measurement:
+        return run_and_measure(
+            kernel=kernel,
+            expected=expected,
+            tolerance=self.tolerance(dtype),
+            device=self.device,
+            repeats=self.sizes.repeats,
+            label=label,
+            work=work,
+            unit=unit,
+            reference=reference,
+            reference_name=reference_name,
+            warn_fraction=self.sizes.warn_fraction if warn_fraction is None else warn_fraction,
+            details=dict(details or {}),
+        )
+
+    def vs_copy(
+        self, *, kernel: Callable[[], Any], expected: Any, dtype: str, label: str, work: int, copy_n_bytes: int
+    ) -> Measurement:
+        return measure_vs_copy(
+            kernel=kernel,
+            expected=expected,
+            tolerance=self.tolerance(dtype),
+            device=self.device,
+            sizes=self.sizes,
+            label=label,
+            work=work,
+            copy_n_bytes=copy_n_bytes,
+        )
+
+
+def _handed(runner: KernelRunner) -> KernelRun:
+    """mypy proves here that :class:`KernelRunner` is what kernel modules are promised."""
+    return runner
+
+
+def run_kernel(ctx: CheckContext, name: str) -> CheckResult:
+    """The body of every ``triton.<name>`` check, in the doctor's child: import the kernel
+    module (and so triton), let its ``run(k)`` measure, and judge the :class:`Report`."""
+
+    def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
+        module = import_kernel_module(name, device)
+        report = module.run(_handed(KernelRunner(kernel=name, device=device, sizes=sizes)))
+        if not isinstance(report, Report):
+            raise TypeError(f"rocmkit.kernels.{name}.run() returned {type(report).__name__}, not a Report")
+        return build_result(
+            what=report.what, device=device, runs=list(report.runs), started=started, details=dict(report.details)
+        )
+
+    return guarded(ctx, body)

@@ -31,7 +31,7 @@ from rocmkit.doctor.forkserver import ForkServer, WorkerUnavailable
 from rocmkit.doctor.python_env import PythonEnv, this_python
 from rocmkit.doctor.registry import Check, CheckContext, load_checks
 from rocmkit.doctor.result import CheckResult, Report, Status
-from rocmkit.errors import UsageError
+from rocmkit.errors import RocmkitError, UsageError
 from rocmkit.machine import Machine
 from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.plan import Plan
@@ -69,12 +69,16 @@ def discover(modules: Sequence[str]) -> Discovery:
 
 
 def _broken_module(mod: str, exc: BaseException) -> CheckResult:
+    remedy = "report this as a rocmkit bug, with `rocmkit doctor --json` attached"
+    if isinstance(exc, RocmkitError) and exc.fix:
+        # A bad kernel declaration names its file and the fix: keep both.
+        remedy = exc.fix
     return CheckResult(
         name=f"doctor.module:{mod.rsplit('.', 1)[-1]}",
         level=0,
         status=Status.ERROR,
         message=f"check module {mod} failed to import: {type(exc).__name__}: {exc}".splitlines()[0][:300],
-        remedy="report this as a rocmkit bug, with `rocmkit doctor --json` attached",
+        remedy=remedy,
         details={"module": mod},
     )
 

@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocmkit.arch import strip_features, wavefront_size
-from rocmkit.kernels.spec import Build, KernelSpec
-
-# This module, run as __main__, and the pure helpers: no SPEC to find there.
-_NOT_KERNELS = frozenset({"aot", "spec"})
+from rocmkit.kernels.catalog import kernels
+from rocmkit.kernels.spec import Build
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,28 +29,17 @@ class Built:
     binary: str  # "hsaco" or "cubin"
 
 
-def kernel_specs() -> list[KernelSpec]:
-    """Every smoke kernel: each module in ``rocmkit.kernels`` that sets ``SPEC``, so a new
-    kernel is one new module. Imports them (and so triton): call it in a compiler child."""
+def builds(backend: str) -> Iterator[Build]:
+    """What the doctor launches on ``backend`` ("rocm" or "cuda"), kernel by kernel: each
+    kernel module the catalog finds, in report order, so a new kernel is one new module.
+    Imports them (and so triton): call it in a compiler child."""
     import importlib
-    import pkgutil
 
     import rocmkit.kernels as package
 
-    specs = []
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name in _NOT_KERNELS:
-            continue
-        spec = getattr(importlib.import_module(f"{package.__name__}.{info.name}"), "SPEC", None)
-        if isinstance(spec, KernelSpec):
-            specs.append(spec)
-    return sorted(specs, key=lambda s: (s.order, s.name))
-
-
-def builds(backend: str) -> Iterator[Build]:
-    """What the doctor launches on ``backend`` ("rocm" or "cuda"), kernel by kernel."""
-    for spec in kernel_specs():
-        yield from spec.aot_builds(backend)
+    for k in kernels():
+        module = importlib.import_module(f"{package.__name__}.{k.name}")
+        yield from module.aot_builds(backend)
 
 
 def parse_target(text: str) -> tuple[str, str | int, int]:

@@ -14,7 +14,31 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from rocmkit.kernels.spec import Build, KernelSpec
+from rocmkit.kernels.metrics import gb_per_s
+from rocmkit.kernels.spec import Build, KernelRun, Report
+
+# Read without importing this module (rocmkit/kernels/catalog.py): literals only.
+CHECK = {
+    "level": 2,
+    "order": 4,
+    "description": "tl.atomic_add histogram with an exact answer; values/s vs torch.bincount (no threshold)",
+    "timeout_s": 180.0,
+    "options": {
+        "histogram_n": {
+            "help": "values binned by the atomics check",
+            "kind": "positive_int",
+            "gpu": 16_777_219,  # 2**24 + 3
+            "interpreter": 65_537,
+        },
+        "histogram_bins": {
+            "help": "bins of the histogram (a power of two)",
+            "kind": "power_of_two",
+            "gpu": 256,
+            "interpreter": 64,
+        },
+    },
+    "tolerances": {"int32": {"atol": 0, "rtol": 0, "source": "exact-int"}},
+}
 
 BLOCK_SIZE = 1024
 
@@ -55,6 +79,30 @@ def bytes_moved(n_values: int, element_size: int) -> int:
     return n_values * element_size
 
 
+def run(k: KernelRun) -> Report:
+    """The check: the histogram must equal ``torch.bincount`` exactly; its speed informs."""
+    import torch
+
+    n, bins = k.size("histogram_n"), k.size("histogram_bins")
+    values = torch.randint(0, bins, (n,), generator=k.generator(), dtype=torch.int32).to(k.torch_device)
+    expected = torch.bincount(values, minlength=bins).to(torch.int32)
+    work = bytes_moved(n, values.element_size())
+    m = k.measure(
+        kernel=lambda: histogram(values, bins),
+        expected=expected,
+        dtype="int32",
+        label=f"int32 n={n} bins={bins}",
+        work=work,
+        unit="GB/s",
+        reference=lambda: gb_per_s(work, k.time_ms(lambda: torch.bincount(values, minlength=bins))),
+        reference_name="torch.bincount",
+        # torch.bincount may bin in shared memory; a global-atomics histogram is not
+        # expected to match it, so this figure informs and never warns.
+        warn_fraction=0.0,
+    )
+    return Report(what="atomic-add histogram", runs=[m], details={"n": n, "bins": bins})
+
+
 def aot_builds(backend: str) -> Iterator[Build]:
     yield Build(
         kernel="atomics",
@@ -64,6 +112,3 @@ def aot_builds(backend: str) -> Iterator[Build]:
         constexprs={"NUM_BINS": 256, "BLOCK_SIZE": BLOCK_SIZE},
         divisible_by_16=("values_ptr", "hist_ptr"),
     )
-
-
-SPEC = KernelSpec(name="atomics", aot_builds=aot_builds, order=3)

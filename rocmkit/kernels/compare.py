@@ -1,11 +1,32 @@
-"""Compare a kernel's output with torch's under a :class:`~rocmkit.kernels.tolerance.Tolerance`."""
+"""Compare a kernel's output with torch's under a :class:`Tolerance` (the ``allclose`` rule).
+
+Pure: no rocmkit import, torch only inside :func:`compare`. The tolerances themselves are
+data, declared by each kernel module (read by :mod:`rocmkit.kernels.catalog`) and, for
+the non-Triton checks, in :mod:`rocmkit.kernels.tolerance`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from rocmkit.kernels.tolerance import Tolerance
+
+@dataclass(frozen=True, kw_only=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    source: str
+
+    @property
+    def exact(self) -> bool:
+        return self.atol == 0 and self.rtol == 0
+
+    def allows(self, error: float, magnitude: float) -> bool:
+        """The ``allclose`` rule for one element: ``|a - b| <= atol + rtol * |b|``."""
+        return error <= self.atol + self.rtol * magnitude
+
+    def describe(self) -> str:
+        return "exact" if self.exact else f"atol {self.atol:g}, rtol {self.rtol:g}"
 
 
 @dataclass(frozen=True, kw_only=True)

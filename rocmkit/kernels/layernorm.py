@@ -13,7 +13,35 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from rocmkit.kernels.spec import Build, KernelSpec
+from rocmkit.kernels.spec import Build, KernelRun, Report
+
+# Read without importing this module (rocmkit/kernels/catalog.py): literals only.
+CHECK = {
+    "level": 2,
+    "order": 3,
+    "description": "layer norm forward (a row reduction): correctness, compile time, GB/s vs a device copy",
+    "timeout_s": 180.0,
+    "options": {
+        "layernorm_shape": {
+            "help": "rows, columns of the layer norm input",
+            "kind": "shape",
+            "rank": 2,
+            "gpu": [8192, 5003],
+            "interpreter": [37, 1531],
+        },
+        "layernorm_block": {
+            "help": "columns per block in the layer norm kernel",
+            "kind": "power_of_two",
+            "gpu": None,  # the kernel's own choice: one block per row
+            "interpreter": 512,  # three blocks per row, the last one partial
+        },
+    },
+    "tolerances": {
+        "float16": {"atol": 1e-2, "rtol": 0.0, "source": "triton tutorial 05-layer-norm: atol 1e-2, rtol 0 for fp16"},
+        "bfloat16": {"atol": 2e-2, "rtol": 1e-2, "source": "bf16-ulp"},
+        "float32": {"atol": 1e-4, "rtol": 1e-4, "source": "fp32-reduction"},
+    },
+}
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -71,6 +99,31 @@ def bytes_moved(n_rows: int, n_cols: int, element_size: int) -> int:
     return 2 * n_rows * n_cols * element_size
 
 
+def run(k: KernelRun) -> Report:
+    """The check: against ``torch.nn.functional.layer_norm``, in GB/s against a device copy."""
+    import torch
+
+    # fp16 on GPUs as in the tutorial; fp32 under the interpreter.
+    dtype = torch.float32 if k.interpreted else torch.float16
+    name = str(dtype).removeprefix("torch.")
+    gen = k.generator()
+    rows, cols = k.size("layernorm_shape")
+    block = k.size("layernorm_block")
+    x = torch.randn(rows, cols, generator=gen).to(k.torch_device, dtype)
+    w = torch.rand(cols, generator=gen).to(k.torch_device, dtype)
+    b = torch.rand(cols, generator=gen).to(k.torch_device, dtype)
+    eps = 1e-5
+    m = k.vs_copy(
+        kernel=lambda: layer_norm(x, w, b, eps, block_size=block),
+        expected=torch.nn.functional.layer_norm(x, (cols,), w, b, eps),
+        dtype=name,
+        label=f"{name} {rows}x{cols}",
+        work=bytes_moved(rows, cols, x.element_size()),
+        copy_n_bytes=x.numel() * x.element_size(),
+    )
+    return Report(what="layer norm", runs=[m], details={"shape": [rows, cols], "block": block})
+
+
 def aot_builds(backend: str) -> Iterator[Build]:
     block = 8192  # 5003 fp16 columns, one block per row
     yield Build(
@@ -92,6 +145,3 @@ def aot_builds(backend: str) -> Iterator[Build]:
         num_warps=min(max(block // 256, 1), 8),
         divisible_by_16=("x_ptr", "y_ptr", "w_ptr", "b_ptr", "mean_ptr", "rstd_ptr"),
     )
-
-
-SPEC = KernelSpec(name="layernorm", aot_builds=aot_builds, order=2)

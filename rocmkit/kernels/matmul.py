@@ -8,14 +8,58 @@ edge, so shapes need not be multiples of the tile.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import triton
 import triton.language as tl
 
-from rocmkit.kernels.spec import TRITON_DTYPES, Build, KernelSpec
+from rocmkit.kernels.metrics import tflop_per_s
+from rocmkit.kernels.spec import TRITON_DTYPES, Build, CannotRun, KernelRun, Measurement, Report
+
+# Read without importing this module (rocmkit/kernels/catalog.py): literals only.
+CHECK = {
+    "level": 2,
+    "order": 2,
+    "description": "tl.dot matmul (fp16 and bf16 on GPUs, fp32 interpreted): correctness, TFLOP/s vs torch.matmul",
+    "timeout_s": 600.0,
+    "options": {
+        "matmul_shape": {
+            "help": "M, N, K of the matmul",
+            "kind": "shape",
+            "rank": 3,
+            "gpu": [4096, 4096, 4096],
+            "interpreter": [192, 160, 208],  # partial tiles on N and K with 64x64x64 tiles
+        },
+        "matmul_dtypes": {
+            "help": "dtypes of the matmul: float16, bfloat16, float32 (comma-separated)",
+            "kind": "dtypes",
+            "choices": ["float16", "bfloat16", "float32"],
+            # The interpreter has no bfloat16 arithmetic (Triton's debugging guide).
+            "interpreter_choices": ["float32", "float16"],
+            "gpu": ["float16", "bfloat16"],
+            "interpreter": ["float32"],
+        },
+    },
+    "tolerances": {
+        "float16": {
+            "atol": 1e-2,
+            "rtol": 0.0,
+            "source": "triton tutorial 03-matrix-multiplication: atol 1e-2, rtol 0 for fp16",
+        },
+        "bfloat16": {"atol": 1e-2, "rtol": 1e-2, "source": "bf16-ulp"},
+        "float32": {"atol": 1e-4, "rtol": 1e-4, "source": "fp32-reduction"},
+    },
+    # CDNA2 matrix cores compute fp16/bf16 at reduced precision and flush denormals.
+    "arch_tolerances": {
+        "cdna2": {
+            "float16": {"atol": 1e-2, "rtol": 1e-2, "source": "cdna2-tutorial-03"},
+            "bfloat16": {"atol": 2e-2, "rtol": 2e-2, "source": "cdna2-tutorial-03"},
+        },
+    },
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,6 +207,85 @@ def flops(m: int, n: int, k: int) -> int:
     return 2 * m * n * k
 
 
+def fp32_matmul(torch: Any, a: Any, b: Any) -> Any:
+    """``a @ b`` in full fp32, with TF32 off even where a site enables it globally."""
+    matmul_backend = torch.backends.cuda.matmul
+    saved = matmul_backend.allow_tf32
+    matmul_backend.allow_tf32 = False
+    try:
+        return torch.matmul(a.float(), b.float())
+    finally:
+        matmul_backend.allow_tf32 = saved
+
+
+def run(k: KernelRun) -> Report:
+    """The check: every tile in every dtype against an fp32 reference; the fastest correct
+    tile against ``torch.matmul`` in TFLOP/s."""
+    import torch
+
+    m_, n_, k_ = k.size("matmul_shape")
+    # fp16 and bf16 (the matrix-core dtypes) on GPUs; fp32 under the interpreter.
+    configs = configs_for(k.backend)
+    runs: list[Measurement] = []
+    for name in k.size("matmul_dtypes"):
+        dtype = getattr(torch, name)
+        gen = k.generator()
+        # Scaled so the product is ~N(0, 1) at any K: fp16 keeps ~3 decimal digits there,
+        # which is what the tutorial's atol 1e-2 assumes.
+        scale = k_**-0.25
+        a = (torch.randn(m_, k_, generator=gen) * scale).to(k.torch_device, dtype)
+        b = (torch.randn(k_, n_, generator=gen) * scale).to(k.torch_device, dtype)
+        # The reference accumulates and rounds once, in fp32: torch's own fp16 GEMM may
+        # reduce split-K partial sums in fp16 (allow_fp16_reduced_precision_reduction),
+        # which would put torch's rounding, not Triton's, into the comparison.
+        expected = fp32_matmul(torch, a, b).to(dtype)
+        ref_ms: list[float] = []
+
+        def reference(a: Any = a, b: Any = b, ref_ms: list[float] = ref_ms) -> float:
+            if not ref_ms:
+                ref_ms.append(k.time_ms(lambda: torch.matmul(a, b)))
+            return tflop_per_s(flops(m_, n_, k_), ref_ms[0])
+
+        tried: list[Measurement] = []
+        refused: dict[str, str] = {}
+        for cfg in configs:
+            try:
+                measured = k.measure(
+                    kernel=functools.partial(matmul, a, b, cfg),
+                    expected=expected,
+                    dtype=name,
+                    label=name,
+                    work=flops(m_, n_, k_),
+                    unit="TFLOP/s",
+                    reference=reference,
+                    reference_name="torch.matmul",
+                    details={"config": cfg.label()},
+                )
+            except Exception as exc:
+                # A tile too big for this GPU's shared memory / LDS is that tile's problem,
+                # not the node's; any other error propagates and the check errors out.
+                if type(exc).__name__ != "OutOfResources":
+                    raise
+                refused[cfg.label()] = str(exc).splitlines()[0][:200]
+                continue
+            tried.append(measured)
+        if not tried:
+            raise CannotRun(
+                f"every matmul tile ran out of GPU resources in {name}: {refused}",
+                "report this with `rocmkit doctor --json`; the tile list is in rocmkit/kernels/matmul.py",
+            )
+        # Every tile configuration must be right; the fastest one speaks for speed.
+        bad = [t for t in tried if not t.comparison.ok]
+        best = bad[0] if bad else max(tried, key=lambda t: t.throughput)
+        tried_summary = {
+            t.details["config"]: {"tflops": round(t.throughput, 3), "ok": t.comparison.ok} for t in tried
+        }
+        runs.append(
+            replace(best, details={**best.details, "configs_tried": tried_summary, "configs_refused": refused})
+        )
+    return Report(what=f"tl.dot matmul {m_}x{n_}x{k_}", runs=runs, details={"shape": [m_, n_, k_]})
+
+
 _INT_ARGS = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
 
 
@@ -189,6 +312,3 @@ def aot_builds(backend: str) -> Iterator[Build]:
                 divisible_by_16=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm"),
                 ones=("stride_ak", "stride_bn", "stride_cn"),
             )
-
-
-SPEC = KernelSpec(name="matmul", aot_builds=aot_builds, order=4)

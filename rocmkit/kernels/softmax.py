@@ -14,7 +14,31 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from rocmkit.kernels.spec import Build, KernelSpec
+from rocmkit.kernels.spec import Build, KernelRun, Report
+
+# Read without importing this module (rocmkit/kernels/catalog.py): literals only.
+CHECK = {
+    "level": 1,
+    "order": 1,
+    "description": "fused row softmax over an irregular shape: correctness, compile time, GB/s vs a device copy",
+    "timeout_s": 180.0,
+    "options": {
+        "softmax_shape": {
+            "help": "rows, columns of the softmax input",
+            "kind": "shape",
+            "rank": 2,
+            "gpu": [8192, 3001],
+            "interpreter": [129, 781],  # the tutorial's 781 columns; fewer rows, one program each
+        },
+    },
+    "tolerances": {
+        "float32": {
+            "atol": 1e-8,
+            "rtol": 1e-5,
+            "source": "triton tutorial 02-fused-softmax: torch.allclose defaults (rtol 1e-5, atol 1e-8)",
+        },
+    },
+}
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -58,6 +82,23 @@ def bytes_moved(n_rows: int, n_cols: int, element_size: int) -> int:
     return 2 * n_rows * n_cols * element_size
 
 
+def run(k: KernelRun) -> Report:
+    """The check: row softmax against ``torch.softmax``, in GB/s against a device copy."""
+    import torch
+
+    rows, cols = k.size("softmax_shape")
+    x = torch.randn(rows, cols, generator=k.generator()).to(k.torch_device)
+    m = k.vs_copy(
+        kernel=lambda: softmax(x),
+        expected=torch.softmax(x, dim=-1),
+        dtype="float32",
+        label=f"float32 {rows}x{cols}",
+        work=bytes_moved(rows, cols, x.element_size()),
+        copy_n_bytes=x.numel() * x.element_size(),
+    )
+    return Report(what="fused softmax", runs=[m], details={"shape": [rows, cols]})
+
+
 def aot_builds(backend: str) -> Iterator[Build]:
     block = 4096  # the GPU softmax shape has 3001 columns
     yield Build(
@@ -75,6 +116,3 @@ def aot_builds(backend: str) -> Iterator[Build]:
         num_warps=_num_warps(block),
         divisible_by_16=("out_ptr", "in_ptr"),
     )
-
-
-SPEC = KernelSpec(name="softmax", aot_builds=aot_builds, order=1)

@@ -13,7 +13,30 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from rocmkit.kernels.spec import Build, KernelSpec
+from rocmkit.kernels.spec import Build, KernelRun, Report
+
+# Read without importing this module (rocmkit/kernels/catalog.py): literals only.
+CHECK = {
+    "level": 1,
+    "order": 0,
+    "description": "masked vector add over an odd size: correctness, compile time, GB/s vs a device copy",
+    "timeout_s": 180.0,
+    "options": {
+        "vector_add_n": {
+            "help": "elements in the vector add",
+            "kind": "positive_int",
+            "gpu": 16_777_223,  # 2**24 + 7: an odd size, so the last block is partial
+            "interpreter": 131_079,  # 2**17 + 7
+        },
+    },
+    "tolerances": {
+        "float32": {
+            "atol": 0.0,
+            "rtol": 0.0,
+            "source": "triton tutorial 01-vector-add: IEEE add is correctly rounded, so results match bit for bit",
+        },
+    },
+}
 
 BLOCK_SIZE = 1024
 
@@ -45,6 +68,26 @@ def bytes_moved(n_elements: int, element_size: int) -> int:
     return 3 * n_elements * element_size
 
 
+def run(k: KernelRun) -> Report:
+    """The check: ``x + y`` against torch's, in GB/s against a device copy."""
+    import torch
+
+    gen = k.generator()
+    n = k.size("vector_add_n")
+    x = torch.randn(n, generator=gen).to(k.torch_device)
+    y = torch.randn(n, generator=gen).to(k.torch_device)
+    out = torch.empty_like(x)
+    m = k.vs_copy(
+        kernel=lambda: add(x, y, out),
+        expected=x + y,
+        dtype="float32",
+        label=f"float32 n={n}",
+        work=bytes_moved(n, x.element_size()),
+        copy_n_bytes=n * x.element_size(),
+    )
+    return Report(what="vector add", runs=[m], details={"n": n})
+
+
 def aot_builds(backend: str) -> Iterator[Build]:
     """The variant the doctor launches: fp32 at one block size, on either backend."""
     yield Build(
@@ -55,6 +98,3 @@ def aot_builds(backend: str) -> Iterator[Build]:
         constexprs={"BLOCK_SIZE": BLOCK_SIZE},
         divisible_by_16=("x_ptr", "y_ptr", "out_ptr"),
     )
-
-
-SPEC = KernelSpec(name="vector_add", aot_builds=aot_builds, order=0)

@@ -53,9 +53,9 @@ def test_unknown_options_against_what_checks_declare() -> None:
 
 def test_every_built_in_option_is_declared_by_a_check() -> None:
     from rocmkit.doctor.registry import CHECK_MODULES
-    from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS
+    from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, option_keys
 
     built_in = load_checks(CHECK_MODULES).values()
-    keys = [*OPTION_KEYS, *CHECK_OPTION_KEYS, "shm_min_bytes", "cache_min_free_bytes", "smoke_rel_tolerance"]
+    keys = [*option_keys(), *CHECK_OPTION_KEYS, "shm_min_bytes", "cache_min_free_bytes", "smoke_rel_tolerance"]
     keys += ["allreduce_sizes", "cpu_procs", "models.repeat"]
     assert unknown_options(keys, built_in) == []

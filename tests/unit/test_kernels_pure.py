@@ -18,8 +18,13 @@ from rocmkit.errors import UsageError
 from rocmkit.kernels import runtime, timing
 from rocmkit.kernels.compare import Comparison
 from rocmkit.kernels.metrics import copy_bytes, gb_per_s, median, perf_verdict, tflop_per_s
-from rocmkit.kernels.sizes import GPU, INTERPRETER, kernel_sizes
-from rocmkit.kernels.tolerance import TABLE, Tolerance, tolerance
+from rocmkit.kernels.sizes import defaults, kernel_sizes
+from rocmkit.kernels.spec import Measurement
+from rocmkit.kernels.tolerance import Tolerance, table, tolerance
+
+GPU = defaults("rocm")
+INTERPRETER = defaults("cpu")
+TABLE = table()
 
 # --- tolerances -----------------------------------------------------------------
 
@@ -35,7 +40,7 @@ def test_matmul_fp16_is_the_tutorials_except_on_cdna2() -> None:
 
 def test_exact_kernels_have_no_slack() -> None:
     assert tolerance("vector_add", "float32").exact
-    assert tolerance("histogram", "int32", "gfx90a").exact
+    assert tolerance("atomics", "int32", "gfx90a").exact
     assert not tolerance("softmax", "float32").exact
 
 
@@ -123,12 +128,12 @@ def test_attention_flops_halve_under_a_causal_mask() -> None:
 def test_interpreter_sizes_are_small_and_irregular() -> None:
     cpu = kernel_sizes("cpu")
     assert cpu is INTERPRETER
-    assert cpu.vector_add_n % 2 == 1
-    assert cpu.softmax_shape[1] & (cpu.softmax_shape[1] - 1)  # not a power of two
-    assert cpu.matmul_shape[0] * cpu.matmul_shape[1] * cpu.matmul_shape[2] < 10_000_000
+    assert cpu["vector_add_n"] % 2 == 1
+    assert cpu["softmax_shape"][1] & (cpu["softmax_shape"][1] - 1)  # not a power of two
+    assert cpu["matmul_shape"][0] * cpu["matmul_shape"][1] * cpu["matmul_shape"][2] < 10_000_000
     assert kernel_sizes("rocm") is GPU and kernel_sizes("cuda") is GPU
-    assert GPU.matmul_shape == (4096, 4096, 4096)
-    assert GPU.vector_add_n > 2**24 and GPU.vector_add_n % 2 == 1
+    assert GPU["matmul_shape"] == (4096, 4096, 4096)
+    assert GPU["vector_add_n"] > 2**24 and GPU["vector_add_n"] % 2 == 1
 
 
 def test_options_override_sizes() -> None:
@@ -143,13 +148,13 @@ def test_options_override_sizes() -> None:
             "repeats": 5,
         },
     )
-    assert s.vector_add_n == 1001
-    assert s.softmax_shape == (1823, 781)
-    assert s.matmul_shape == (512, 256, 128)
-    assert s.histogram_bins == 128
+    assert s["vector_add_n"] == 1001
+    assert s["softmax_shape"] == (1823, 781)
+    assert s["matmul_shape"] == (512, 256, 128)
+    assert s["histogram_bins"] == 128
     assert s.warn_fraction == 0.7
     assert s.repeats == 5
-    assert s.layernorm_shape == GPU.layernorm_shape
+    assert s["layernorm_shape"] == GPU["layernorm_shape"]
 
 
 @pytest.mark.parametrize(
@@ -245,7 +250,7 @@ def test_gpu_timing_falls_back_to_fixed_iterations(monkeypatch: pytest.MonkeyPat
 
 def _measurement(*, ok: bool, throughput: float, reference: float | None, threshold: float | None):  # type: ignore[no-untyped-def]
     tol = Tolerance(atol=1e-2, rtol=0.0, source="t")
-    return harness.Measurement(
+    return Measurement(
         label="float16",
         comparison=Comparison(
             ok=ok, max_abs_error=0.001 if ok else 0.5, mismatched=0 if ok else 7, total=100, tolerance=tol
@@ -269,7 +274,7 @@ def _device(backend: str) -> harness.Device:
     )
 
 
-def _result(backend: str, *runs: harness.Measurement):  # type: ignore[no-untyped-def]
+def _result(backend: str, *runs: Measurement):  # type: ignore[no-untyped-def]
     from rocmkit.doctor.registry import load_checks, running
 
     # As inside the triton.matmul check, whose name and level the result takes.
@@ -334,7 +339,7 @@ def test_environment_fills_options_the_context_lacks() -> None:
     env = {"ROCMKIT_KERNEL_MATMUL_SHAPE": "64x64x64", "ROCMKIT_KERNEL_REPEATS": "7", "HOME": "/root"}
     merged = merged_options({"repeats": 2}, env)
     assert merged == {"repeats": 2, "matmul_shape": "64x64x64"}
-    assert kernel_sizes("cpu", merged).matmul_shape == (64, 64, 64)
+    assert kernel_sizes("cpu", merged)["matmul_shape"] == (64, 64, 64)
 
 
 @pytest.mark.parametrize(
@@ -498,13 +503,13 @@ def test_a_compiler_that_hangs_is_an_error_not_a_failure(monkeypatch: pytest.Mon
 
 
 def test_matmul_dtypes() -> None:
-    assert kernel_sizes("rocm").matmul_dtypes == ("float16", "bfloat16")
-    assert kernel_sizes("cpu").matmul_dtypes == ("float32",)
-    assert kernel_sizes("cuda", {"matmul_dtypes": "bfloat16, float16"}).matmul_dtypes == (
+    assert kernel_sizes("rocm")["matmul_dtypes"] == ("float16", "bfloat16")
+    assert kernel_sizes("cpu")["matmul_dtypes"] == ("float32",)
+    assert kernel_sizes("cuda", {"matmul_dtypes": "bfloat16, float16"})["matmul_dtypes"] == (
         "bfloat16",
         "float16",
     )
-    assert kernel_sizes("cpu", {"matmul_dtypes": ["float16"]}).matmul_dtypes == ("float16",)
+    assert kernel_sizes("cpu", {"matmul_dtypes": ["float16"]})["matmul_dtypes"] == ("float16",)
     with pytest.raises(UsageError, match="no bfloat16") as err:
         kernel_sizes("cpu", {"matmul_dtypes": "bfloat16"})
     assert err.value.fix and "float32" in err.value.fix
@@ -521,15 +526,15 @@ def test_a_triton_whose_compile_api_differs_is_an_error_not_a_failure(
     assert "cannot drive the ahead-of-time compiler" in r.message and r.remedy
 
 
-def test_every_triton_kernel_module_declares_a_spec_that_aot_finds() -> None:
-    """A kernel module without ``SPEC`` would be left out of triton.codegen without a word;
-    read from the source, so this test imports no triton."""
+def test_every_triton_kernel_module_declares_a_check_that_the_catalog_finds() -> None:
+    """A kernel module without ``CHECK`` would be left out of the doctor and triton.codegen
+    without a word; read from the source, so this test imports no triton."""
     import ast
 
     import rocmkit.kernels as package
+    from rocmkit.kernels.catalog import kernels
 
     with_jit: list[str] = []
-    with_spec: list[str] = []
     for path in sorted(Path(package.__file__).parent.glob("*.py")):
         tree = ast.parse(path.read_text())
         if any(
@@ -539,15 +544,5 @@ def test_every_triton_kernel_module_declares_a_spec_that_aot_finds() -> None:
             for d in f.decorator_list
         ):
             with_jit.append(path.stem)
-        for node in tree.body:
-            if (
-                isinstance(node, ast.Assign)
-                and [ast.unparse(t) for t in node.targets] == ["SPEC"]
-                and isinstance(node.value, ast.Call)
-                and ast.unparse(node.value.func) == "KernelSpec"
-            ):
-                names = [k.value for k in node.value.keywords if k.arg == "name"]
-                assert names and isinstance(names[0], ast.Constant) and names[0].value == path.stem
-                with_spec.append(path.stem)
     assert sorted(with_jit) == ["atomics", "layernorm", "matmul", "softmax", "vector_add"]
-    assert with_spec == with_jit
+    assert sorted(k.name for k in kernels()) == with_jit

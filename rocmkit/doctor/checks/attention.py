@@ -23,14 +23,14 @@ from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.errors import UsageError
 from rocmkit.kernels.metrics import perf_verdict, tflop_per_s
-from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS
+from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, SHARED
 
 NAME = "attention.sdpa"
 ATTENTION_OPTIONS = {
-    "attention_shape": OPTION_KEYS["attention_shape"],
+    "attention_shape": SHARED["attention_shape"].help,
     "attention_min_vs_math": CHECK_OPTION_KEYS["attention_min_vs_math"],
-    "repeats": OPTION_KEYS["repeats"],
-    "warn_fraction": OPTION_KEYS["warn_fraction"],
+    "repeats": SHARED["repeats"].help,
+    "warn_fraction": SHARED["warn_fraction"].help,
 }
 SEED = 0
 # A fused backend below this fraction of the math backend's speed is a warning.

@@ -1,10 +1,14 @@
 """Levels 1-2: Triton smoke kernels, each checked against torch and timed.
 
+One check, ``triton.<name>``, per kernel module in ``rocmkit/kernels``: its level, options,
+tolerances and body live in that module, whose ``CHECK`` declaration this parent reads
+without importing it (:mod:`rocmkit.kernels.catalog`), so adding a kernel touches no file here.
+
 Every kernel check runs in the doctor's child process (``isolated=True``): it compiles and
 launches GPU code, so a compiler crash or a GPU hang is that check's result. Each one
 reports the first call (compilation, or a load from the compile cache under rocmkit's
 cache folder), a warm call, the largest error against torch under the tolerance for its
-dtype and GPU architecture (:mod:`rocmkit.kernels.tolerance`) and, on a GPU, the
+dtype and GPU architecture (declared by the kernel's module) and, on a GPU, the
 achieved GB/s or TFLOP/s as a fraction of a torch reference timed in the same run: a
 device-to-device copy for bandwidth, ``torch.matmul`` for TFLOP/s. Below
 ``warn_fraction`` (default 0.5) of the reference is a warning, so a slow node stands out.
@@ -22,316 +26,54 @@ torch and triton are imported inside the functions only; the shared machinery is
 
 from __future__ import annotations
 
-import functools
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rocmkit.doctor.cachestats import merge
-from rocmkit.doctor.harness import (
-    SEED,
-    CheckError,
-    Device,
-    Measurement,
-    build_result,
-    dtype_name,
-    fp32_matmul,
-    guarded,
-    import_kernel_module,
-    measure_vs_copy,
-    run_and_measure,
-)
+from rocmkit.doctor.harness import run_kernel
 from rocmkit.doctor.isolate import fresh_env
-from rocmkit.doctor.registry import CheckContext, check
+from rocmkit.doctor.registry import CheckContext, CheckFunc, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.doctor.targets import codegen_targets, crash_line
-from rocmkit.kernels.metrics import gb_per_s, tflop_per_s
-from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, OPTION_KEYS, KernelSizes
+from rocmkit.kernels.catalog import Kernel, kernels
+from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, SHARED
 
-# --- the checks ---------------------------------------------------------------
-
-
-def _options(*keys: str) -> dict[str, str]:
-    """The --set keys a kernel check reads: its own sizes plus the timing ones all share."""
-    return {k: OPTION_KEYS[k] for k in (*keys, "repeats", "warn_fraction")}
+# --- one check per kernel module, from its declaration ------------------------------------
 
 
-@check(
-    "triton.vector_add",
-    options=_options("vector_add_n"),
-    level=1,
-    description="masked vector add over an odd size: correctness, compile time, GB/s vs a device copy",
-    needs=("torch", "triton"),
-    isolated=True,
-    timeout_s=180.0,
-)
-def vector_add(ctx: CheckContext) -> CheckResult:
-    def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
-        import torch
+def _register(kernel: Kernel) -> CheckFunc:
+    """``triton.<name>`` as its module declares it; the body runs in the child, where it
+    imports the module and calls its ``run(k)`` (:func:`rocmkit.doctor.harness.run_kernel`)."""
 
-        from rocmkit.kernels.tolerance import tolerance
+    def kernel_check(ctx: CheckContext) -> CheckResult:
+        return run_kernel(ctx, kernel.name)
 
-        mod = import_kernel_module("vector_add", device)
-        gen = torch.Generator(device="cpu").manual_seed(SEED)
-        n = sizes.vector_add_n
-        x = torch.randn(n, generator=gen).to(device.torch_device)
-        y = torch.randn(n, generator=gen).to(device.torch_device)
-        out = torch.empty_like(x)
-        m = measure_vs_copy(
-            kernel=lambda: mod.add(x, y, out),
-            expected=x + y,
-            tolerance=tolerance("vector_add", "float32", device.arch),
-            device=device,
-            sizes=sizes,
-            label=f"float32 n={n}",
-            work=mod.bytes_moved(n, x.element_size()),
-            copy_n_bytes=n * x.element_size(),
-        )
-        return build_result(
-            what="vector add", device=device, runs=[m], started=started, details={"n": n}
-        )
-
-    return guarded(ctx, body)
+    kernel_check.__name__ = kernel_check.__qualname__ = kernel.name
+    # The --set keys a kernel check reads: its own sizes plus the timing ones all share.
+    options = {key: o.help for key, o in kernel.options.items()}
+    options.update({key: SHARED[key].help for key in ("repeats", "warn_fraction")})
+    return check(
+        kernel.check,
+        options=options,
+        level=kernel.level,
+        description=kernel.description,
+        needs=("torch", "triton"),
+        isolated=True,
+        timeout_s=kernel.timeout_s,
+    )(kernel_check)
 
 
-@check(
-    "triton.softmax",
-    options=_options("softmax_shape"),
-    level=1,
-    description="fused row softmax over an irregular shape: correctness, compile time, GB/s vs a device copy",
-    needs=("torch", "triton"),
-    isolated=True,
-    timeout_s=180.0,
-)
-def softmax(ctx: CheckContext) -> CheckResult:
-    def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
-        import torch
-
-        from rocmkit.kernels.tolerance import tolerance
-
-        mod = import_kernel_module("softmax", device)
-        gen = torch.Generator(device="cpu").manual_seed(SEED)
-        rows, cols = sizes.softmax_shape
-        x = torch.randn(rows, cols, generator=gen).to(device.torch_device)
-        m = measure_vs_copy(
-            kernel=lambda: mod.softmax(x),
-            expected=torch.softmax(x, dim=-1),
-            tolerance=tolerance("softmax", "float32", device.arch),
-            device=device,
-            sizes=sizes,
-            label=f"float32 {rows}x{cols}",
-            work=mod.bytes_moved(rows, cols, x.element_size()),
-            copy_n_bytes=x.numel() * x.element_size(),
-        )
-        return build_result(
-            what="fused softmax",
-            device=device,
-            runs=[m],
-            started=started,
-            details={"shape": [rows, cols]},
-        )
-
-    return guarded(ctx, body)
+# Registered in the kernels' report order, before triton.codegen (as they always were).
+KERNEL_CHECKS: dict[str, CheckFunc] = {k.name: _register(k) for k in kernels()}
 
 
-@check(
-    "triton.matmul",
-    options=_options("matmul_shape", "matmul_dtypes"),
-    level=2,
-    description="tl.dot matmul (fp16 and bf16 on GPUs, fp32 interpreted): correctness, TFLOP/s vs torch.matmul",
-    needs=("torch", "triton"),
-    isolated=True,
-    timeout_s=600.0,
-)
-def matmul(ctx: CheckContext) -> CheckResult:
-    def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
-        import torch
-
-        from rocmkit.kernels.timing import measure_ms
-        from rocmkit.kernels.tolerance import tolerance
-
-        mod = import_kernel_module("matmul", device)
-        m_, n_, k_ = sizes.matmul_shape
-        # fp16 and bf16 (the matrix-core dtypes) on GPUs; fp32 under the interpreter.
-        dtypes = tuple(getattr(torch, d) for d in sizes.matmul_dtypes)
-        configs = mod.configs_for(device.backend)
-        runs: list[Measurement] = []
-        for dtype in dtypes:
-            gen = torch.Generator(device="cpu").manual_seed(SEED)
-            # Scaled so the product is ~N(0, 1) at any K: fp16 keeps ~3 decimal digits there,
-            # which is what the tutorial's atol 1e-2 assumes.
-            scale = k_**-0.25
-            a = (torch.randn(m_, k_, generator=gen) * scale).to(device.torch_device, dtype)
-            b = (torch.randn(k_, n_, generator=gen) * scale).to(device.torch_device, dtype)
-            # The reference accumulates and rounds once, in fp32: torch's own fp16 GEMM may
-            # reduce split-K partial sums in fp16 (allow_fp16_reduced_precision_reduction),
-            # which would put torch's rounding, not Triton's, into the comparison.
-            expected = fp32_matmul(torch, a, b).to(dtype)
-            tol = tolerance("matmul", dtype_name(dtype), device.arch)
-            ref_ms: list[float] = []
-
-            def reference(a: Any = a, b: Any = b, ref_ms: list[float] = ref_ms) -> float:
-                if not ref_ms:
-                    ms, _, _ = measure_ms(
-                        lambda: torch.matmul(a, b), device=device.torch_device, repeats=sizes.repeats
-                    )
-                    ref_ms.append(ms)
-                return tflop_per_s(mod.flops(m_, n_, k_), ref_ms[0])
-
-            tried: list[Measurement] = []
-            refused: dict[str, str] = {}
-            for cfg in configs:
-                try:
-                    measured = run_and_measure(
-                        kernel=functools.partial(mod.matmul, a, b, cfg),
-                        expected=expected,
-                        tolerance=tol,
-                        device=device,
-                        repeats=sizes.repeats,
-                        label=dtype_name(dtype),
-                        work=mod.flops(m_, n_, k_),
-                        unit="TFLOP/s",
-                        reference=reference,
-                        reference_name="torch.matmul",
-                        warn_fraction=sizes.warn_fraction,
-                        details={"config": cfg.label()},
-                    )
-                except Exception as exc:
-                    # A tile too big for this GPU's shared memory / LDS is that tile's problem,
-                    # not the node's; any other error propagates and the check errors out.
-                    if type(exc).__name__ != "OutOfResources":
-                        raise
-                    refused[cfg.label()] = str(exc).splitlines()[0][:200]
-                    continue
-                tried.append(measured)
-            if not tried:
-                raise CheckError(
-                    f"every matmul tile ran out of GPU resources in {dtype_name(dtype)}: {refused}",
-                    "report this with `rocmkit doctor --json`; the tile list is in rocmkit/kernels/matmul.py",
-                )
-            # Every tile configuration must be right; the fastest one speaks for speed.
-            bad = [t for t in tried if not t.comparison.ok]
-            best = bad[0] if bad else max(tried, key=lambda t: t.throughput)
-            tried_summary = {
-                t.details["config"]: {"tflops": round(t.throughput, 3), "ok": t.comparison.ok} for t in tried
-            }
-            runs.append(
-                replace(
-                    best, details={**best.details, "configs_tried": tried_summary, "configs_refused": refused}
-                )
-            )
-        return build_result(
-            what=f"tl.dot matmul {m_}x{n_}x{k_}",
-            device=device,
-            runs=runs,
-            started=started,
-            details={"shape": [m_, n_, k_]},
-        )
-
-    return guarded(ctx, body)
-
-
-@check(
-    "triton.layernorm",
-    options=_options("layernorm_shape", "layernorm_block"),
-    level=2,
-    description="layer norm forward (a row reduction): correctness, compile time, GB/s vs a device copy",
-    needs=("torch", "triton"),
-    isolated=True,
-    timeout_s=180.0,
-)
-def layernorm(ctx: CheckContext) -> CheckResult:
-    def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
-        import torch
-
-        from rocmkit.kernels.tolerance import tolerance
-
-        mod = import_kernel_module("layernorm", device)
-        # fp16 on GPUs as in the tutorial; fp32 under the interpreter.
-        dtype = torch.float32 if device.interpreted else torch.float16
-        gen = torch.Generator(device="cpu").manual_seed(SEED)
-        rows, cols = sizes.layernorm_shape
-        x = torch.randn(rows, cols, generator=gen).to(device.torch_device, dtype)
-        w = torch.rand(cols, generator=gen).to(device.torch_device, dtype)
-        b = torch.rand(cols, generator=gen).to(device.torch_device, dtype)
-        eps = 1e-5
-        expected = torch.nn.functional.layer_norm(x, (cols,), w, b, eps)
-        m = measure_vs_copy(
-            kernel=lambda: mod.layer_norm(x, w, b, eps, block_size=sizes.layernorm_block),
-            expected=expected,
-            tolerance=tolerance("layernorm", dtype_name(dtype), device.arch),
-            device=device,
-            sizes=sizes,
-            label=f"{dtype_name(dtype)} {rows}x{cols}",
-            work=mod.bytes_moved(rows, cols, x.element_size()),
-            copy_n_bytes=x.numel() * x.element_size(),
-        )
-        return build_result(
-            what="layer norm",
-            device=device,
-            runs=[m],
-            started=started,
-            details={"shape": [rows, cols], "block": sizes.layernorm_block},
-        )
-
-    return guarded(ctx, body)
-
-
-@check(
-    "triton.atomics",
-    options=_options("histogram_n", "histogram_bins"),
-    level=2,
-    description="tl.atomic_add histogram with an exact answer; values/s vs torch.bincount (no threshold)",
-    needs=("torch", "triton"),
-    isolated=True,
-    timeout_s=180.0,
-)
-def atomics(ctx: CheckContext) -> CheckResult:
-    def body(device: Device, sizes: KernelSizes, started: float) -> CheckResult:
-        import torch
-
-        from rocmkit.kernels.timing import measure_ms
-        from rocmkit.kernels.tolerance import tolerance
-
-        mod = import_kernel_module("atomics", device)
-        gen = torch.Generator(device="cpu").manual_seed(SEED)
-        n, bins = sizes.histogram_n, sizes.histogram_bins
-        values = torch.randint(0, bins, (n,), generator=gen, dtype=torch.int32).to(device.torch_device)
-        expected = torch.bincount(values, minlength=bins).to(torch.int32)
-
-        def reference() -> float:
-            ms, _, _ = measure_ms(
-                lambda: torch.bincount(values, minlength=bins),
-                device=device.torch_device,
-                repeats=sizes.repeats,
-            )
-            return gb_per_s(mod.bytes_moved(n, values.element_size()), ms)
-
-        m = run_and_measure(
-            kernel=lambda: mod.histogram(values, bins),
-            expected=expected,
-            tolerance=tolerance("histogram", "int32", device.arch),
-            device=device,
-            repeats=sizes.repeats,
-            label=f"int32 n={n} bins={bins}",
-            work=mod.bytes_moved(n, values.element_size()),
-            unit="GB/s",
-            reference=reference,
-            reference_name="torch.bincount",
-            # torch.bincount may bin in shared memory; a global-atomics histogram is not
-            # expected to match it, so this figure informs and never warns.
-            warn_fraction=0.0,
-        )
-        return build_result(
-            what="atomic-add histogram",
-            device=device,
-            runs=[m],
-            started=started,
-            details={"n": n, "bins": bins},
-        )
-
-    return guarded(ctx, body)
+def __getattr__(name: str) -> CheckFunc:
+    """``kernels.vector_add(ctx)``: a kernel's check function by the module's name."""
+    try:
+        return KERNEL_CHECKS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 def _cache_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
