@@ -173,7 +173,7 @@ def read_module(path: Path) -> Kernel | None:
     if raw is None:
         return None
     for fn in ("run", "aot_builds"):
-        if not re.search(rf"^def {fn}\(", source, re.M):
+        if f"\ndef {fn}(" not in source:
             raise CatalogError(
                 f"{path}: declares {NAME} but defines no top-level {fn}()",
                 "a kernel module defines run(k) (the check body) and aot_builds(backend) (what "
@@ -184,7 +184,8 @@ def read_module(path: Path) -> Kernel | None:
 
 def declaration(path: Path, source: str) -> dict[str, Any] | None:
     """The literal assigned to ``CHECK`` at the top level of ``source``, never executed."""
-    match = _START.search(source)
+    # Most modules here are helpers: a substring test spares them the regular expression.
+    match = _START.search(source) if source.startswith(NAME) or f"\n{NAME}" in source else None
     if match is None:
         return None
     node = None
@@ -230,7 +231,9 @@ def _value(stmt: ast.stmt) -> ast.expr | None:
 
 def _no_duplicate_keys(path: Path, node: ast.expr) -> None:
     """A key written twice would silently drop the first value."""
-    for sub in ast.walk(node):
+    stack = [node]
+    while stack:
+        sub = stack.pop()
         if isinstance(sub, ast.Dict):
             seen: set[object] = set()
             for key in sub.keys:
@@ -241,6 +244,9 @@ def _no_duplicate_keys(path: Path, node: ast.expr) -> None:
                             "keep one of them",
                         )
                     seen.add(key.value)
+            stack.extend(sub.values)
+        elif isinstance(sub, (ast.List, ast.Tuple)):
+            stack.extend(sub.elts)
 
 
 # --- validation ----------------------------------------------------------------------
