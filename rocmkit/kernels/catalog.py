@@ -189,8 +189,9 @@ def declaration(path: Path, source: str) -> dict[str, Any] | None:
     if match is None:
         return None
     node = None
+    offset = source.count("\n", 0, match.start())  # lines before the statement
     # The formatter closes a top-level literal in column 0: parse that statement alone, which
-    # costs a tenth of parsing the whole module (kernels with their checks are 100-300 lines).
+    # costs a third of parsing the whole module (kernels with their checks are 100-300 lines).
     end = source.find("\n}", match.start())
     if end >= 0:
         try:
@@ -200,6 +201,7 @@ def declaration(path: Path, source: str) -> dict[str, Any] | None:
         if tree is not None and len(tree.body) == 1:
             node = _value(tree.body[0])
     if node is None:
+        offset = 0
         try:
             tree = ast.parse(source, filename=str(path))
         except SyntaxError as exc:
@@ -207,12 +209,13 @@ def declaration(path: Path, source: str) -> dict[str, Any] | None:
         node = next((v for stmt in tree.body if (v := _value(stmt)) is not None), None)
         if node is None:
             return None
-    _no_duplicate_keys(path, node)
+    _no_duplicate_keys(path, node, offset)
     try:
         value = ast.literal_eval(node)
-    except ValueError as exc:
+    except ValueError:
+        bad = _first_non_literal(node)
         raise CatalogError(
-            f"{path}: {NAME} is not a literal ({exc}, line {node.lineno})",
+            f"{path}: {NAME} is not a literal: {ast.unparse(bad)!r} on line {bad.lineno + offset}",
             f"write {NAME} with dict, list, str, int, float, bool and None literals only (it is read "
             "without importing the module: no names, calls or arithmetic; write 2**24 + 7 as 16_777_223)",
         ) from None
@@ -229,7 +232,24 @@ def _value(stmt: ast.stmt) -> ast.expr | None:
     return None
 
 
-def _no_duplicate_keys(path: Path, node: ast.expr) -> None:
+def _first_non_literal(node: ast.expr) -> ast.expr:
+    """The first part of ``node`` that :func:`ast.literal_eval` refuses (a name, a call, ``**``)."""
+    stack = [node]
+    while stack:
+        sub = stack.pop(0)
+        if isinstance(sub, ast.Dict):
+            stack.extend(k for k in sub.keys if k is not None)
+            stack.extend(sub.values)
+        elif isinstance(sub, (ast.List, ast.Tuple, ast.Set)):
+            stack.extend(sub.elts)
+        elif isinstance(sub, ast.UnaryOp) and isinstance(sub.op, (ast.USub, ast.UAdd)):
+            stack.append(sub.operand)
+        elif not isinstance(sub, ast.Constant):
+            return sub
+    return node
+
+
+def _no_duplicate_keys(path: Path, node: ast.expr, offset: int) -> None:
     """A key written twice would silently drop the first value."""
     stack = [node]
     while stack:
@@ -240,7 +260,7 @@ def _no_duplicate_keys(path: Path, node: ast.expr) -> None:
                 if isinstance(key, ast.Constant):
                     if key.value in seen:
                         raise CatalogError(
-                            f"{path}: {NAME} has the key {key.value!r} twice (line {key.lineno})",
+                            f"{path}: {NAME} has the key {key.value!r} twice (line {key.lineno + offset})",
                             "keep one of them",
                         )
                     seen.add(key.value)

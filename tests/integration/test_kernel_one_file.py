@@ -172,3 +172,13 @@ def test_the_new_kernel_runs_and_passes_and_a_wrong_one_fails(copy: Path) -> Non
     assert wrong["status"] == "fail", wrong["message"]
     assert "saxpy_wrong gives wrong results" in wrong["message"] and "elements outside atol 1e-06" in wrong["message"]
     assert proc.returncode == 1  # a check failed
+
+
+def test_a_bad_declaration_is_one_error_naming_the_file(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "rocmkit", tmp_path / "rocmkit", ignore=shutil.ignore_patterns("__pycache__"))
+    bad = tmp_path / "rocmkit" / "kernels" / "saxpy.py"
+    bad.write_text(_kernel("saxpy", "+").replace('"gpu": 16_777_223', '"gpu": 2**24 + 7'))
+    proc = _doctor(tmp_path, "--list")
+    # The other checks are still listed; the kernel checks' module reports the file and the fault.
+    assert proc.returncode == 0 and "env.device_nodes" in proc.stdout
+    assert f"{bad}: CHECK is not a literal: '2 ** 24 + 7' on line" in proc.stderr, proc.stderr

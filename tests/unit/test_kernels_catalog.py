@@ -159,9 +159,13 @@ def test_a_malformed_declaration_is_one_clear_error(tmp_path: Path, old: str, ne
     assert fragment in e.message, e.message
 
 
-def test_a_non_literal_says_how_to_write_one(tmp_path: Path) -> None:
+def test_a_non_literal_says_what_and_where_and_how_to_write_one(tmp_path: Path) -> None:
     e = _error(_module(tmp_path, GOOD.replace('"gpu": 1_000_003', '"gpu": 2**20 + 7')))
+    # The module's docstring, import and blank lines come first: line 9 of the file.
+    assert "is not a literal: '2 ** 20 + 7' on line 9" in e.message, e.message
     assert e.fix and "literals only" in e.fix and "without importing" in e.fix
+    e = _error(_module(tmp_path, GOOD.replace('"level": 2,', '"level": 2, "level": 1,')))
+    assert "the key 'level' twice (line 6)" in e.message, e.message
 
 
 def test_a_declaration_that_is_no_dict(tmp_path: Path) -> None:
