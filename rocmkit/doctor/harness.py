@@ -89,9 +89,12 @@ def import_kernel_module(name: str, device: Device) -> Any:
 
     module = importlib.import_module(f"rocmkit.kernels.{name}")
     if device.interpreted:
-        for attr in dir(module):
-            if attr.startswith("_") and attr.endswith("_kernel"):
-                runtime.require_interpreted(getattr(module, attr))
+        # Every jitted function, whatever a new kernel module calls it (ours are `_*_kernel`).
+        for attr, value in vars(module).items():
+            if type(value).__name__ in ("JITFunction", "InterpretedFunction") or (
+                attr.startswith("_") and attr.endswith("_kernel")
+            ):
+                runtime.require_interpreted(value)
     return module
 
 

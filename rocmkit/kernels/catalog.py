@@ -278,7 +278,7 @@ def validate(path: Path, raw: Mapping[str, Any]) -> Kernel:
     v.keys(raw, _TOP_KEYS, {"level", "description", "tolerances"}, NAME)
     level = v.integer(raw["level"], f"{NAME}['level']")
     if level not in LEVELS:
-        v.fail(f"{NAME}['level'] is {level}", "use a level from 0 to 3 (docs/checks.md)")
+        v.fail(f"{NAME}['level'] is {level}", "use a level from 0 to 3 (docs/doctor.md, Levels)")
     timeout = v.number(raw.get("timeout_s", DEFAULT_TIMEOUT_S), f"{NAME}['timeout_s']")
     if timeout <= 0:
         v.fail(f"{NAME}['timeout_s'] is {timeout}", "give the check a positive number of seconds")

@@ -51,7 +51,7 @@ class Option:
                 parts = [p for p in value.replace("x", ",").split(",") if p.strip()]
             if not isinstance(parts, (list, tuple)) or len(parts) != self.rank:
                 raise self._bad(value, f"{self.rank} positive integers")
-            return tuple(self._positive_int(p, whole=value) for p in parts)
+            return tuple(self._positive_int(p) for p in parts)
         if self.kind == "dtypes":
             return self._dtypes(value, backend)
         return self._fraction(value)
@@ -62,17 +62,15 @@ class Option:
             f"pass {self.key} as {want} ({self.help})",
         )
 
-    def _positive_int(self, value: Any, *, whole: Any = None) -> int:
-        shown = value if whole is None else whole
-        want = "a positive integer" if whole is None else f"{self.rank} positive integers"
+    def _positive_int(self, value: Any) -> int:
         if isinstance(value, bool):
-            raise self._bad(shown, want)
+            raise self._bad(value, "a positive integer")
         try:
             number = int(value)
         except (TypeError, ValueError):
-            raise self._bad(shown, want) from None
+            raise self._bad(value, "a positive integer") from None
         if number <= 0 or (isinstance(value, float) and value != number):
-            raise self._bad(shown, want)
+            raise self._bad(value, "a positive integer")
         return number
 
     def _dtypes(self, raw: Any, backend: str) -> tuple[str, ...]:

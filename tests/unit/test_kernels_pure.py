@@ -165,6 +165,7 @@ def test_options_override_sizes() -> None:
         ({"vector_add_n": True}, "positive integer"),
         ({"repeats": 2.5}, "positive integer"),
         ({"matmul_shape": "4096x4096"}, "3 positive integers"),
+        ({"matmul_shape": "4096xAx4096"}, "matmul_shape='A' is not a positive integer"),
         ({"histogram_bins": 100}, "power of two"),
         ({"layernorm_block": 3}, "power of two"),
         ({"warn_fraction": 2}, "between 0 and 1"),

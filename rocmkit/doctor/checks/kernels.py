@@ -37,7 +37,7 @@ from rocmkit.doctor.registry import CheckContext, CheckFunc, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.doctor.targets import codegen_targets, crash_line
 from rocmkit.kernels.catalog import Kernel, kernels
-from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, SHARED
+from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, all_options
 
 # --- one check per kernel module, from its declaration ------------------------------------
 
@@ -51,8 +51,9 @@ def _register(kernel: Kernel) -> CheckFunc:
 
     kernel_check.__name__ = kernel_check.__qualname__ = kernel.name
     # The --set keys a kernel check reads: its own sizes plus the timing ones all share.
-    options = {key: o.help for key, o in kernel.options.items()}
-    options.update({key: SHARED[key].help for key in ("repeats", "warn_fraction")})
+    # (all_options() refuses, here in the parent, a kernel option named like a shared one.)
+    known = all_options()
+    options = {key: known[key].help for key in (*kernel.options, "repeats", "warn_fraction")}
     return check(
         kernel.check,
         options=options,
