@@ -63,11 +63,11 @@ def test_models_are_forks_of_one_worker_and_a_crash_or_a_dead_worker_is_one_row(
 
 
 def test_the_spawn_baseline_runs_each_model_in_a_fresh_interpreter(faulty_env: dict[str, str], tmp_path: Path) -> None:
-    proc, seen = _whoami(faulty_env, tmp_path, "whoami", "whoami2", isolation="spawn")
+    proc, seen = _whoami(faulty_env, tmp_path, "whoami", isolation="spawn")
     assert proc.returncode == 0, proc.stderr
-    assert len(seen) == 2
-    assert all("rocmkit.prefork_worker" not in parent and "rocmkit" in parent for _, _, parent in seen)
-    assert seen[0][0] != seen[1][0]
+    [(_, _, parent)] = seen
+    # Its parent is the bench command itself: a fresh interpreter, as before the worker.
+    assert "rocmkit.prefork_worker" not in parent and "rocmkit bench models" in parent
 
 
 @pytest.mark.slow
