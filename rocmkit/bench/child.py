@@ -1,6 +1,7 @@
-"""One benchmark child process: ``python -m rocmkit.bench.child (run SPEC OUT | probe OUT)``.
+"""One benchmark child process: ``python -m rocmkit.bench.child (run SPEC OUT | probe OUT [MODULE...])``.
 
-``run`` reads a JSON job (model name and harness options), runs that one
+Spawned, or forked from the run's warm worker (:func:`fork_main`, the same
+arguments). ``run`` reads a JSON job (model name and harness options), runs that one
 model and writes its :class:`~rocmkit.bench.results.ModelResult` as JSON to
 OUT. ``probe`` writes which backend and device torch sees here, and the
 versions. A model that crashes the interpreter, hangs or exhausts memory
@@ -31,7 +32,13 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def probe() -> dict[str, Any]:
+def probe(needed: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The backend, device and versions; ``needed`` (transformers for the HF suite, timm for
+    TIMM's) are imported for real, since only an import shows they load beside this torch.
+    The others' versions come from their metadata: an import would cost seconds a run of
+    the builtin set never uses."""
+    import importlib.metadata
+
     import torch
 
     versions: dict[str, str | None] = {
@@ -42,6 +49,12 @@ def probe() -> dict[str, Any]:
     }
     import_errors: dict[str, str] = {}
     for name in ("triton", "transformers", "timm"):
+        if name not in needed and name not in sys.modules:
+            try:
+                versions[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                versions[name] = None
+            continue
         try:
             module = __import__(name)
             versions[name] = str(getattr(module, "__version__", "unknown"))
@@ -69,19 +82,25 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == "probe":
-        result = probe()
+    if len(argv) >= 2 and argv[0] == "probe":
+        result = probe(tuple(argv[2:]))
         out = Path(argv[1])
     elif len(argv) == 3 and argv[0] == "run":
         result = run_job(json.loads(Path(argv[1]).read_text()))
         out = Path(argv[2])
     else:
-        print("usage: python -m rocmkit.bench.child (run SPEC OUT | probe OUT)", file=sys.stderr)
+        print("usage: python -m rocmkit.bench.child (run SPEC OUT | probe OUT [MODULE...])", file=sys.stderr)
         return 2
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(result))
     os.replace(tmp, out)  # the parent never reads half a file
     return 0
+
+
+def fork_main(request: dict[str, Any]) -> int:
+    """The same, in a fork of the bench worker (:mod:`rocmkit.bench.forks`): the request
+    carries the command line's arguments."""
+    return main([str(a) for a in request["args"]])
 
 
 if __name__ == "__main__":

@@ -340,7 +340,14 @@ def _load_extra(path: Path) -> list[ModelSpec]:
     if spec is None or spec.loader is None:
         raise UsageError(f"{EXTRA_MODELS_ENV}: cannot load {path}", "name a .py file")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file: its error, in one line, is the message
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        raise UsageError(
+            f"{EXTRA_MODELS_ENV}: {path} fails to load{where}: {type(exc).__name__}: {exc}".splitlines()[0][:300],
+            f"fix {path}, or drop it from {EXTRA_MODELS_ENV}",
+        ) from None
     models = getattr(module, "MODELS", None)
     if not isinstance(models, (list, tuple)) or not all(isinstance(m, ModelSpec) for m in models):
         raise UsageError(

@@ -37,6 +37,7 @@ class BenchRequest:
     timeout_s: float | None = None
     compile_mode: str = "default"
     threads: int | None = None
+    isolation: str = "fork"
     as_json: bool = False
     csv_path: Path | None = None
     html_path: Path | None = None
@@ -49,13 +50,14 @@ class BenchRequest:
     def __post_init__(self) -> None:
         from rocmkit.bench.harness import Dtype, Mode
         from rocmkit.bench.models import Impl
-        from rocmkit.bench.suite import Device
+        from rocmkit.bench.suite import Device, Isolation
 
         for flag, value, allowed in (
             ("--mode", self.mode, Mode),
             ("--dtype", self.dtype, Dtype),
             ("--device", self.device, Device),
             ("--impl", self.impl, Impl),
+            ("--isolation", self.isolation, Isolation),
         ):
             if value not in get_args(allowed):
                 raise UsageError(f"{flag} {value!r} is not one of {', '.join(get_args(allowed))}", "pick one")
@@ -122,6 +124,7 @@ class BenchRequest:
             shard=self.shard,
             results=self.results_path,
             resume=self.resume,
+            isolation=self.isolation,  # type: ignore[arg-type]  # checked in __post_init__
         )
 
 

@@ -1,13 +1,17 @@
 """Run the model set, one child process per model, and collect a :class:`SuiteResult`.
 
 The parent never imports torch: a probe child says which backend torch sees,
-then each model runs in its own child through :func:`rocmkit.runner.run`
-with a timeout. A model that fails to compile, hangs or crashes becomes its
-own row (``compile_error``, ``timeout``, ``error``) and the others go on.
+then each model runs in its own child with a timeout. A model that fails to
+compile, hangs or crashes becomes its own row (``compile_error``, ``timeout``,
+``error``) and the others go on. The children are forks of one warm worker
+(:mod:`rocmkit.bench.forks`, ``isolation="fork"``), or fresh interpreters through
+:func:`rocmkit.runner.run` (``isolation="spawn"``, where no worker can run, and in
+tests that hand in their own ``runner``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rocmkit.bench import runlog
+from rocmkit.bench.forks import ModelForks, preload_for
 from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
 from rocmkit.bench.results import ModelResult, SuiteResult
@@ -29,6 +34,7 @@ from rocmkit.paths import cache_dir
 from rocmkit.runner import CommandResult, run
 
 Device = Literal["auto", "cpu", "cuda"]
+Isolation = Literal["fork", "spawn"]
 RunFunc = Callable[..., CommandResult]
 
 # Per-model child timeout by size: a cold inductor compile of the tiny set on two
@@ -58,6 +64,7 @@ class SuiteOptions:
     shard: runlog.Shard | None = None
     results: Path | None = None  # the JSON-lines file each row is appended to
     resume: bool = False  # run only the models without a row in ``results``
+    isolation: Isolation = "fork"  # forks of one warm worker, or a fresh interpreter per model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,10 +110,21 @@ def _child(python: str, *args: str) -> list[str]:
     return [python, "-m", "rocmkit.bench.child", *args]
 
 
-def probe(python: str, env: Mapping[str, str], *, runner: RunFunc = run, workdir: Path) -> dict[str, Any]:
-    """Which backend and device torch sees in ``python``, and the versions."""
+def probe(
+    python: str,
+    env: Mapping[str, str],
+    *,
+    runner: RunFunc = run,
+    workdir: Path,
+    forks: ModelForks | None = None,
+    needed: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Which backend and device torch sees in ``python``, and the versions; ``needed``
+    modules are imported to prove they load."""
     out = workdir / "probe.json"
-    result = runner(_child(python, "probe", str(out)), timeout=PROBE_TIMEOUT_S, env=env)
+    args = ["probe", str(out), *needed]
+    forked = forks.run(args, timeout_s=PROBE_TIMEOUT_S) if forks is not None else None
+    result = forked or runner(_child(python, *args), timeout=PROBE_TIMEOUT_S, env=env)
     if not result.ok or not out.is_file():
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
         if "No module named 'torch'" in "".join(tail):
@@ -147,6 +165,14 @@ def _device_label(probed: str, backend: str, threads: int | None) -> str:
     return probed
 
 
+def _forks(opts: SuiteOptions, env: Mapping[str, str], work: Path, stack: contextlib.ExitStack) -> ModelForks:
+    folder = work / "forks"
+    folder.mkdir()
+    forks = ModelForks(opts.python, env, preload=preload_for(opts.suite, opts.impl), folder=folder)
+    stack.callback(forks.close)
+    return forks
+
+
 def run_suite(
     opts: SuiteOptions,
     *,
@@ -174,9 +200,24 @@ def run_suite(
         previous = runlog.read(opts.results)
     cache = opts.cache_dir or cache_dir()
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp:
+    # Forks only with the real runner: a test's stand-in runner stands for spawned children.
+    fork = opts.isolation == "fork" and runner is run
+    with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
-        info = probe(opts.python, child_env(env_in, cache, opts.device), runner=runner, workdir=work)
+        forks: ModelForks | None = None
+        if fork and opts.device == "cpu":
+            # The models' environment is known before the probe: the worker answers it too.
+            forks = _forks(opts, child_env(env_in, cache, "cpu", opts.threads), work, stack)
+        needs = {"huggingface": "transformers", "timm": "timm"}.get(opts.suite)
+        needed = tuple(dict.fromkeys(n for n in (needs, "transformers" if opts.impl == "transformers" else None) if n))
+        info = probe(
+            opts.python,
+            child_env(env_in, cache, opts.device),
+            runner=runner,
+            workdir=work,
+            forks=forks,
+            needed=needed,
+        )
         backend = "cpu" if opts.device == "cpu" else str(info["backend"])
         if opts.device == "cuda" and backend == "cpu":
             raise UsageError(
@@ -188,7 +229,6 @@ def run_suite(
                 f"--impl transformers: transformers is not importable by {opts.python}",
                 "pip install transformers, or use --impl rocmkit",
             )
-        needs = {"huggingface": "transformers", "timm": "timm"}.get(opts.suite)
         if needs and not (info.get("versions") or {}).get(needs):
             why = (info.get("import_errors") or {}).get(needs) or "not installed"
             raise UsageError(
@@ -200,6 +240,8 @@ def run_suite(
         size = opts.size or ("tiny" if device == "cpu" else "full")
         timeout = opts.timeout_s or DEFAULT_TIMEOUT_S.get(size, 1800.0)
         env = child_env(env_in, cache, device, opts.threads)
+        if fork and forks is None:
+            forks = _forks(opts, env, work, stack)
         harness = HarnessOptions(
             mode=opts.mode,
             dtype=opts.dtype,
@@ -258,7 +300,9 @@ def run_suite(
             job = work / f"{slug}.job.json"
             out = work / f"{slug}.result.json"
             job.write_text(json.dumps({"model": spec.name, "suite": opts.suite, "options": asdict(harness)}))
-            result = runner(_child(opts.python, "run", str(job), str(out)), timeout=timeout, env=env)
+            args = ["run", str(job), str(out)]
+            forked = forks.run(args, timeout_s=timeout) if forks is not None else None
+            result = forked or runner(_child(opts.python, *args), timeout=timeout, env=env)
             if out.is_file():
                 row = ModelResult.from_dict(json.loads(out.read_text()))
                 if row.status != "pass":

@@ -104,6 +104,9 @@ def _load(path: Path) -> SuiteResult:
 )
 @click.option("--threads", type=click.IntRange(min=1), default=None,
     help="CPU threads for torch and inductor's kernels (CPU runs). [default: torch's]")
+@click.option("--isolation", type=click.Choice(["fork", "spawn"]), default="fork", show_default=True,
+    help="Each model in a fork of one worker that imported torch and inductor once, or in a fresh "
+    "interpreter (the slower baseline).")
 @click.option("--json", "as_json", is_flag=True, help="Write the rocmkit.bench/1 JSON to stdout.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Also write one CSV row per model to FILE.")
@@ -127,7 +130,8 @@ def _load(path: Path) -> SuiteResult:
 def models_cmd(req: BenchRequest) -> None:
     """Measure torch.compile against eager on a model suite.
 
-    Each model runs in its own process: warm-up, eager and compiled runs
+    Each model runs in its own process (a fork of one warm worker, unless
+    --isolation spawn): warm-up, eager and compiled runs
     interleaved, speedup = median eager / median compiled, and the compiled
     output checked against eager. With --results each row is appended to a
     file as it finishes; --resume continues a killed run, --shard I/N splits

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,55 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="session")
 def faulty_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return faulty_environ(tmp_path_factory)
+
+
+def _whoami(env: dict[str, str], tmp_path: Path, *models: str, isolation: str = "fork") -> tuple[
+    subprocess.CompletedProcess[str], list[tuple[int, int, str]]
+]:
+    log = tmp_path / f"whoami-{isolation}.txt"
+    proc = bench(
+        {**env, "ROCMKIT_TEST_WHOAMI": str(log)},
+        "--models",
+        ",".join(models),
+        "--repeat",
+        "1",
+        "--warmup",
+        "1",
+        "--isolation",
+        isolation,
+        "--json",
+    )
+    lines = log.read_text().splitlines() if log.is_file() else []
+    seen = [(int(pid), int(ppid), parent) for pid, ppid, parent in (ln.split(" ", 2) for ln in lines)]
+    return proc, seen
+
+
+def test_models_are_forks_of_one_worker_and_a_crash_or_a_dead_worker_is_one_row(
+    faulty_env: dict[str, str], tmp_path: Path
+) -> None:
+    proc, seen = _whoami(faulty_env, tmp_path, "whoami", "crashes", "whoami2", "kills_its_parent", "whoami")
+    assert proc.returncode == 1, proc.stderr
+    by_name = rows(proc)
+    assert [by_name[n]["status"] for n in ("whoami", "whoami2")] == ["pass", "pass"]
+    # A segfault is that model's row; the worker lives on and the next model is its fork.
+    assert by_name["crashes"]["status"] == "error"
+    assert "signal 11" in by_name["crashes"]["message"]
+    # The worker itself killed (as the OOM killer may): that model's row, and a new worker.
+    assert by_name["kills_its_parent"]["status"] == "error"
+    assert "bench worker died" in by_name["kills_its_parent"]["message"]
+    # The three whoami rows ran (the last name twice on the command line counts once).
+    assert len(seen) == 2
+    (_, first_parent, cmdline), (_, second_parent, _) = seen
+    assert "rocmkit.prefork_worker" in cmdline  # forked by the worker, not spawned by the CLI
+    assert first_parent == second_parent  # one worker: torch, dynamo and inductor imported once
+
+
+def test_the_spawn_baseline_runs_each_model_in_a_fresh_interpreter(faulty_env: dict[str, str], tmp_path: Path) -> None:
+    proc, seen = _whoami(faulty_env, tmp_path, "whoami", isolation="spawn")
+    assert proc.returncode == 0, proc.stderr
+    [(_, _, parent)] = seen
+    # Its parent is the bench command itself: a fresh interpreter, as before the worker.
+    assert "rocmkit.prefork_worker" not in parent and "rocmkit bench models" in parent
 
 
 @pytest.mark.slow

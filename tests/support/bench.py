@@ -14,7 +14,8 @@ from rocmkit.bench.models import EXTRA_MODELS_ENV
 from tests.conftest import isolated_environ
 
 FAULTY = '''
-"""Test models: one the compiler gets wrong, one it cannot compile, one that hangs."""
+"""Test models: one the compiler gets wrong, one it cannot compile, one that hangs, one that
+crashes, one that kills the bench worker, and two that say which process ran them."""
 
 from rocmkit.bench.models import Built, ModelSpec
 
@@ -65,8 +66,42 @@ def _hangs(cfg, impl):
     raise AssertionError("unreachable")
 
 
+def _crashes(cfg, impl):
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _kills_its_parent(cfg, impl):
+    import os
+    import signal
+
+    import time
+
+    os.kill(os.getppid(), signal.SIGKILL)  # in a fork: the bench worker, as an OOM kill would
+    time.sleep(60)  # still running when its worker is found dead: stopped with it
+
+
+def _whoami(cfg, impl):
+    """A small model that leaves (its pid, its parent's command line) in $ROCMKIT_TEST_WHOAMI."""
+    import os
+    from pathlib import Path
+
+    import torch
+
+    parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().replace(b"\\0", b" ").decode()
+    with open(os.environ["ROCMKIT_TEST_WHOAMI"], "a") as f:
+        f.write(f"{os.getpid()} {os.getppid()} {parent}\\n")
+    return Built(module=torch.nn.Linear(8, 8), inputs=(torch.randn(2, 8),), impl="test", batch_size=2)
+
+
 SIZES = {"tiny": {}}
 MODELS = [
+    ModelSpec(name="crashes", suite="other", description="test", sizes=SIZES, build=_crashes),
+    ModelSpec(name="kills_its_parent", suite="other", description="test", sizes=SIZES, build=_kills_its_parent),
+    ModelSpec(name="whoami", suite="other", description="test", sizes=SIZES, build=_whoami),
+    ModelSpec(name="whoami2", suite="other", description="test", sizes=SIZES, build=_whoami),
     ModelSpec(name="wrong_when_compiled", suite="other", description="test", sizes=SIZES, build=_wrong),
     ModelSpec(name="fails_to_compile", suite="other", description="test", sizes=SIZES, build=_broken),
     ModelSpec(name="hangs", suite="other", description="test", sizes=SIZES, build=_hangs),

@@ -54,6 +54,14 @@ def test_bad_extra_model_files_are_usage_errors(tmp_path: Path) -> None:
     empty.write_text("X = 1\n")
     with pytest.raises(UsageError, match="does not define MODELS"):
         models.all_models({models.EXTRA_MODELS_ENV: str(empty)})
+    broken = tmp_path / "broken.py"
+    broken.write_text("MODELS = [\n")
+    with pytest.raises(UsageError, match=r"broken.py fails to load \(line 1\): SyntaxError"):
+        models.all_models({models.EXTRA_MODELS_ENV: str(broken)})
+    raising = tmp_path / "raising.py"
+    raising.write_text("import no_such_module_here\n")
+    with pytest.raises(UsageError, match="ModuleNotFoundError"):
+        models.all_models({models.EXTRA_MODELS_ENV: str(raising)})
 
 
 def test_child_env_sets_caches_and_hides_gpus_on_cpu(tmp_path: Path) -> None:

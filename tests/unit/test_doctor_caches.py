@@ -84,7 +84,7 @@ def test_compile_cache_counts_merge_into_a_hit_rate() -> None:
 
 
 def test_the_worker_sees_a_gpu_runtime_by_its_open_device_files(tmp_path: Path) -> None:
-    from rocmkit.doctor.worker import device_files_open
+    from rocmkit.prefork_worker import device_files_open
 
     fds = tmp_path / "fd"
     fds.mkdir()

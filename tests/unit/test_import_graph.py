@@ -27,6 +27,8 @@ GROUND = {
     "paths",
     "plan",
     "planschema",
+    "prefork",
+    "prefork_worker",
     "redact",
     "runner",
     "safeload",

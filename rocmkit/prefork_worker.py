@@ -1,11 +1,15 @@
-"""The doctor's fork server: one process per checked Python that imports torch and
-Triton once, then forks one process per check.
+"""A prefork worker: one process per Python that imports torch (and whatever else the
+tasks need) once, then forks one process per task.
 
-Started by :class:`rocmkit.doctor.forkserver.ForkServer` as
-``python -X faulthandler -m rocmkit.doctor.worker`` in the checked environment's
-interpreter. It talks JSON lines: requests on stdin; replies on the stdout it
-had at start (fd 1 then points at stderr, so nothing an import prints can
-corrupt a reply).
+Started by :class:`rocmkit.prefork.PreforkProcess` as
+``python -X faulthandler -m rocmkit.prefork_worker`` in the interpreter the tasks are
+for. The doctor runs its isolated checks in these forks, and ``rocmkit bench`` its
+models: each costs a fork instead of an interpreter start plus torch's import (seconds;
+with dynamo and inductor, five or more). It talks JSON lines: requests on stdin; replies
+on the stdout it had at start (fd 1 then points at stderr, so nothing an import prints
+can corrupt a reply). A ``run`` request names the function the fork calls
+(``"call": "package.module:function"``, given the request, returning the exit code):
+the worker itself imports nothing of rocmkit beyond this module and the runner.
 
 Why fork is safe here: CUDA and HIP cannot be used in a child forked after the
 parent initialised them, and this process never does. It imports torch and
@@ -18,10 +22,10 @@ spawned children. Each fork starts a new session, so its process group holds
 it and anything it starts; the parent kills that group on a timeout, and this
 process kills it when the fork exits, so a grandchild left behind dies too.
 
-A fork's stdout and stderr go to a pipe this process drains into the check's
+A fork's stdout and stderr go to a pipe this process drains into the task's
 output file, up to ``output_cap`` bytes; past that the fork's group is killed
-and the exit reads ``overflow``. Results travel in the result file, written by
-:func:`rocmkit.doctor.isolate.serve_request`, never on a pipe.
+and the exit reads ``overflow``. Results travel in files the task writes, never
+on a pipe.
 """
 
 from __future__ import annotations
@@ -37,7 +41,10 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any
 
-SCHEMA = "rocmkit.doctor.worker/1"
+SCHEMA = "rocmkit.prefork/1"
+# What preload() imported, in how long: a fork's task reports these (torch.import would
+# otherwise measure ~0 s for a module the worker already holds).
+IMPORT_SECONDS: dict[str, float] = {}
 # Seconds between looks at exited forks while any is running.
 POLL_S = 0.02
 
@@ -95,11 +102,9 @@ def cuda_initialized() -> bool:
 
 
 def preload(modules: list[str]) -> dict[str, Any]:
-    """Import what every fork needs, once; a failure is left for the check that
+    """Import what every fork needs, once; a failure is left for the task that
     imports it to report (the fork imports it again and gets the same error)."""
     import importlib
-
-    from rocmkit.doctor import preloaded
 
     seconds: dict[str, float] = {}
     failed: dict[str, str] = {}
@@ -107,16 +112,16 @@ def preload(modules: list[str]) -> dict[str, Any]:
         start = time.perf_counter()
         try:
             importlib.import_module(name)
-        except Exception as exc:  # the check reports it; the worker stays up
+        except Exception as exc:  # the task reports it; the worker stays up
             failed[name] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             continue
         seconds[name] = round(time.perf_counter() - start, 3)
-    preloaded.IMPORT_SECONDS.update(seconds)
+    IMPORT_SECONDS.update(seconds)
     return {"imported": seconds, "failed": failed}
 
 
 def _in_fork(request: dict[str, Any], write_fd: int, keep_closed: list[int]) -> int:
-    """The fork: its own session, output into the pipe, its own folder, then the check."""
+    """The fork: its own session, output into the pipe, its own folder, then the task."""
     os.setsid()
     for fd in keep_closed:
         with contextlib.suppress(OSError):
@@ -130,9 +135,11 @@ def _in_fork(request: dict[str, Any], write_fd: int, keep_closed: list[int]) -> 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     os.chdir(request["cwd"])
-    from rocmkit.doctor.isolate import serve_request
+    module, _, name = str(request["call"]).partition(":")
+    import importlib
 
-    return serve_request(request)
+    task = getattr(importlib.import_module(module), name)
+    return int(task(request))
 
 
 def _fork(request: dict[str, Any], proto_fd: int, forks: dict[int, _Fork]) -> _Fork:
@@ -146,7 +153,7 @@ def _fork(request: dict[str, Any], proto_fd: int, forks: dict[int, _Fork]) -> _F
         try:
             others = [f.pipe for f in forks.values()] + [f.out for f in forks.values()]
             code = _in_fork(request, write_fd, [proto_fd, read_fd, out, *others])
-        except BaseException:  # anything escaping the check's own handling: exit non-zero
+        except BaseException:  # anything escaping the task's own handling: exit non-zero
             import traceback
 
             traceback.print_exc()
@@ -231,7 +238,7 @@ def serve(stdin_fd: int, replies: IO[str], proto_fd: int) -> int:
             continue
         chunk = os.read(stdin_fd, 65536)
         if not chunk:
-            break  # the doctor is gone: so are its checks
+            break  # the parent is gone: so are its tasks
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
@@ -248,7 +255,7 @@ def serve(stdin_fd: int, replies: IO[str], proto_fd: int) -> int:
                 continue
             try:
                 fork = _fork(request, proto_fd, forks)
-            except OSError as exc:  # out of processes or memory: this check's error, not the worker's end
+            except OSError as exc:  # out of processes or memory: this task's error, not the worker's end
                 _send(replies, {"id": request["id"], "event": "exited", "returncode": None, "error": str(exc)})
                 continue
             forks[fork.pid] = fork
@@ -266,7 +273,7 @@ def main() -> int:
     proto_fd = os.dup(1)
     os.dup2(2, 1)
     replies = os.fdopen(proto_fd, "w", buffering=1, encoding="utf-8", closefd=False)
-    # Ctrl-C reaches the doctor, which stops this process itself.
+    # Ctrl-C reaches the parent (the doctor, bench), which stops this process itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     hello = b""
     while not hello.endswith(b"\n"):
@@ -276,7 +283,7 @@ def main() -> int:
         hello += chunk
     start = json.loads(hello)
     if start.get("schema") != SCHEMA:
-        print(f"rocmkit.doctor.worker: not a {SCHEMA} start request", file=sys.stderr)
+        print(f"rocmkit.prefork_worker: not a {SCHEMA} start request", file=sys.stderr)
         return 2
     loaded = preload(list(start.get("preload", ())) + list(start.get("modules", ())))
     _send(
