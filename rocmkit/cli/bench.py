@@ -10,56 +10,13 @@ from pathlib import Path
 import click
 
 from rocmkit.bench.request import BenchRequest, CompareRequest
-from rocmkit.bench.results import SuiteResult
+from rocmkit.bench.saved import duration_text, load_saved
 from rocmkit.cli.request import OUT, request
-from rocmkit.errors import UsageError
 
 
 @click.group(name="bench")
 def cli() -> None:
     """Benchmarks: torch.compile vs eager on a built-in model set."""
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        from rocmkit.atomicio import write_text_atomic
-
-        write_text_atomic(path, text)
-    except OSError as exc:
-        from rocmkit.errors import storage_error
-
-        raise storage_error(exc) or UsageError(
-            f"cannot write {path}: {exc.strerror}", "choose a writable path"
-        ) from exc
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _load(path: Path) -> SuiteResult:
-    """A saved run: the ``--json`` document, or a ``--results`` JSON-lines file."""
-    from rocmkit.bench import runlog
-    from rocmkit.errors import DataError
-    from rocmkit.safeload import load_json_file
-
-    try:
-        with path.open("rb") as fh:
-            first = fh.readline(4096)
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}", "pass a file that exists") from exc
-    if first.lstrip().startswith(b"{") and runlog.SCHEMA.encode() in first:
-        log = runlog.read(path)
-        return runlog.to_suite(log.header, log.rows)
-    try:
-        data = load_json_file(path, str(path))
-    except DataError as exc:
-        raise DataError(exc.message, "pass a file written by `rocmkit bench models --json`") from exc
-    return SuiteResult.from_dict(data)
 
 
 @cli.command(name="models")
@@ -152,7 +109,7 @@ def models_cmd(req: BenchRequest) -> None:
         OUT.message(f"rocmkit: rows go to {req.results_path} (continue a stopped run with --resume)")
 
     def started(p: Progress) -> None:
-        eta = f", about {_duration(p.eta_s)} left" if p.eta_s is not None else ""
+        eta = f", about {duration_text(p.eta_s)} left" if p.eta_s is not None else ""
         before = f" ({p.done_before} done before)" if p.done_before else ""
         OUT.message(f"[{p.index}/{p.total}{before}] {p.name}: running ...{eta}")
 
@@ -161,7 +118,7 @@ def models_cmd(req: BenchRequest) -> None:
         OUT.message(f"{row.name}: {row.status}{speed} ({row.duration_s:.0f} s)")
 
     if req.load_path is not None:
-        suite = _load(req.load_path)
+        suite = load_saved(req.load_path)
     else:
         # Recorded in the result so a table can say exactly what produced it.
         argv = sys.argv[sys.argv.index("bench") :] if "bench" in sys.argv else ["bench", "models"]
@@ -172,18 +129,18 @@ def models_cmd(req: BenchRequest) -> None:
             command="rocmkit " + shlex.join(argv),
         )
     if req.csv_path is not None:
-        _write(req.csv_path, results.to_csv(suite))
+        OUT.file(req.csv_path, results.to_csv(suite))
     if req.html_path is not None or req.svg_path is not None:
         from rocmkit.bench.compare import load_references
 
         # Published figures for this suite and mode (the MI250 line for HF training) drawn alongside.
         refs = [r for r in load_references() if r.suite == suite.suite and r.mode == suite.mode]
         if req.html_path is not None:
-            _write(req.html_path, html.render_page(suite, refs))
+            OUT.file(req.html_path, html.render_page(suite, refs))
         if req.svg_path is not None:
-            _write(req.svg_path, html.render_svg(suite, refs))
+            OUT.file(req.svg_path, html.render_svg(suite, refs))
     if req.md_path is not None:
-        _write(req.md_path, results.to_markdown(suite))
+        OUT.file(req.md_path, results.to_markdown(suite))
     if req.as_json:
         OUT.json(suite.to_dict())
     else:
@@ -214,7 +171,7 @@ def merge_cmd(files: tuple[Path, ...], as_json: bool, out_path: Path | None) -> 
             f"{', '.join(merged.missing[:10])}{more} (a shard missing or unfinished? rerun it with --resume)"
         )
     if out_path is not None:
-        _write(out_path, json.dumps(merged.suite.to_dict(), indent=2) + "\n")
+        OUT.file(out_path, json.dumps(merged.suite.to_dict(), indent=2) + "\n")
     if as_json:
         OUT.json(merged.suite.to_dict())
     else:
@@ -246,9 +203,9 @@ def compare_cmd(req: CompareRequest) -> None:
     from rocmkit.bench import compare
 
     refs = compare.load_references(req.reference_path)
-    c = compare.compare(_load(req.a_path), _load(req.b_path), min_change=req.min_change, references=refs)
+    c = compare.compare(load_saved(req.a_path), load_saved(req.b_path), min_change=req.min_change, references=refs)
     if req.html_path is not None:
-        _write(req.html_path, compare.render_page(c))
+        OUT.file(req.html_path, compare.render_page(c))
     if req.as_json:
         OUT.json(compare.to_dict(c))
     else:

@@ -39,7 +39,6 @@ def render_cmd(req: RenderRequest) -> None:
     rocmkit docker render --rocm 6.2 --gfx gfx942      one Dockerfile on stdout
     rocmkit docker render --out docker --check         are the committed files current?
     """
-    from rocmkit.atomicio import write_text_atomic
     from rocmkit.containers.dockerfile import stale_files
 
     rendered = req.rendered()
@@ -59,5 +58,5 @@ def render_cmd(req: RenderRequest) -> None:
         return
     out.mkdir(parents=True, exist_ok=True)
     for name, text in rendered.items():
-        write_text_atomic(out / name, text)
+        OUT.file(out / name, text)
         OUT.message(f"wrote {out / name}")

@@ -136,7 +136,6 @@ def _write_reports(req: DoctorRequest, report: Report) -> None:
     from rocmkit.doctor.reporters import junit as junit_reporter
     from rocmkit.doctor.reporters import prom as prom_reporter
     from rocmkit.doctor.reporters import text
-    from rocmkit.errors import UsageError
 
     if req.as_json:
         OUT.data(json_reporter.render(report), nl=False)
@@ -145,12 +144,8 @@ def _write_reports(req: DoctorRequest, report: Report) -> None:
     for path, render in ((req.junit, junit_reporter.render), (req.prom, prom_reporter.render)):
         if path is None:
             continue
-        try:
-            prom_reporter.write_atomic(path, render(report))
-        except OSError as exc:
-            raise UsageError(
-                f"cannot write {path}: {exc.strerror or exc}", "choose a file in a folder you can write to"
-            ) from exc
+        # 0644 whatever the umask: node_exporter's collector reads the .prom file as another user.
+        OUT.file(path, render(report), mode=0o644, fix="choose a file in a folder you can write to")
 
 
 def unknown_settings(options: Mapping[str, object], checks: Mapping[str, Check] | None = None) -> list[str]:

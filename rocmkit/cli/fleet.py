@@ -61,11 +61,9 @@ def summarize_cmd(
         superseded=[str(p) for p in loaded.superseded],
     )
     if html_out is not None:
-        from rocmkit.atomicio import write_text_atomic
         from rocmkit.fleet import render_html
 
-        # Atomic: a full disk leaves no empty or half page behind (exit 12 from main).
-        write_text_atomic(html_out, render_html.render(summary))
+        OUT.file(html_out, render_html.render(summary))
         OUT.message(f"wrote {html_out}")
     if as_json:
         OUT.json(summary.to_dict())

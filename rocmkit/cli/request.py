@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -55,6 +56,22 @@ class Output:
 
     def warning(self, text: str) -> None:
         click.echo(f"warning: {text}", err=True)
+
+    def file(self, path: Path, text: str, *, mode: int | None = None, fix: str = "choose a writable path") -> None:
+        """Write an output file the user named (--html, --out, --write), whole or not at all:
+        a full disk or a read-only folder leaves no half page behind and is one error line."""
+        from rocmkit.atomicio import write_text_atomic
+        from rocmkit.errors import StorageError, UsageError, storage_error
+
+        try:
+            write_text_atomic(path, text, mode=mode)
+        except OSError as exc:
+            # A full or read-only disk is the storage error (its own exit code); anything
+            # else (no such folder, no permission) is this path's problem.
+            full = storage_error(exc)
+            if isinstance(full, StorageError):
+                raise full from exc
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}", fix) from exc
 
 
 OUT = Output()

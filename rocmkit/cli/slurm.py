@@ -140,19 +140,12 @@ def config_cmd(req: ConfigRequest) -> None:
     the hook scripts they name. Arguments after `--` go to the hooks (e.g.
     -- --venv /opt/venv --report /var/lib/rocmkit/last.json).
     """
-    from rocmkit.atomicio import write_text_atomic
-    from rocmkit.errors import UsageError
     from rocmkit.slurm.config import conf_lines, scripts
 
     cfg = req.hook_config()
     if req.write:
         for name, text in scripts(cfg).items():
-            try:
-                write_text_atomic(req.folder / name, text, mode=0o755)
-            except OSError as exc:
-                raise UsageError(
-                    f"cannot write {req.folder / name}: {exc.strerror or exc}", "run as root"
-                ) from exc
+            OUT.file(req.folder / name, text, mode=0o755, fix="run as root")
             OUT.message(f"wrote {req.folder / name}")
     OUT.data(conf_lines(cfg, prolog=req.as_prolog), nl=False)
 

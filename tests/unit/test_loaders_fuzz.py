@@ -263,7 +263,7 @@ def test_doctor_report_loader(tmp_path_factory: pytest.TempPathFactory, text: st
 @FUZZ
 @given(text=json_documents(_suite()))
 def test_bench_results_loader(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
-    from rocmkit.cli.bench import _load
+    from rocmkit.bench.saved import load_saved as _load
 
     path = tmp_path_factory.mktemp("bench") / "b.json"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")

@@ -7,9 +7,7 @@ read it at any moment, and a half-written file is a scrape error.
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from rocmkit.doctor.result import EXIT_CODES, Report, Status
@@ -103,14 +101,7 @@ def _unix(iso: str) -> float:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write next to the target, then rename over it (atomic on one filesystem)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace ``path`` in one step, readable by node_exporter (0644) whatever the umask."""
+    from rocmkit.atomicio import write_text_atomic
+
+    write_text_atomic(Path(path), text, mode=0o644)

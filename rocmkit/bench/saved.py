@@ -1,0 +1,36 @@
+"""Saved bench runs read back (``--load``, ``compare``), and the times the progress lines print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rocmkit.bench.results import SuiteResult
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def load_saved(path: Path) -> SuiteResult:
+    """A saved run: the ``--json`` document, or a ``--results`` JSON-lines file."""
+    from rocmkit.bench import runlog
+    from rocmkit.errors import DataError
+    from rocmkit.safeload import load_json_file
+
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(4096)
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror}", "pass a file that exists") from exc
+    if first.lstrip().startswith(b"{") and runlog.SCHEMA.encode() in first:
+        log = runlog.read(path)
+        return runlog.to_suite(log.header, log.rows)
+    try:
+        data = load_json_file(path, str(path))
+    except DataError as exc:
+        raise DataError(exc.message, "pass a file written by `rocmkit bench models --json`") from exc
+    return SuiteResult.from_dict(data)
