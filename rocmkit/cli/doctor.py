@@ -17,9 +17,7 @@ from rocmkit.cli.request import OUT, request
 from rocmkit.doctor.request import DoctorRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
 
-    from rocmkit.doctor.registry import Check
     from rocmkit.doctor.result import Report
 
 
@@ -66,7 +64,7 @@ def cli(req: DoctorRequest) -> None:
     \b
     Exit codes: 0 pass, 1 a check failed, 2 warnings only, 3 a check could not run.
     """
-    from rocmkit.doctor.registry import check_modules
+    from rocmkit.doctor.registry import check_modules, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
     from rocmkit.paths import cache_dir
@@ -112,7 +110,7 @@ def cli(req: DoctorRequest) -> None:
         jobs=req.jobs,
         fresh=req.fresh,
     )
-    for key in unknown_settings(opts.options, found.checks):
+    for key in unknown_options(opts.options, found.checks.values()):
         OUT.warning(
             f"no check reads --set {key}; it is ignored (`rocmkit doctor --list` names each check's options)"
         )
@@ -146,23 +144,3 @@ def _write_reports(req: DoctorRequest, report: Report) -> None:
             continue
         # 0644 whatever the umask: node_exporter's collector reads the .prom file as another user.
         OUT.file(path, render(report), mode=0o644, fix="choose a file in a folder you can write to")
-
-
-def unknown_settings(options: Mapping[str, object], checks: Mapping[str, Check] | None = None) -> list[str]:
-    """The ``--set`` keys no check declares (each check lists its own in ``@check(options=...)``)."""
-    from rocmkit.doctor.registry import check_modules, load_checks, unknown_options
-
-    found = checks if checks is not None else load_checks(check_modules())
-    return unknown_options(options, found.values())
-
-
-def list_lines(checks: Mapping[str, Check]) -> list[str]:
-    rows = sorted(checks.values(), key=lambda c: c.level)
-    width = max((len(c.name) for c in rows), default=5)
-    out = [f"{'LEVEL':5}  {'CHECK':{width}}  {'RUNS IN':7}  {'NEEDS':18}  DESCRIPTION"]
-    for c in rows:
-        where = "child" if c.isolated else "process"
-        needs = ",".join(sorted(c.needs)) or "-"
-        opts = f" [--set {', '.join(sorted(c.options))}]" if c.options else ""
-        out.append(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}{opts}")
-    return out

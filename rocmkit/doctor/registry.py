@@ -220,3 +220,16 @@ def load_checks(modules: tuple[str, ...] = CHECK_MODULES) -> dict[str, Check]:
     picked = [c for c in _REGISTRY.values() if c.module in order]
     picked.sort(key=lambda c: order[c.module])  # stable: registration order within a module
     return {c.name: c for c in picked}
+
+
+def list_lines(checks: Mapping[str, Check]) -> list[str]:
+    """`rocmkit doctor --list`: one line per check, by level, with the options it reads."""
+    rows = sorted(checks.values(), key=lambda c: c.level)
+    width = max((len(c.name) for c in rows), default=5)
+    out = [f"{'LEVEL':5}  {'CHECK':{width}}  {'RUNS IN':7}  {'NEEDS':18}  DESCRIPTION"]
+    for c in rows:
+        where = "child" if c.isolated else "process"
+        needs = ",".join(sorted(c.needs)) or "-"
+        opts = f" [--set {', '.join(sorted(c.options))}]" if c.options else ""
+        out.append(f"{c.level:<5}  {c.name:{width}}  {where:7}  {needs:18}  {c.description}{opts}")
+    return out
