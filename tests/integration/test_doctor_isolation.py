@@ -129,9 +129,9 @@ def test_a_hang_in_exit_handlers_does_not_lose_a_finished_result(tmp_path: Path)
     _, by_name, _ = _run(tmp_path, "fake.teardown_hang")
     r = by_name["fake.teardown_hang"]
     assert r.status is Status.PASS
-    # The child skipped its exit handlers: it ended on its own, not by the timeout.
+    # The child skipped its exit handlers: it ended on its own, not by the timeout (a child
+    # killed at its timeout, or one that ended badly, has a child_exit note beside its result).
     assert "child_exit" not in r.details
-    assert r.duration_s < 3
 
 
 def test_a_gpu_hang_skips_the_later_gpu_checks(tmp_path: Path) -> None:
