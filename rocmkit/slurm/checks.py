@@ -13,7 +13,6 @@ checks an hour ago is not declared healthy by the fast ones.
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import sys
@@ -23,8 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rocmkit.doctor.result import CheckResult, Report, Status
-from rocmkit.errors import DataError
+from rocmkit.errors import DataError, UsageError
 from rocmkit.runner import run
+from rocmkit.safeload import load_json_file, loads_json
 from rocmkit.slurm.scontrol import DEFAULT_PATH
 
 # The level-1 checks quick enough for a health check: seconds, not minutes.
@@ -117,7 +117,9 @@ def run_quick(opts: QuickOptions, names: Sequence[str] | None = None) -> Outcome
         )
     else:
         try:
-            report = Report.from_dict(json.loads(res.stdout))
+            # Bounded, as every file rocmkit reads back: a doctor gone wrong cannot make
+            # the health check itself run out of memory or recursion.
+            report = Report.from_dict(loads_json(res.stdout, "the doctor's --json report"))
         except (ValueError, DataError):
             # rocmkit itself broke (bad option, crash): no reason to drain a node.
             notes.append(f"the doctor wrote no report: {res.describe()}")
@@ -141,10 +143,10 @@ def report_findings(
 ) -> tuple[list[Finding], str | None]:
     """The failures of the last full doctor report, when it is this node's and recent enough."""
     try:
-        report = Report.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        return [], f"no full report at {path} yet"
-    except (OSError, ValueError, DataError) as exc:
+        if not path.exists():
+            return [], f"no full report at {path} yet"
+        report = Report.from_dict(load_json_file(path, str(path)))
+    except (OSError, ValueError, DataError, UsageError) as exc:
         return [], f"cannot read the full report {path}: {getattr(exc, 'message', exc)}"
     if host and report.hostname.split(".")[0] != host:
         return [], f"{path} is {report.hostname}'s report, not {host}'s: ignored"

@@ -146,3 +146,63 @@ def test_only_one_health_check_runs_at_a_time(tmp_path: Path) -> None:
         assert again  # released when the run ended
     with single_run("n0", tmp_path / "missing") as unlocked:
         assert unlocked  # no lock folder (not root): run anyway
+
+
+def _report(tmp_path: Path, *, host: str = "n0", finished: str = "2026-12-05T10:00:00Z") -> Path:
+    from rocmkit.doctor.result import CheckResult, Report
+
+    report = Report(
+        machine={},
+        plan=None,
+        results=(
+            CheckResult(name="triton.matmul", level=2, status=Status.FAIL, message="wrong answers"),
+            CheckResult(name="torch.import", level=1, status=Status.WARN, message="slow import"),
+            CheckResult(name="env.shm", level=0, status=Status.PASS, message="fine"),
+        ),
+        versions={},
+        started_at=finished,
+        finished_at=finished,
+        host_id=f"{host}-1234",
+        hostname=f"{host}.cluster",
+        level=2,
+    )
+    path = tmp_path / "last.json"
+    import json
+
+    path.write_text(json.dumps(report.to_dict()))
+    return path
+
+
+def test_a_recent_full_report_of_this_node_adds_its_failures(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from rocmkit.slurm.checks import report_findings
+
+    now = datetime(2026, 12, 5, 10, 30, tzinfo=timezone.utc)
+    path = _report(tmp_path)
+    found, note = report_findings(path, 3600.0, "n0", strict=False, now=now)
+    assert note is None and [f.check for f in found] == ["triton.matmul"]
+    assert "level 2, 30 min old" in found[0].source
+    strict, _ = report_findings(path, 3600.0, "n0", strict=True, now=now)
+    assert [f.check for f in strict] == ["triton.matmul", "torch.import"]
+    old, note = report_findings(path, 600.0, "n0", strict=False, now=now)
+    assert old == [] and note and "old" in note
+    other, note = report_findings(path, 3600.0, "n1", strict=False, now=now)
+    assert other == [] and note and "n0.cluster's report, not n1's" in note
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"", b'{"schema": "rocmkit.report/1", "results": [', b"[" * 100_000, b'{"schema": "other/1"}', b"\xff\xfe{"],
+)
+def test_a_missing_or_damaged_full_report_is_a_note_never_a_finding_or_a_crash(
+    tmp_path: Path, text: bytes
+) -> None:
+    from rocmkit.slurm.checks import report_findings
+
+    missing, note = report_findings(tmp_path / "none.json", 3600.0, "n0", strict=False)
+    assert missing == [] and note == f"no full report at {tmp_path / 'none.json'} yet"
+    path = tmp_path / "last.json"
+    path.write_bytes(text)
+    found, note = report_findings(path, 3600.0, "n0", strict=False)
+    assert found == [] and note and note.startswith(f"cannot read the full report {path}")
