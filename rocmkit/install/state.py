@@ -22,8 +22,8 @@ from typing import Any
 
 from rocmkit.atomicio import write_bytes_atomic, write_text_atomic
 from rocmkit.errors import ToolError
-from rocmkit.install.venv import Target
 from rocmkit.packages import canonical, wheel_escape
+from rocmkit.pyenv import PyEnv
 from rocmkit.runner import run
 
 SCHEMA = "rocmkit.envstate/1"
@@ -165,16 +165,16 @@ def _file_hash(path: Path) -> str | None:
         return None
 
 
-def snapshot(target: Target, managed_files: tuple[Path, ...] = ()) -> EnvState:
+def snapshot(target: PyEnv, managed_files: tuple[Path, ...] = ()) -> EnvState:
     """The exact state of ``target`` now."""
-    argv = [str(target.python), "-I", "-c", _SNAPSHOT, *(str(d) for d in target.site_dirs)]
+    argv = [str(target.executable), "-I", "-c", _SNAPSHOT, *(str(d) for d in target.site_dirs)]
     result = run(argv, timeout=SNAPSHOT_TIMEOUT_S)
     if not result.ok:
         raise ToolError(f"could not list the distributions in {target.prefix}: {result.describe()}")
     try:
         rows = json.loads(result.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError) as exc:
-        raise ToolError(f"{target.python} printed no distribution list") from exc
+        raise ToolError(f"{target.executable} printed no distribution list") from exc
     dists: dict[str, Dist] = {}
     for row in rows:
         dist = Dist(
@@ -188,7 +188,7 @@ def snapshot(target: Target, managed_files: tuple[Path, ...] = ()) -> EnvState:
         # Two copies of one name (a stale dist-info): the first on sys.path wins, as at import.
         dists.setdefault(dist.name, dist)
     files = {str(p): _file_hash(p) for p in managed_files}
-    return EnvState(python=str(target.python), dists=dists, files=files)
+    return EnvState(python=str(target.executable), dists=dists, files=files)
 
 
 def diff(before: EnvState, after: EnvState) -> StateDiff:
@@ -252,7 +252,7 @@ def _copy_into(zf: zipfile.ZipFile, zinfo: zipfile.ZipInfo, source: Path) -> tup
     return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
 
 
-def build_backup_wheel(dist: Dist, target: Target, dest: Path) -> Path:
+def build_backup_wheel(dist: Dist, target: PyEnv, dest: Path) -> Path:
     """Re-zip an installed distribution into a valid wheel (from the files its RECORD lists).
 
     Files outside the site folder go where a wheel keeps them: scripts in
@@ -332,7 +332,7 @@ class Backup:
 
 
 def make_backup(
-    target: Target, state: EnvState, names: set[str], folder: Path, managed_files: tuple[Path, ...] = ()
+    target: PyEnv, state: EnvState, names: set[str], folder: Path, managed_files: tuple[Path, ...] = ()
 ) -> Backup:
     """Back up the installed distributions among ``names`` (those an install may replace)."""
     wheels_dir = folder / "wheels"

@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rocmkit.install.venv import Target
 from rocmkit.packages import parse_pin, requirement_name
 from rocmkit.plan import Plan
+from rocmkit.pyenv import PyEnv
 from rocmkit.runner import run
 
 VERIFY_TIMEOUT_S = 180.0
@@ -113,13 +113,13 @@ def check_facts(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     return problems
 
 
-def verify(target: Target, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> Verification:
+def verify(target: PyEnv, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> Verification:
     """Run the checks in a child of ``target`` with the plan's environment variables set."""
     env = dict(os.environ)
     env.update(plan.env)
     env.pop("PYTHONPATH", None)
     triton_name = (requirement_name(plan.triton) or "") if plan.triton else ""
-    result = run([str(target.python), "-c", _CHILD, triton_name], timeout=timeout, env=env, cwd="/")
+    result = run([str(target.executable), "-c", _CHILD, triton_name], timeout=timeout, env=env, cwd="/")
     if not result.ok:
         return Verification(ok=False, problems=(f"the check child failed: {result.describe()}",), facts={})
     try:
