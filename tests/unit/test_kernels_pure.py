@@ -444,22 +444,25 @@ def _fake_compiler(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) 
     """Replace the command runner: each target's compiler process answers from ``answers``."""
     import json as _json
 
-    import rocmkit.runner
+    import rocmkit.pyenv
     from rocmkit.runner import CommandResult
 
     calls: list[list[str]] = []
 
     def run(argv: list[str], **kw: object) -> CommandResult:
         calls.append(list(argv))
-        assert "TRITON_INTERPRET" not in kw["env"]  # type: ignore[operator]
+        env: dict[str, str] = kw["env"]  # type: ignore[assignment]
+        assert "TRITON_INTERPRET" not in env
         target = argv[-1]
         answer = answers[target]
         if isinstance(answer, CommandResult):
             return answer
+        # The child's side of run_json: the result in its file, stdout free for noise.
         out = {"triton": "3.8.0", "targets": {target: answer}}
-        return CommandResult(argv=tuple(argv), status="ok", returncode=0, stdout=_json.dumps(out) + "\n")
+        Path(env[rocmkit.pyenv.RESULT_ENV]).write_text(_json.dumps(out))
+        return CommandResult(argv=tuple(argv), status="ok", returncode=0, stdout='{"targets": {}}\n')
 
-    monkeypatch.setattr(rocmkit.runner, "run", run)
+    monkeypatch.setattr(rocmkit.pyenv, "run", run)
     return calls
 
 
