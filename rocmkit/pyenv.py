@@ -153,6 +153,7 @@ class PyEnv:
     purelib: Path
     platlib: Path
     stdlib: Path
+    include: Path  # Python.h: what a source build compiles against
     # The venv folder (sys.prefix) when the interpreter runs in one: remedies name it.
     venv: Path | None = None
     has_pip: bool = False
@@ -243,6 +244,7 @@ def this_python() -> PyEnv:
         purelib=Path(sysconfig.get_path("purelib")),
         platlib=Path(sysconfig.get_path("platlib")),
         stdlib=Path(sysconfig.get_path("stdlib")),
+        include=Path(sysconfig.get_path("include")),
         has_pip=_find_spec("pip"),
     )
 
@@ -295,6 +297,7 @@ def from_facts(data: Any, python: str | Path | None = None) -> PyEnv:
             purelib=Path(str(data["purelib"])),
             platlib=Path(str(data["platlib"])),
             stdlib=Path(str(data["stdlib"])),
+            include=Path(str(data["include"])),
             has_pip=bool(data["has_pip"]),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -305,10 +308,18 @@ def from_facts(data: Any, python: str | Path | None = None) -> PyEnv:
         ) from exc
 
 
+def venv_interpreter(venv: Path) -> Path:
+    """Where a venv's interpreter is (``Scripts/python.exe`` on Windows), or will be once
+    ``rocmkit install`` makes the venv."""
+    windows = venv / "Scripts" / "python.exe"
+    return windows if windows.exists() else venv / "bin" / "python"
+
+
 def venv_python(venv: Path) -> Path:
-    for candidate in (venv / "bin" / "python", venv / "Scripts" / "python.exe"):
-        if candidate.exists():
-            return candidate
+    """The interpreter of an existing venv."""
+    found = venv_interpreter(venv)
+    if found.exists():
+        return found
     raise UsageError(
         f"{venv} is not a virtual environment (no bin/python in it)",
         "pass the folder given to `rocmkit install --venv`, or --python PATH",

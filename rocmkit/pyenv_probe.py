@@ -56,6 +56,7 @@ def facts(modules: list[str], dists: list[str]) -> dict[str, Any]:
         "purelib": sysconfig.get_path("purelib"),
         "platlib": sysconfig.get_path("platlib"),
         "stdlib": sysconfig.get_path("stdlib", scheme),
+        "include": sysconfig.get_paths()["include"],
         "has_pip": _spec("pip"),
         "modules": {m: _spec(m) for m in modules},
         "dists": {d: _version(d) for d in dists},

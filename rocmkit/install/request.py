@@ -180,8 +180,8 @@ def check_inputs(req: InstallRequest, say: Say) -> None:
 def carry_out(req: InstallRequest, say: Say) -> Outcome:
     """Check the inputs, pick the target (making a missing venv), run; a venv this run made is
     removed again when anything fails."""
-    from rocmkit.install.venv import select_target, venv_python
-    from rocmkit.pyenv import probe
+    from rocmkit.install.venv import select_target
+    from rocmkit.pyenv import probe, venv_interpreter
 
     check_inputs(req, say)
     created = False
@@ -190,7 +190,7 @@ def carry_out(req: InstallRequest, say: Say) -> Outcome:
     if req.read_only and no_target:
         # Locking and downloading change nothing: rocmkit's own Python gives the tags.
         target = probe(Path(sys.executable))
-    elif req.dry_run and req.venv is not None and not venv_python(req.venv.absolute()).exists():
+    elif req.dry_run and req.venv is not None and not venv_interpreter(req.venv.absolute()).exists():
         # Nothing to dry-run against: plan for the Python the venv would be made from.
         target = probe(Path(sys.executable))
         would_create = req.venv.absolute()

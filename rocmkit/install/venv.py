@@ -14,15 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rocmkit.errors import ToolError, UnsafeEnvironmentError, UsageError
-from rocmkit.pyenv import PyEnv, probe
+from rocmkit.pyenv import PyEnv, probe, venv_interpreter
 from rocmkit.runner import run, which
 
 VENV_TIMEOUT_S = 120.0
-
-
-def venv_python(venv: Path) -> Path:
-    """Where a venv's interpreter is, or will be once :func:`create_venv` makes it."""
-    return venv / "bin" / "python"
 
 
 def create_venv(venv: Path, *, base_python: str | None = None, env: Mapping[str, str] | None = None) -> None:
@@ -39,7 +34,7 @@ def create_venv(venv: Path, *, base_python: str | None = None, env: Mapping[str,
         result = run([uv, "venv", "--quiet", "--python", python, str(venv)], timeout=VENV_TIMEOUT_S, env=env)
     else:
         result = run([python, "-m", "venv", "--without-pip", str(venv)], timeout=VENV_TIMEOUT_S, env=env)
-    if not result.ok or not venv_python(venv).exists():
+    if not result.ok or not venv_interpreter(venv).exists():
         # uv ends its stderr with a "hint:" line; the "error:" line above it is the cause.
         cause = next((ln for ln in result.stderr.splitlines() if ln.startswith("error:")), None)
         detail = f"`{' '.join(result.argv)}` failed: {cause}" if cause else result.describe()
@@ -83,7 +78,7 @@ def select_target(
         venv = Path(active)
     if venv is not None:
         venv = venv.absolute()
-        if not venv_python(venv).exists():
+        if not venv_interpreter(venv).exists():
             if venv.exists() and any(venv.iterdir()):
                 raise UsageError(
                     f"{venv} exists but is not a virtual environment (no bin/python)",
@@ -95,7 +90,7 @@ def select_target(
                 )
             create_venv(venv, base_python=base_python)
             created = True
-        python = venv_python(venv)
+        python = venv_interpreter(venv)
     assert python is not None
     target = probe(python)
     marker = target.externally_managed

@@ -69,7 +69,7 @@ def _env(python: Path, site: Path) -> PyEnv:
         venv=site.parent,
         purelib=site,
         platlib=site,
-        stdlib=site,
+        stdlib=site, include=site,
     )
 
 

@@ -46,7 +46,7 @@ def _py(*, torch: bool, triton: bool, venv: str | None = "/v", requires: tuple[s
         prefix=prefix,
         purelib=prefix / "lib/python3.11/site-packages",
         platlib=prefix / "lib/python3.11/site-packages",
-        stdlib=Path("/usr/lib/python3.11"),
+        stdlib=Path("/usr/lib/python3.11"), include=Path("/usr/lib/python3.11"),
         modules={"torch": torch, "triton": triton},
         dists={"torch": "2.5.1" if torch else None},
         own=False,

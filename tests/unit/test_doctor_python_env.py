@@ -35,7 +35,7 @@ def test_bad_choices_are_usage_errors(tmp_path: Path) -> None:
 def test_has() -> None:
     py = PyEnv(
         executable=Path("/x/bin/python"), version="3.11.0", prefix=Path("/x"), purelib=Path("/x/lib"),
-        platlib=Path("/x/lib"), stdlib=Path("/usr/lib/python3.11"),
+        platlib=Path("/x/lib"), stdlib=Path("/usr/lib/python3.11"), include=Path("/usr/lib/python3.11"),
         modules={"torch": True, "triton": False}, own=False,
     )  # fmt: skip
     assert py.has("torch") and not py.has("triton") and not py.has("transformers")

@@ -96,7 +96,7 @@ def test_backup_wheel_rebuilds_an_installed_distribution(tmp_path: Path) -> None
     (info / "RECORD").write_text("\n".join([*record, "demo_pkg-1.0.dist-info/RECORD,,"]) + "\n")
     target = PyEnv(
         executable=prefix / "bin/python", prefix=prefix, venv=prefix, version="3.11.7",
-        purelib=site, platlib=site, stdlib=tmp_path, has_pip=False,
+        purelib=site, platlib=site, stdlib=tmp_path, include=tmp_path, has_pip=False,
     )  # fmt: skip
     dist = Dist(name="demo-pkg", version="1.0", fingerprint="f", dist_info=str(info))
     wheel = build_backup_wheel(dist, target, tmp_path / "out")
@@ -163,7 +163,7 @@ def test_target_selection_refuses_pep668_and_a_missing_target(
     (tmp_path / "EXTERNALLY-MANAGED").write_text("[externally-managed]\n")
     system = PyEnv(
         executable=Path("/usr/bin/python3"), prefix=Path("/usr"), venv=None, version="3.11.2",
-        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, has_pip=True,
+        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, include=tmp_path, has_pip=True,
     )  # fmt: skip
     monkeypatch.setattr(venvmod, "probe", lambda python: system)
     with pytest.raises(UnsafeEnvironmentError, match="externally managed system Python"):
@@ -185,7 +185,7 @@ def test_a_plan_for_another_python_is_refused_up_front(tmp_path: Path) -> None:
 
     target = PyEnv(
         executable=tmp_path / "bin/python", prefix=tmp_path, venv=tmp_path, version="3.11.7",
-        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, has_pip=False,
+        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, include=tmp_path, has_pip=False,
     )  # fmt: skip
     check_fits(Plan(backend="cpu", python="3.11"), target)
     check_fits(Plan(backend="cpu"), target)
@@ -213,7 +213,7 @@ def test_one_install_per_environment_at_a_time(tmp_path: Path) -> None:
 
     target = PyEnv(
         executable=tmp_path / "bin/python", prefix=tmp_path, venv=tmp_path, version="3.11.7",
-        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, has_pip=False,
+        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, include=tmp_path, has_pip=False,
     )  # fmt: skip
     with (
         _exclusive(target),

@@ -123,7 +123,7 @@ def test_add_later_command_uses_the_planned_index_and_the_guard(tmp_path: Path) 
             version="3.11.7",
             purelib=lib,
             platlib=lib,
-            stdlib=tmp_path / "lib",
+            stdlib=tmp_path / "lib", include=tmp_path / "lib",
             has_pip=has_pip,
         )
 

@@ -19,7 +19,7 @@ from rocmkit.pyenv import PyEnv
 def target(prefix: Path, *, is_venv: bool = True) -> PyEnv:
     return PyEnv(
         executable=prefix / "bin/python", prefix=prefix, venv=prefix if is_venv else None, version="3.11.7",
-        purelib=prefix, platlib=prefix, stdlib=prefix, has_pip=False,
+        purelib=prefix, platlib=prefix, stdlib=prefix, include=prefix, has_pip=False,
     )  # fmt: skip
 
 
