@@ -7,9 +7,12 @@ and versions from V. :func:`probe` asks an interpreter about itself once;
 :func:`this_python` reads the same facts for rocmkit's own without a process.
 
 :func:`run_json` is the one result protocol for children in another interpreter
-(the doctor's isolated checks, probes): the child writes JSON to the file named by
-``ROCMKIT_RESULT_FILE`` (:func:`write_result`), renamed into place whole, rather
-than on its last stdout line, because torch, Triton and site hooks print freely.
+(the probe, install's verification and snapshot, the build's torch probe, the doctor's
+isolated checks and codegen compiler, distributed workers): the child writes JSON to
+the file named by ``ROCMKIT_RESULT_FILE`` (:func:`write_result`), renamed into place
+whole, rather than on its last stdout line, because torch, Triton and site hooks print
+freely; the parent reads it bounded. Bench children and forks of a prefork worker write
+with :func:`write_result` to the file their request names.
 """
 
 from __future__ import annotations
@@ -46,10 +49,10 @@ RESULT_ENV = "ROCMKIT_RESULT_FILE"
 # gets it put before its own. The future import makes that code's annotations lazy, so an
 # older interpreter still answers. Whole or not at all (renamed into place); ``default=str``:
 # a Path or a numpy number in the data must not lose the result.
-CHILD_WRITER = """from __future__ import annotations
+CHILD_WRITER = f"""from __future__ import annotations
 def write_result(data, path=None):
     import json, os
-    target = str(path) if path is not None else os.environ["ROCMKIT_RESULT_FILE"]
+    target = str(path) if path is not None else os.environ[{RESULT_ENV!r}]
     with open(target + ".tmp", "w", encoding="utf-8") as f:
         json.dump(data, f, default=str)
     os.replace(target + ".tmp", target)
