@@ -7,14 +7,16 @@ and versions from V. :func:`probe` asks an interpreter about itself once;
 :func:`this_python` reads the same facts for rocmkit's own without a process.
 
 :func:`run_json` is the one result protocol for children in another interpreter
-(the doctor's isolated checks, probes): the child writes JSON to the file named by
-``ROCMKIT_RESULT_FILE`` (:func:`write_result`), renamed into place whole, rather
-than on its last stdout line, because torch, Triton and site hooks print freely.
+(the probe, install's verification and snapshot, the build's torch probe, the doctor's
+isolated checks and codegen compiler, distributed workers): the child writes JSON to
+the file named by ``ROCMKIT_RESULT_FILE`` (:func:`write_result`), renamed into place
+whole, rather than on its last stdout line, because torch, Triton and site hooks print
+freely; the parent reads it bounded. Bench children and forks of a prefork worker write
+with :func:`write_result` to the file their request names.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmkit.errors import UsageError
+from rocmkit.errors import RocmkitError, ToolError, UsageError
 from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.runner import CommandResult, run
 
@@ -42,21 +44,57 @@ PROBE_TIMEOUT_S = 30.0
 RESULT_ENV = "ROCMKIT_RESULT_FILE"
 
 
+# The child's side of the protocol, in standard-library code so that a child which cannot
+# import rocmkit (a target venv's interpreter, the probe) runs it too: :class:`Inline` code
+# gets it put before its own. The future import makes that code's annotations lazy, so an
+# older interpreter still answers. Whole or not at all (renamed into place); ``default=str``:
+# a Path or a numpy number in the data must not lose the result.
+CHILD_WRITER = f"""from __future__ import annotations
+def write_result(data, path=None):
+    import json, os
+    target = str(path) if path is not None else os.environ[{RESULT_ENV!r}]
+    with open(target + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(data, f, default=str)
+    os.replace(target + ".tmp", target)
+"""
+_WRITER: dict[str, Any] = {}
+exec(CHILD_WRITER, _WRITER)  # the one definition, for rocmkit's own children too
+
+
+def write_result(data: Any, path: str | Path | None = None) -> None:
+    """The child's side of :func:`run_json`: write ``data`` to the file it named (or ``path``)."""
+    _WRITER["write_result"](data, path)
+
+
+@dataclass(frozen=True)
+class Inline:
+    """Standard-library code run as a script, for an interpreter that may lack
+    rocmkit: it ends by calling ``write_result(data)`` (:data:`CHILD_WRITER`)."""
+
+    code: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class JsonRun:
-    """What a child run by :func:`run_json` wrote (None if nothing), and how it ended."""
+    """What a child run by :func:`run_json` wrote (None if nothing), and how it ended.
+    ``error`` says why a result file that exists could not be read (damaged, too big)."""
 
     data: Any
     proc: CommandResult
+    error: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.data is not None
 
+    def why_none(self) -> str:
+        """Why there is no data, in one line: a damaged file, or how the child ended."""
+        return self.error or f"it wrote no result ({self.proc.describe()})"
+
 
 def run_json(
     python: str | Path,
-    module: str | Path,
+    module: str | Path | Inline,
     args: Sequence[str] = (),
     *,
     timeout: float,
@@ -65,14 +103,26 @@ def run_json(
     input_text: str | None = None,
     flags: Sequence[str] = (),
 ) -> JsonRun:
-    """Run ``python -m module args`` (or ``python script args`` for a Path) through the
-    command runner and read the JSON it wrote with :func:`write_result`.
+    """Run ``python -m module args`` (a str: the child imports rocmkit), ``python script args``
+    (a Path) or :class:`Inline` code (as a script beside the result file) through the command runner, and
+    read the JSON it wrote with ``write_result``.
 
     A file that exists is complete (it is renamed into place), even when the child then
-    crashed or hung in its exit handlers; ``proc`` says how it ended either way."""
+    crashed or hung in its exit handlers; ``proc`` says how it ended either way. It is read
+    bounded (:mod:`rocmkit.safeload`): a damaged or hostile file is ``error``, not a traceback."""
+    from rocmkit.safeload import load_json_file
+
     with tempfile.TemporaryDirectory(prefix="rocmkit-run-") as tmp:
         result_path = Path(tmp) / "result.json"
-        target = [str(module)] if isinstance(module, Path) else ["-m", module]
+        if isinstance(module, Inline):
+            # A script file rather than ``-c``: the command line a failure names stays short.
+            script = Path(tmp) / "child.py"
+            script.write_text(CHILD_WRITER + module.code, encoding="utf-8")
+            target = [str(script)]
+        elif isinstance(module, Path):
+            target = [str(module)]
+        else:
+            target = ["-m", module]
         child_env = dict(os.environ if env is None else env)
         child_env[RESULT_ENV] = str(result_path)
         exe = str(python)
@@ -86,38 +136,35 @@ def run_json(
             cwd=cwd or Path(tmp),
         )
         data: Any = None
-        with contextlib.suppress(OSError, ValueError):
-            data = json.loads(result_path.read_text(encoding="utf-8"))
-    return JsonRun(data=data, proc=proc)
-
-
-def write_result(data: Any, path: str | Path | None = None) -> None:
-    """The child's side of :func:`run_json`: write whole or not at all.
-    ``default=str``: a Path or a numpy number in the data must not lose the result."""
-    target = Path(path if path is not None else os.environ[RESULT_ENV])
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
-    tmp.replace(target)
+        error: str | None = None
+        if result_path.is_file():
+            try:
+                data = load_json_file(result_path, "the child's result file")
+            except RocmkitError as exc:
+                error = exc.message
+    return JsonRun(data=data, proc=proc, error=error)
 
 
 @dataclass(frozen=True, kw_only=True)
 class PyEnv:
-    """One Python environment: what it is, where it installs, what it has."""
+    """One Python environment: what it is, where it installs, what it has. Install acts on
+    it, the doctor checks it, and their children run with its interpreter."""
 
-    executable: str
-    version: str
+    executable: Path
+    version: str  # "3.11.7"
+    prefix: Path  # sys.prefix
+    purelib: Path
+    platlib: Path
+    stdlib: Path
+    include: Path  # Python.h: what a source build compiles against
+    # The venv folder (sys.prefix) when the interpreter runs in one: remedies name it.
+    venv: Path | None = None
+    has_pip: bool = False
     modules: dict[str, bool] = field(default_factory=dict)
     dists: dict[str, str | None] = field(default_factory=dict)
     own: bool = True  # this very interpreter: checks may also run in-process
-    # The venv folder (sys.prefix) when the interpreter runs in one: remedies name it.
-    venv: str | None = None
     # torch's Requires-Dist, read without importing torch: the Triton it pins.
     torch_requires: tuple[str, ...] = ()
-    prefix: str = ""
-    purelib: str = ""
-    platlib: str = ""
-    stdlib: str = ""
-    has_pip: bool = False
 
     def has(self, module: str) -> bool:
         return bool(self.modules.get(module))
@@ -129,6 +176,18 @@ class PyEnv:
     @property
     def short_version(self) -> str:
         return ".".join(self.version.split(".")[:2])
+
+    @property
+    def site_dirs(self) -> tuple[Path, ...]:
+        return (self.purelib,) if self.purelib == self.platlib else (self.purelib, self.platlib)
+
+    @property
+    def externally_managed(self) -> Path | None:
+        """PEP 668: the EXTERNALLY-MANAGED marker of a non-venv interpreter, if present."""
+        if self.is_venv:
+            return None
+        marker = self.stdlib / "EXTERNALLY-MANAGED"
+        return marker if marker.is_file() else None
 
 
 def triton_pin(requires: Iterable[str] | None) -> Requirement | None:
@@ -171,23 +230,24 @@ def _requires(dist: str) -> tuple[str, ...]:
         return ()
 
 
-def _venv_of(prefix: str, base_prefix: str) -> str | None:
-    return prefix if os.path.realpath(prefix) != os.path.realpath(base_prefix) else None
+def _venv_of(prefix: str, base_prefix: str) -> Path | None:
+    return Path(prefix) if os.path.realpath(prefix) != os.path.realpath(base_prefix) else None
 
 
 def this_python() -> PyEnv:
     """The interpreter rocmkit runs in, read without importing torch."""
     return PyEnv(
-        executable=sys.executable,
+        executable=Path(sys.executable),
         version=platform.python_version(),
         modules={m: _find_spec(m) for m in MODULES},
         dists={d: _version(d) for d in DISTRIBUTIONS},
         venv=_venv_of(sys.prefix, sys.base_prefix),
         torch_requires=_requires("torch"),
-        prefix=sys.prefix,
-        purelib=sysconfig.get_path("purelib"),
-        platlib=sysconfig.get_path("platlib"),
-        stdlib=sysconfig.get_path("stdlib"),
+        prefix=Path(sys.prefix),
+        purelib=Path(sysconfig.get_path("purelib")),
+        platlib=Path(sysconfig.get_path("platlib")),
+        stdlib=Path(sysconfig.get_path("stdlib")),
+        include=Path(sysconfig.get_path("include")),
         has_pip=_find_spec("pip"),
     )
 
@@ -199,27 +259,35 @@ def probe_script() -> Path:
 
 def probe(python: str | Path) -> PyEnv:
     """Another interpreter's facts, from one short run of it (isolated mode: its own
-    site-packages only, no PYTHONPATH)."""
+    site-packages only, no PYTHONPATH). The one probe: install, build and the doctor ask it.
+
+    Raises :class:`UsageError` for a path that is no executable (or an answer that is not
+    a Python 3's), :class:`ToolError` for one that runs but does not answer."""
     ran = run_json(
         python,
-        probe_script(),
+        Inline(probe_script().read_text(encoding="utf-8")),
         [json.dumps(MODULES), json.dumps(DISTRIBUTIONS)],
         timeout=PROBE_TIMEOUT_S,
         flags=("-I",),
     )
-    if not ran.ok:
-        raise UsageError(
-            f"cannot run the Python to check: {ran.proc.describe()}",
-            "pass a working interpreter (--python PATH) or venv folder (--venv PATH)",
-        )
-    return from_facts(ran.data)
+    proc = ran.proc
+    if proc.status == "absent":
+        raise UsageError(f"{python} is not an executable Python", "pass a venv folder or a python path")
+    if not proc.ok:
+        raise ToolError(f"could not query {python}: {proc.describe()}")
+    if not isinstance(ran.data, dict):
+        raise ToolError(f"{python} printed no environment description: {ran.error or repr(proc.stdout[:200])}")
+    return from_facts(ran.data, python)
 
 
-def from_facts(data: Any) -> PyEnv:
-    """The record from :mod:`rocmkit.pyenv_probe`'s answer."""
+def from_facts(data: Any, python: str | Path | None = None) -> PyEnv:
+    """The record from :mod:`rocmkit.pyenv_probe`'s answer. The interpreter keeps the path
+    it was asked by (a venv's bin/python, not the base interpreter it links to); a bare
+    name (``python3``) becomes the path the child ran from."""
     try:
+        named = str(python) if python is not None and os.sep in str(python) else str(data["executable"])
         return PyEnv(
-            executable=str(data["executable"]),
+            executable=Path(named),
             version=str(data["version"]),
             modules={str(k): bool(v) for k, v in data["modules"].items()},
             dists={str(k): (None if v is None else str(v)) for k, v in data["dists"].items()},
@@ -228,10 +296,11 @@ def from_facts(data: Any) -> PyEnv:
             own=os.path.realpath(str(data["prefix"])) == os.path.realpath(sys.prefix),
             venv=_venv_of(str(data["prefix"]), str(data["base_prefix"])),
             torch_requires=tuple(str(r) for r in data["torch_requires"]),
-            prefix=str(data["prefix"]),
-            purelib=str(data["purelib"]),
-            platlib=str(data["platlib"]),
-            stdlib=str(data["stdlib"]),
+            prefix=Path(str(data["prefix"])),
+            purelib=Path(str(data["purelib"])),
+            platlib=Path(str(data["platlib"])),
+            stdlib=Path(str(data["stdlib"])),
+            include=Path(str(data["include"])),
             has_pip=bool(data["has_pip"]),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -242,10 +311,18 @@ def from_facts(data: Any) -> PyEnv:
         ) from exc
 
 
+def venv_interpreter(venv: Path) -> Path:
+    """Where a venv's interpreter is (``Scripts/python.exe`` on Windows), or will be once
+    ``rocmkit install`` makes the venv."""
+    windows = venv / "Scripts" / "python.exe"
+    return windows if windows.exists() else venv / "bin" / "python"
+
+
 def venv_python(venv: Path) -> Path:
-    for candidate in (venv / "bin" / "python", venv / "Scripts" / "python.exe"):
-        if candidate.exists():
-            return candidate
+    """The interpreter of an existing venv."""
+    found = venv_interpreter(venv)
+    if found.exists():
+        return found
     raise UsageError(
         f"{venv} is not a virtual environment (no bin/python in it)",
         "pass the folder given to `rocmkit install --venv`, or --python PATH",
@@ -269,7 +346,13 @@ def select_python(
             chosen = str(venv_python(active))
     if chosen is None:
         return this_python()
-    found = probe(chosen)
+    try:
+        found = probe(chosen)
+    except RocmkitError as exc:
+        raise UsageError(
+            f"cannot run the Python to check: {exc.message}",
+            "pass a working interpreter (--python PATH) or venv folder (--venv PATH)",
+        ) from exc
     return this_python() if found.own else found
 
 

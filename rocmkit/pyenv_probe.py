@@ -1,21 +1,25 @@
-"""Run by another interpreter as a script (``python -I pyenv_probe.py MODULES DISTS``):
-what it is, where it installs, and which of the named modules and distributions it has.
+"""Run by another interpreter (``python -I SCRIPT MODULES DISTS``, from
+:func:`rocmkit.pyenv.probe`): what it is, where it installs, and which of the named modules
+and distributions it has.
 
 Standard library only, and never imports rocmkit: the interpreter asked may not have
-it. The answer goes to the file named by ``ROCMKIT_RESULT_FILE`` (see
-:func:`rocmkit.pyenv.run_json`), never to stdout, which a ``sitecustomize`` may print on.
+it. The answer goes to the file named by ``ROCMKIT_RESULT_FILE`` through ``write_result``,
+which :func:`rocmkit.pyenv.run_json` puts before this code (with the ``__future__``
+import that keeps the annotations below lazy on older interpreters), never to stdout,
+which a ``sitecustomize`` may print on.
 """
-
-from __future__ import annotations
 
 import importlib.metadata as md
 import importlib.util as u
 import json
-import os
 import platform
 import sys
 import sysconfig
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+
+    def write_result(data: Any) -> None: ...  # rocmkit.pyenv.CHILD_WRITER
 
 
 def _version(dist: str) -> str | None:
@@ -52,6 +56,7 @@ def facts(modules: list[str], dists: list[str]) -> dict[str, Any]:
         "purelib": sysconfig.get_path("purelib"),
         "platlib": sysconfig.get_path("platlib"),
         "stdlib": sysconfig.get_path("stdlib", scheme),
+        "include": sysconfig.get_paths()["include"],
         "has_pip": _spec("pip"),
         "modules": {m: _spec(m) for m in modules},
         "dists": {d: _version(d) for d in dists},
@@ -62,11 +67,7 @@ def facts(modules: list[str], dists: list[str]) -> dict[str, Any]:
 def main() -> int:
     modules = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
     dists = json.loads(sys.argv[2]) if len(sys.argv) > 2 else []
-    path = os.environ["ROCMKIT_RESULT_FILE"]
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(facts(modules, dists), f)
-    os.replace(tmp, path)
+    write_result(facts(modules, dists))
     return 0
 
 

@@ -15,7 +15,6 @@ environment, since torch reads them at import.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import sys
 from pathlib import Path
@@ -91,9 +90,9 @@ def main(argv: list[str]) -> int:
     else:
         print("usage: python -m rocmkit.bench.child (run SPEC OUT | probe OUT [MODULE...])", file=sys.stderr)
         return 2
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, out)  # the parent never reads half a file
+    from rocmkit.pyenv import write_result
+
+    write_result(result, out)  # renamed into place: the parent never reads half a file
     return 0
 
 

@@ -29,9 +29,10 @@ from rocmkit.bench.forks import ModelForks, preload_for
 from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
 from rocmkit.bench.results import ModelResult, SuiteResult
-from rocmkit.errors import ToolError, UsageError
+from rocmkit.errors import RocmkitError, ToolError, UsageError
 from rocmkit.paths import cache_dir
 from rocmkit.runner import CommandResult, run
+from rocmkit.safeload import load_json_file
 
 Device = Literal["auto", "cpu", "cuda"]
 Isolation = Literal["fork", "spawn"]
@@ -132,7 +133,11 @@ def probe(
                 f"torch is not importable by {python}", "install torch first (`rocmkit install`)"
             )
         raise ToolError(f"probing torch failed: {result.describe()}", "run `rocmkit doctor` to see why")
-    data: dict[str, Any] = json.loads(out.read_text())
+    data = load_json_file(out, "the torch probe's result file")
+    if not isinstance(data, dict) or "backend" not in data or "device" not in data:
+        raise ToolError(
+            f"probing torch failed: {out} holds no probe answer", "run `rocmkit doctor` to see why"
+        )
     return data
 
 
@@ -156,6 +161,27 @@ def _failed_row(name: str, suite: str, result: CommandResult, timeout: float) ->
         stderr_tail=tail,
         message=f"the child process ended without a result: {result.describe()}"
         + (f" ({last[0][:200]})" if last[0] and last[0] not in result.describe() else ""),
+    )
+
+
+def _result_row(name: str, suite: str, out: Path, result: CommandResult) -> ModelResult:
+    """The row a child wrote, read bounded: a damaged file is that model's ``error`` row."""
+    tail = (result.stderr or result.stdout)[-2000:]
+    try:
+        row = ModelResult.from_dict(load_json_file(out, f"the result file of {name}"))
+    except RocmkitError as exc:
+        why = exc.message
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        why = f"the result file of {name} is not a bench row ({type(exc).__name__}: {exc})"
+    else:
+        return row if row.status == "pass" else replace(row, stderr_tail=tail)
+    return ModelResult(
+        name=name,
+        suite=suite,
+        status="error",
+        duration_s=result.duration_s,
+        stderr_tail=tail,
+        message=why[:300],
     )
 
 
@@ -304,9 +330,7 @@ def run_suite(
             forked = forks.run(args, timeout_s=timeout) if forks is not None else None
             result = forked or runner(_child(opts.python, *args), timeout=timeout, env=env)
             if out.is_file():
-                row = ModelResult.from_dict(json.loads(out.read_text()))
-                if row.status != "pass":
-                    row = replace(row, stderr_tail=(result.stderr or result.stdout)[-2000:])
+                row = _result_row(spec.name, spec.suite, out, result)
             else:
                 row = _failed_row(spec.name, spec.suite, result, timeout)
             if opts.results is not None:

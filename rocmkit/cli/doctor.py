@@ -78,13 +78,13 @@ def cli(req: DoctorRequest) -> None:
     # Bad names fail here, before detection and the plan take their time.
     total = len(select(found.checks, level=req.level, only=req.only, skip=req.skip))
 
-    from rocmkit.doctor.python_env import select_python
+    from rocmkit.pyenv import select_python
 
     python = select_python(venv=req.venv, python=req.python_path)
     from rocmkit.install.flow import recover_for_python
 
     # An install killed in this venv (kill -9) left a journal: undo it before checking.
-    recover_for_python(Path(python.executable), OUT.message)
+    recover_for_python(python.executable, OUT.message)
     if not python.own:
         OUT.message(f"checking the Python at {python.executable} ({python.version})")
     if req.capture is None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import shlex
 
-from rocmkit.doctor.python_env import PythonEnv, triton_pin
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status
+from rocmkit.pyenv import PyEnv, triton_pin
 
 
 def pip_index(ctx: CheckContext) -> str:
@@ -26,20 +26,20 @@ def pip_index(ctx: CheckContext) -> str:
     return ""
 
 
-def install_torch_remedy(python: PythonEnv) -> str:
+def install_torch_remedy(python: PyEnv) -> str:
     """The command that puts torch into the checked Python, and where to see the plan first."""
     if python.venv:
-        target = f"rocmkit install --venv {shlex.quote(python.venv)}"
+        target = f"rocmkit install --venv {shlex.quote(str(python.venv))}"
     else:
         # Not a venv (a system or conda base Python): install into that interpreter.
-        target = f"rocmkit install --interpreter {shlex.quote(python.executable)}"
+        target = f"rocmkit install --interpreter {shlex.quote(str(python.executable))}"
     return f"`{target}` (or `rocmkit resolve` to see the plan first)"
 
 
-def install_triton_remedy(python: PythonEnv, ctx: CheckContext) -> str:
+def install_triton_remedy(python: PyEnv, ctx: CheckContext) -> str:
     """The Triton torch pins, or for a torch that pins none (a CPU-only build) plain
     ``triton``, which Triton's interpreter runs on the CPU."""
-    pip = f"{shlex.quote(python.executable)} -m pip install"
+    pip = f"{shlex.quote(str(python.executable))} -m pip install"
     pin = triton_pin(python.torch_requires)
     if pin is not None:
         # Without the marker: it held for this platform, and the command reads better bare.
@@ -47,12 +47,13 @@ def install_triton_remedy(python: PythonEnv, ctx: CheckContext) -> str:
     return f"{pip} triton (this torch pins no Triton, as CPU-only builds do; kernels then run under TRITON_INTERPRET=1)"
 
 
-def absent_gate(chk: Check, ctx: CheckContext, python: PythonEnv, level: int) -> CheckResult | None:
+def absent_gate(chk: Check, ctx: CheckContext, python: PyEnv, level: int) -> CheckResult | None:
     """``torch.import``'s FAIL or ``triton.import``'s WARN when the package is not
     installed in ``python``, or None where the usual skip applies."""
     if level < 1 or ctx.machine.source.startswith("capture:"):
         return None
-    where = python.executable
+    where = str(python.executable)
+    venv = None if python.venv is None else str(python.venv)
     if chk.name == "torch.import" and not python.has("torch"):
         return CheckResult(
             name=chk.name,
@@ -61,7 +62,7 @@ def absent_gate(chk: Check, ctx: CheckContext, python: PythonEnv, level: int) ->
             message=f"torch is not installed in {where}: nothing about PyTorch could be checked",
             remedy=install_torch_remedy(python),
             backend=ctx.backend,
-            details={"missing": "torch", "python": where, "venv": python.venv},
+            details={"missing": "torch", "python": where, "venv": venv},
         )
     if chk.name == "triton.import" and python.has("torch") and not python.has("triton"):
         version = python.dists.get("torch") or "?"
@@ -73,6 +74,6 @@ def absent_gate(chk: Check, ctx: CheckContext, python: PythonEnv, level: int) ->
             "torch.compile cannot generate kernels and the Triton checks are skipped",
             remedy=install_triton_remedy(python, ctx),
             backend=ctx.backend,
-            details={"missing": "triton", "python": where, "venv": python.venv},
+            details={"missing": "triton", "python": where, "venv": venv},
         )
     return None

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from rocmkit.doctor import isolate
-from rocmkit.doctor.python_env import PythonEnv, shim_path
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult
 from rocmkit.prefork import (
@@ -33,6 +32,7 @@ from rocmkit.prefork import (
     PreforkUnavailable,
     tail_text,
 )
+from rocmkit.pyenv import PyEnv, shim_path
 from rocmkit.runner import CommandResult
 
 # Restarts after the worker dies before the rest runs in spawned children instead.
@@ -52,7 +52,7 @@ class ForkServer:
         self,
         ctx: CheckContext,
         *,
-        python: PythonEnv | None = None,
+        python: PyEnv | None = None,
         preload: tuple[str, ...] = (),
         modules: tuple[str, ...] = (),
         output_cap: int = OUTPUT_CAP_BYTES,
@@ -76,7 +76,7 @@ class ForkServer:
     def _start(self) -> PreforkProcess:
         foreign = self.python is not None and not self.python.own
         shim = shim_path(self.folder / "path", self.python) if foreign and self.python is not None else None
-        executable = self.python.executable if self.python is not None else sys.executable
+        executable = str(self.python.executable) if self.python is not None else sys.executable
         self.starts += 1
         try:
             worker = PreforkProcess.start(

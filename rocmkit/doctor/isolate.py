@@ -30,6 +30,7 @@ from typing import Any
 
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status, exception_line
+from rocmkit.errors import RocmkitError
 from rocmkit.pyenv import PyEnv, run_json, shim_path, write_result
 from rocmkit.runner import CommandResult
 
@@ -112,7 +113,7 @@ def run_isolated(
     # even when the process died or hung afterwards (in driver teardown, say).
     results = results_from(ran.data)
     if results is None:
-        return [failure_result(chk, ctx, proc, budget, elapsed)]
+        return [failure_result(chk, ctx, proc, budget, elapsed, ran.error)]
     if proc.status != "ok":
         note = {"child_exit": proc.describe(), "stderr_tail": stderr_tail(proc.stderr)}
         results = [replace(r, details={**r.details, **note}) for r in results]
@@ -127,9 +128,15 @@ def results_from(data: Any) -> list[CheckResult] | None:
 
 
 def read_results(path: Path) -> list[CheckResult] | None:
+    """A fork's results, read bounded (:mod:`rocmkit.safeload`); None if it wrote none
+    or a damaged file."""
+    from rocmkit.safeload import load_json_file
+
+    if not path.is_file():
+        return None
     try:
-        return results_from(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        return results_from(load_json_file(path, "the check's result file"))
+    except RocmkitError:
         return None
 
 
@@ -168,9 +175,10 @@ def error_result(
 
 
 def failure_result(
-    chk: Check, ctx: CheckContext, proc: CommandResult, budget: float, elapsed: float
+    chk: Check, ctx: CheckContext, proc: CommandResult, budget: float, elapsed: float, why: str | None = None
 ) -> CheckResult:
-    """Turn a child that did not hand back a result into an ``error`` result."""
+    """Turn a child that did not hand back a result into an ``error`` result; ``why``: what
+    was wrong with the result file it wrote (damaged, too big)."""
     details: dict[str, Any] = {
         "child": proc.to_dict(),
         "stderr_tail": stderr_tail(proc.stderr or proc.stdout),
@@ -202,6 +210,8 @@ def failure_result(
         remedy = f"rerun with `rocmkit doctor --only {chk.name} --verbose` and report the output it floods"
     elif proc.status == "ok":
         message = "the check's process exited without writing a result"
+        if why:
+            message = f"the check's process wrote no usable result: {why}"
     elif proc.status in ("absent", "error"):
         message = f"could not start the check's process: {proc.error}"
     else:

@@ -28,13 +28,13 @@ from rocmkit.arch import Backend
 from rocmkit.doctor import cachestats, isolate
 from rocmkit.doctor.absent import absent_gate, install_torch_remedy
 from rocmkit.doctor.forkserver import ForkServer, WorkerUnavailable
-from rocmkit.doctor.python_env import PythonEnv, this_python
 from rocmkit.doctor.registry import Check, CheckContext, load_checks
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.errors import RocmkitError, UsageError
 from rocmkit.machine import Machine
 from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.plan import Plan
+from rocmkit.pyenv import PyEnv, this_python
 from rocmkit.sources import relevant_env
 
 MAX_LEVEL = 3
@@ -129,7 +129,7 @@ class Why(NamedTuple):
     missing: str | None = None
 
 
-def missing_need(chk: Check, ctx: CheckContext, python: PythonEnv | None = None) -> Why | None:
+def missing_need(chk: Check, ctx: CheckContext, python: PyEnv | None = None) -> Why | None:
     """Why this check cannot run here, or None."""
     live_only = {"torch", "triton", "gpu", "live"}
     if ctx.machine.source.startswith("capture:") and (chk.isolated or chk.needs & live_only):
@@ -179,7 +179,7 @@ def run_checks(
     timeout_scale: float = 1.0,
     on_start: Progress | None = None,
     on_result: ResultHook | None = None,
-    python: PythonEnv | None = None,
+    python: PyEnv | None = None,
     level: int = 1,
     jobs: int = 1,
     server: ForkServer | None = None,
@@ -209,7 +209,7 @@ class _Schedule:
         pending: list[Check],
         ctx: CheckContext,
         timeout_scale: float,
-        python: PythonEnv | None,
+        python: PyEnv | None,
         level: int,
         server: ForkServer | None,
     ) -> None:
@@ -394,7 +394,7 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def versions(results: Sequence[CheckResult], python: PythonEnv | None = None) -> dict[str, str | None]:
+def versions(results: Sequence[CheckResult], python: PyEnv | None = None) -> dict[str, str | None]:
     """Versions for the report, read without importing torch; the torch checks add
     what only an import can tell (``torch.version.hip``) through their details."""
     py = python or this_python()
@@ -402,7 +402,7 @@ def versions(results: Sequence[CheckResult], python: PythonEnv | None = None) ->
     out: dict[str, str | None] = {
         "rocmkit": __version__,
         "python": py.version,
-        "python_executable": py.executable,
+        "python_executable": str(py.executable),
         "torch": py.dists.get("torch"),
         "triton": triton,
         "hip": None,
@@ -434,7 +434,7 @@ _PRELOAD: dict[str, tuple[str, ...]] = {
 _PRELOAD_ORDER = ("torch", "triton", "torch._inductor.runtime.triton_compat")
 
 
-def fork_server(selected: Sequence[Check], ctx: CheckContext, python: PythonEnv) -> ForkServer | None:
+def fork_server(selected: Sequence[Check], ctx: CheckContext, python: PyEnv) -> ForkServer | None:
     """The warm worker for this run's isolated checks, or None where none would run."""
     forked = [c for c in selected if (c.isolated or not python.own) and not c.pristine]
     forked = [c for c in forked if missing_need(c, ctx, python) is None]
@@ -477,7 +477,7 @@ def doctor(
     on_start: Progress | None = None,
     on_result: ResultHook | None = None,
     checks: Discovery | None = None,
-    python: PythonEnv | None = None,
+    python: PyEnv | None = None,
 ) -> Report:
     """Run the selected checks on ``machine`` and return the report."""
     from rocmkit.doctor.registry import check_modules

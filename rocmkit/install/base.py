@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from rocmkit.install.venv import Target
+from rocmkit.pyenv import PyEnv
 from rocmkit.runner import CommandResult
 
 # Per-request network timeout handed to pip/uv: a dead index fails in seconds,
@@ -76,7 +76,7 @@ class Installer(Protocol):
     """pip or uv, driving one target environment."""
 
     name: str
-    target: Target
+    target: PyEnv
 
     def dry_run(self, spec: InstallSpec) -> tuple[Changes, CommandResult]: ...
 
@@ -109,7 +109,7 @@ def option_args(spec: InstallSpec) -> list[str]:
     return args
 
 
-def uninstall_args(target: Target) -> list[str]:
+def uninstall_args(target: PyEnv) -> list[str]:
     # pip and uv refuse to uninstall from a PEP 668 Python without it; rocmkit only
     # reaches an uninstall there after the user allowed changing it.
     return ["--break-system-packages"] if target.externally_managed is not None else []

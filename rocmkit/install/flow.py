@@ -34,11 +34,12 @@ from rocmkit.install.sources_policy import check_source_urls, is_url
 from rocmkit.install.state import diff
 from rocmkit.install.transaction import Transaction, restore_state
 from rocmkit.install.uv import UvInstaller
-from rocmkit.install.venv import Target, find_uv
+from rocmkit.install.venv import find_uv
 from rocmkit.install.verify import verify
 from rocmkit.packages import canonical, parse_pin
 from rocmkit.paths import cache_dir
 from rocmkit.plan import Plan
+from rocmkit.pyenv import PyEnv
 from rocmkit.runner import CommandResult, on_child_started
 
 InstallerChoice = Literal["auto", "uv", "pip"]
@@ -94,7 +95,7 @@ class Outcome:
         }
 
 
-def choose_installer(choice: InstallerChoice, target: Target, limits: Limits) -> Installer:
+def choose_installer(choice: InstallerChoice, target: PyEnv, limits: Limits) -> Installer:
     """uv when present (fast, no pip needed in the venv), else pip; or what the user named."""
     if choice == "uv" or (choice == "auto" and find_uv() is not None):
         return UvInstaller(target, limits=limits)
@@ -176,12 +177,12 @@ def recover_for_python(python: Path, echo: Echo) -> bool:
     """For commands that use a venv without installing (``doctor``): finish the restore
     an install killed in it left behind, before looking at what it holds."""
     from rocmkit.errors import LockHeldError
-    from rocmkit.install.venv import inspect_python
+    from rocmkit.pyenv import probe
 
     # venv/bin/python -> venv: checked before starting any process (the common case: none).
     if not (python.parent.parent / journal.JOURNAL_NAME).is_file():
         return False
-    target = inspect_python(python)
+    target = probe(python)
     try:
         with _exclusive(target):
             return recover_pending(target, choose_installer("auto", target, Limits()), echo)
@@ -190,7 +191,7 @@ def recover_for_python(python: Path, echo: Echo) -> bool:
         return False
 
 
-def recover_pending(target: Target, installer: Installer, echo: Echo) -> bool:
+def recover_pending(target: PyEnv, installer: Installer, echo: Echo) -> bool:
     """Finish the restore of an install that was killed (kill -9, OOM) in ``target``."""
     with _signals_deferred(echo):
         return journal.recover(target, lambda j: restore_state(installer, j.backup()), echo)
@@ -213,7 +214,7 @@ def plan_sources(plan: Plan) -> Sources:
 def checked_sources(
     sources: Sources,
     requirements: tuple[str, ...],
-    target: Target,
+    target: PyEnv,
     opts: Options,
     echo: Echo,
     notes: list[str],
@@ -240,7 +241,7 @@ def checked_sources(
     return decision.sources, decision.left_out
 
 
-def add_later_command(requirement: str, plan: Plan, target: Target, installer: str) -> str:
+def add_later_command(requirement: str, plan: Plan, target: PyEnv, installer: str) -> str:
     """The command that adds a left-out companion once the plan's index answers. In a guarded
     venv it runs under the guard (pip reads the venv's pip.conf; uv is given the constraints)."""
     import shlex
@@ -248,11 +249,11 @@ def add_later_command(requirement: str, plan: Plan, target: Target, installer: s
     index = ["--index-url", plan.index_urls[0]] if plan.index_urls else []
     if installer == "pip":
         # A venv made by rocmkit has no pip of its own: rocmkit's pip drives it then.
-        head = [str(target.python), "-m", "pip"]
+        head = [str(target.executable), "-m", "pip"]
         if not target.has_pip:
-            head = [sys.executable, "-m", "pip", "--python", str(target.python)]
+            head = [sys.executable, "-m", "pip", "--python", str(target.executable)]
         return shlex.join([*head, "install", requirement, *index])
-    argv = [find_uv() or "uv", "pip", "install", "--python", str(target.python), requirement, *index]
+    argv = [find_uv() or "uv", "pip", "install", "--python", str(target.executable), requirement, *index]
     if target.is_venv and guard.pins_for(plan):
         argv += ["--constraint", str(guard.guard_files(target.prefix).constraints)]
     return shlex.join(argv)
@@ -260,7 +261,7 @@ def add_later_command(requirement: str, plan: Plan, target: Target, installer: s
 
 def planned_requirements(
     plan: Plan,
-    target: Target,
+    target: PyEnv,
     opts: Options,
     echo: Echo,
     notes: list[str],
@@ -297,16 +298,16 @@ def planned_requirements(
     return sources, keep, (*dropped, *missing)
 
 
-def check_fits(plan: Plan, target: Target) -> None:
+def check_fits(plan: Plan, target: PyEnv) -> None:
     """A plan resolved for another Python would fail deep inside pip; say so first."""
     if plan.python and plan.python != target.short_version:
         raise UsageError(
-            f"the plan is for Python {plan.python}, but {target.python} is Python {target.short_version}",
+            f"the plan is for Python {plan.python}, but {target.executable} is Python {target.short_version}",
             f"re-resolve for this environment, or use a Python {plan.python} venv (--python {plan.python})",
         )
 
 
-def write_lock(plan: Plan, target: Target, path: Path, opts: Options, echo: Echo) -> Outcome:
+def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Echo) -> Outcome:
     check_fits(plan, target)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
@@ -322,7 +323,7 @@ def write_lock(plan: Plan, target: Target, path: Path, opts: Options, echo: Echo
     return Outcome(
         messages=tuple(notes),
         action="locked",
-        target=str(target.python),
+        target=str(target.executable),
         installer=installer.name,
         plan=plan,
         sources=sources,
@@ -331,7 +332,7 @@ def write_lock(plan: Plan, target: Target, path: Path, opts: Options, echo: Echo
     )
 
 
-def download_wheelhouse(plan: Plan, target: Target, folder: Path, opts: Options, echo: Echo) -> Outcome:
+def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, echo: Echo) -> Outcome:
     if not pip_available(target):
         raise ToolError(
             "--download-only needs pip (uv has no download command)", "`pip install pip` next to rocmkit"
@@ -354,7 +355,7 @@ def download_wheelhouse(plan: Plan, target: Target, folder: Path, opts: Options,
     return Outcome(
         messages=tuple(notes),
         action="downloaded",
-        target=str(target.python),
+        target=str(target.executable),
         installer="pip",
         plan=plan,
         sources=sources,
@@ -378,7 +379,7 @@ def _failed(step: str, result: CommandResult) -> ToolError:
 
 def install(
     plan: Plan,
-    target: Target,
+    target: PyEnv,
     opts: Options,
     echo: Echo,
     *,
@@ -424,7 +425,7 @@ def install(
 
 def _transaction(
     plan: Plan,
-    target: Target,
+    target: PyEnv,
     opts: Options,
     echo: Echo,
     installer: Installer,
@@ -451,7 +452,7 @@ def _transaction(
 
 def _journaled(
     plan: Plan,
-    target: Target,
+    target: PyEnv,
     opts: Options,
     echo: Echo,
     installer: Installer,
@@ -539,7 +540,7 @@ def _journaled(
 
 def _dry_run(
     plan: Plan,
-    target: Target,
+    target: PyEnv,
     installer: Installer,
     spec: InstallSpec,
     guarded: bool,

@@ -39,8 +39,8 @@ from typing import Any
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import DataError, LockHeldError, RocmkitError, ToolError, storage_error
 from rocmkit.install.state import Backup, EnvState
-from rocmkit.install.venv import Target
 from rocmkit.paths import cache_dir
+from rocmkit.pyenv import PyEnv
 
 SCHEMA = "rocmkit.journal/1"
 JOURNAL_NAME = "rocmkit-journal.json"
@@ -49,18 +49,18 @@ MAX_JOURNAL_BYTES = 32 * 1024 * 1024
 Echo = Callable[[str], None]
 
 
-def _key(target: Target) -> str:
+def _key(target: PyEnv) -> str:
     return hashlib.sha256(str(target.prefix.resolve()).encode()).hexdigest()[:16]
 
 
-def journal_path(target: Target) -> Path:
+def journal_path(target: PyEnv) -> Path:
     if target.is_venv:
         return target.prefix / JOURNAL_NAME
     return cache_dir() / "install" / f"{_key(target)}.journal.json"
 
 
 @contextlib.contextmanager
-def exclusive(target: Target) -> Iterator[None]:
+def exclusive(target: PyEnv) -> Iterator[None]:
     """One rocmkit install per environment at a time (two would record and restore
     each other's half-finished states). The lock lives in rocmkit's cache, keyed by
     the target's prefix, so a system prefix needs no write access for it."""
@@ -182,7 +182,7 @@ class Journal:
         self.path.unlink(missing_ok=True)
 
 
-def read(target: Target) -> Journal | None:
+def read(target: PyEnv) -> Journal | None:
     """The journal left in ``target`` by an install that did not finish, if any."""
     from rocmkit.safeload import load_json_file
 
@@ -216,7 +216,7 @@ def stop_leftovers(journal: Journal, echo: Echo) -> None:
             time.sleep(0.1)
 
 
-def recover(target: Target, restore: Callable[[Journal], Any], echo: Echo) -> bool:
+def recover(target: PyEnv, restore: Callable[[Journal], Any], echo: Echo) -> bool:
     """Finish the restore an interrupted install left, if it left one; True when it did.
 
     ``restore(journal)`` puts the environment back and returns a report with

@@ -32,8 +32,8 @@ from rocmkit.install.base import (
     requirement_args,
     uninstall_args,
 )
-from rocmkit.install.venv import Target
 from rocmkit.packages import canonical
+from rocmkit.pyenv import PyEnv
 from rocmkit.runner import CommandResult, run
 
 MIN_OWN_PIP = (22, 3)
@@ -52,7 +52,7 @@ def own_pip_usable() -> bool:
         return False
 
 
-def pip_available(target: Target) -> bool:
+def pip_available(target: PyEnv) -> bool:
     return target.has_pip or own_pip_usable()
 
 
@@ -60,11 +60,11 @@ class PipInstaller:
     name = "pip"
 
     def __init__(
-        self, target: Target, *, limits: Limits | None = None, environ: Mapping[str, str] | None = None
+        self, target: PyEnv, *, limits: Limits | None = None, environ: Mapping[str, str] | None = None
     ) -> None:
         if not pip_available(target):
             raise ToolError(
-                f"pip is not available for {target.python} nor for rocmkit's Python",
+                f"pip is not available for {target.executable} nor for rocmkit's Python",
                 "use --installer uv, or install pip into the target",
             )
         self.target = target
@@ -79,9 +79,9 @@ class PipInstaller:
 
     def _pip(self, *args: str) -> list[str]:
         if self.own:
-            head = [sys.executable, "-m", "pip", "--python", str(self.target.python)]
+            head = [sys.executable, "-m", "pip", "--python", str(self.target.executable)]
         else:
-            head = [str(self.target.python), "-m", "pip"]
+            head = [str(self.target.executable), "-m", "pip"]
         return [*head, *args, "--timeout", f"{self.limits.net_timeout_s:g}", "--retries", "0"]
 
     @staticmethod

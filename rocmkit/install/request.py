@@ -19,8 +19,8 @@ from rocmkit.errors import DataError, UsageError
 
 if TYPE_CHECKING:
     from rocmkit.install.flow import Options, Outcome
-    from rocmkit.install.venv import Target
     from rocmkit.plan import Plan
+    from rocmkit.pyenv import PyEnv
 
 Say = Callable[[str], None]
 
@@ -180,7 +180,8 @@ def check_inputs(req: InstallRequest, say: Say) -> None:
 def carry_out(req: InstallRequest, say: Say) -> Outcome:
     """Check the inputs, pick the target (making a missing venv), run; a venv this run made is
     removed again when anything fails."""
-    from rocmkit.install.venv import inspect_python, select_target, venv_python
+    from rocmkit.install.venv import select_target
+    from rocmkit.pyenv import probe, venv_interpreter
 
     check_inputs(req, say)
     created = False
@@ -188,10 +189,10 @@ def carry_out(req: InstallRequest, say: Say) -> Outcome:
     no_target = req.venv is None and req.interpreter is None and not os.environ.get("VIRTUAL_ENV")
     if req.read_only and no_target:
         # Locking and downloading change nothing: rocmkit's own Python gives the tags.
-        target = inspect_python(Path(sys.executable))
-    elif req.dry_run and req.venv is not None and not venv_python(req.venv.absolute()).exists():
+        target = probe(Path(sys.executable))
+    elif req.dry_run and req.venv is not None and not venv_interpreter(req.venv.absolute()).exists():
         # Nothing to dry-run against: plan for the Python the venv would be made from.
-        target = inspect_python(Path(sys.executable))
+        target = probe(Path(sys.executable))
         would_create = req.venv.absolute()
     else:
         target, created = select_target(
@@ -216,7 +217,7 @@ def carry_out(req: InstallRequest, say: Say) -> Outcome:
         raise
 
 
-def _plan(req: InstallRequest, target: Target, say: Say) -> tuple[Plan, Options, object]:
+def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, object]:
     """The plan to carry out, the options (a lock without a plan turns guard and checks off), and
     the locked install spec when a lock or wheelhouse says exactly what to install."""
     from rocmkit.install import flow
@@ -273,7 +274,7 @@ def _plan(req: InstallRequest, target: Target, say: Say) -> tuple[Plan, Options,
     return checked, opts, None
 
 
-def _run(req: InstallRequest, target: Target, would_create: Path | None, say: Say) -> Outcome:
+def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say) -> Outcome:
     from rocmkit.install import flow
     from rocmkit.redact import redact_text
 

@@ -22,9 +22,8 @@ from typing import Any
 
 from rocmkit.atomicio import write_bytes_atomic, write_text_atomic
 from rocmkit.errors import ToolError
-from rocmkit.install.venv import Target
 from rocmkit.packages import canonical, wheel_escape
-from rocmkit.runner import run
+from rocmkit.pyenv import Inline, PyEnv, run_json
 
 SCHEMA = "rocmkit.envstate/1"
 SNAPSHOT_TIMEOUT_S = 120.0
@@ -33,8 +32,9 @@ SNAPSHOT_TIMEOUT_S = 120.0
 # writes on its own (RECORD itself, INSTALLER, REQUESTED, uv_cache.json,
 # byte-code, entry-point scripts), so a distribution reinstalled from its
 # backup, by pip or by uv, has the fingerprint it had before.
+# Standard library only: the target need not have rocmkit (run_json supplies write_result).
 _SNAPSHOT = r"""
-import hashlib, json, sys
+import hashlib, sys
 from importlib import metadata
 SKIP = ("RECORD", "INSTALLER", "REQUESTED", "uv_cache.json")
 out = []
@@ -65,7 +65,7 @@ for dist in metadata.distributions(path=sys.argv[1:]):
         "has_record": record is not None,
         "installer": (dist.read_text("INSTALLER") or "").strip() or None,
     })
-print(json.dumps(out))
+write_result(out)
 """
 
 
@@ -165,30 +165,32 @@ def _file_hash(path: Path) -> str | None:
         return None
 
 
-def snapshot(target: Target, managed_files: tuple[Path, ...] = ()) -> EnvState:
+def snapshot(target: PyEnv, managed_files: tuple[Path, ...] = ()) -> EnvState:
     """The exact state of ``target`` now."""
-    argv = [str(target.python), "-I", "-c", _SNAPSHOT, *(str(d) for d in target.site_dirs)]
-    result = run(argv, timeout=SNAPSHOT_TIMEOUT_S)
+    site_dirs = [str(d) for d in target.site_dirs]
+    ran = run_json(target.executable, Inline(_SNAPSHOT), site_dirs, timeout=SNAPSHOT_TIMEOUT_S, flags=("-I",))
+    result = ran.proc
     if not result.ok:
         raise ToolError(f"could not list the distributions in {target.prefix}: {result.describe()}")
-    try:
-        rows = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError) as exc:
-        raise ToolError(f"{target.python} printed no distribution list") from exc
     dists: dict[str, Dist] = {}
-    for row in rows:
-        dist = Dist(
-            name=canonical(row["name"]),
-            version=row["version"],
-            fingerprint=row["fingerprint"],
-            dist_info=row["dist_info"],
-            has_record=row["has_record"],
-            installer=row["installer"],
-        )
-        # Two copies of one name (a stale dist-info): the first on sys.path wins, as at import.
-        dists.setdefault(dist.name, dist)
+    try:
+        if not isinstance(ran.data, list):
+            raise TypeError(ran.error or "no list")
+        for row in ran.data:
+            dist = Dist(
+                name=canonical(row["name"]),
+                version=str(row["version"]),
+                fingerprint=str(row["fingerprint"]),
+                dist_info=None if row["dist_info"] is None else str(row["dist_info"]),
+                has_record=bool(row["has_record"]),
+                installer=None if row["installer"] is None else str(row["installer"]),
+            )
+            # Two copies of one name (a stale dist-info): the first on sys.path wins, as at import.
+            dists.setdefault(dist.name, dist)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ToolError(f"{target.executable} gave no distribution list ({exc})") from exc
     files = {str(p): _file_hash(p) for p in managed_files}
-    return EnvState(python=str(target.python), dists=dists, files=files)
+    return EnvState(python=str(target.executable), dists=dists, files=files)
 
 
 def diff(before: EnvState, after: EnvState) -> StateDiff:
@@ -252,7 +254,7 @@ def _copy_into(zf: zipfile.ZipFile, zinfo: zipfile.ZipInfo, source: Path) -> tup
     return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
 
 
-def build_backup_wheel(dist: Dist, target: Target, dest: Path) -> Path:
+def build_backup_wheel(dist: Dist, target: PyEnv, dest: Path) -> Path:
     """Re-zip an installed distribution into a valid wheel (from the files its RECORD lists).
 
     Files outside the site folder go where a wheel keeps them: scripts in
@@ -332,7 +334,7 @@ class Backup:
 
 
 def make_backup(
-    target: Target, state: EnvState, names: set[str], folder: Path, managed_files: tuple[Path, ...] = ()
+    target: PyEnv, state: EnvState, names: set[str], folder: Path, managed_files: tuple[Path, ...] = ()
 ) -> Backup:
     """Back up the installed distributions among ``names`` (those an install may replace)."""
     wheels_dir = folder / "wheels"

@@ -19,8 +19,9 @@ from rocmkit.install.base import (
     requirement_args,
     uninstall_args,
 )
-from rocmkit.install.venv import Target, find_uv
+from rocmkit.install.venv import find_uv
 from rocmkit.packages import parse_pin
+from rocmkit.pyenv import PyEnv
 from rocmkit.runner import CommandResult, run
 
 # `--index` / `--default-index` (uv 0.4.23).
@@ -34,7 +35,7 @@ class UvInstaller:
     name = "uv"
 
     def __init__(
-        self, target: Target, *, limits: Limits | None = None, environ: Mapping[str, str] | None = None
+        self, target: PyEnv, *, limits: Limits | None = None, environ: Mapping[str, str] | None = None
     ) -> None:
         self.env = base_env(environ)
         uv = find_uv(self.env)
@@ -86,7 +87,7 @@ class UvInstaller:
     def _spec_args(self, spec: InstallSpec) -> list[str]:
         return [
             "--python",
-            str(self.target.python),
+            str(self.target.executable),
             *requirement_args(spec),
             *self._source_args(spec.sources),
             *option_args(spec),
@@ -145,5 +146,5 @@ class UvInstaller:
         return locked, result
 
     def uninstall(self, names: tuple[str, ...]) -> CommandResult:
-        argv = [self.uv, "pip", "uninstall", "--python", str(self.target.python), *names]
+        argv = [self.uv, "pip", "uninstall", "--python", str(self.target.executable), *names]
         return run([*argv, *uninstall_args(self.target)], timeout=QUERY_TIMEOUT_S, env=self.env)

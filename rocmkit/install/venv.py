@@ -1,91 +1,23 @@
 """The environment an install targets: a venv (made if missing) or an explicit interpreter.
 
-Facts about the target come from the target interpreter itself (a short child
-process), never from rocmkit's own interpreter: rocmkit usually runs from its
+Facts about the target come from the target interpreter itself (:func:`rocmkit.pyenv.probe`,
+a short child process), never from rocmkit's own interpreter: rocmkit usually runs from its
 own venv or pipx, and the Python it installs into may be another version.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from rocmkit.errors import ToolError, UnsafeEnvironmentError, UsageError
+from rocmkit.pyenv import PyEnv, probe, venv_interpreter
 from rocmkit.runner import run, which
 
-PROBE_TIMEOUT_S = 30.0
 VENV_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class Target:
-    """A Python environment to install into."""
-
-    python: Path  # the interpreter (venv/bin/python)
-    prefix: Path
-    is_venv: bool
-    version: str  # "3.11.7"
-    purelib: Path
-    platlib: Path
-    stdlib: Path
-    has_pip: bool
-
-    @property
-    def short_version(self) -> str:
-        return ".".join(self.version.split(".")[:2])
-
-    @property
-    def site_dirs(self) -> tuple[Path, ...]:
-        return (self.purelib,) if self.purelib == self.platlib else (self.purelib, self.platlib)
-
-    @property
-    def externally_managed(self) -> Path | None:
-        """PEP 668: the EXTERNALLY-MANAGED marker of a non-venv interpreter, if present."""
-        if self.is_venv:
-            return None
-        marker = self.stdlib / "EXTERNALLY-MANAGED"
-        return marker if marker.is_file() else None
-
-
-def venv_python(venv: Path) -> Path:
-    return venv / "bin" / "python"
-
-
-def inspect_python(python: Path) -> Target:
-    """Ask ``python`` about itself."""
-    from rocmkit.pyenv import DISTRIBUTIONS, MODULES, probe_script, run_json
-
-    # The one probe every command uses (rocmkit.pyenv), isolated from PYTHONPATH.
-    ran = run_json(
-        python,
-        probe_script(),
-        [json.dumps(MODULES), json.dumps(DISTRIBUTIONS)],
-        timeout=PROBE_TIMEOUT_S,
-        flags=("-I",),
-    )
-    result = ran.proc
-    if result.status == "absent":
-        raise UsageError(f"{python} is not an executable Python", "pass a venv folder or a python path")
-    if not result.ok:
-        raise ToolError(f"could not query {python}: {result.describe()}")
-    data = ran.data
-    if not isinstance(data, dict):
-        raise ToolError(f"{python} printed no environment description: {result.stdout[:200]!r}")
-    return Target(
-        python=python,
-        prefix=Path(data["prefix"]),
-        is_venv=data["prefix"] != data["base_prefix"],
-        version=data["version"],
-        purelib=Path(data["purelib"]),
-        platlib=Path(data["platlib"]),
-        stdlib=Path(data["stdlib"]),
-        has_pip=bool(data["has_pip"]),
-    )
 
 
 def create_venv(venv: Path, *, base_python: str | None = None, env: Mapping[str, str] | None = None) -> None:
@@ -102,7 +34,7 @@ def create_venv(venv: Path, *, base_python: str | None = None, env: Mapping[str,
         result = run([uv, "venv", "--quiet", "--python", python, str(venv)], timeout=VENV_TIMEOUT_S, env=env)
     else:
         result = run([python, "-m", "venv", "--without-pip", str(venv)], timeout=VENV_TIMEOUT_S, env=env)
-    if not result.ok or not venv_python(venv).exists():
+    if not result.ok or not venv_interpreter(venv).exists():
         # uv ends its stderr with a "hint:" line; the "error:" line above it is the cause.
         cause = next((ln for ln in result.stderr.splitlines() if ln.startswith("error:")), None)
         detail = f"`{' '.join(result.argv)}` failed: {cause}" if cause else result.describe()
@@ -126,7 +58,7 @@ def select_target(
     break_system_packages: bool,
     create: bool = True,
     base_python: str | None = None,
-) -> tuple[Target, bool]:
+) -> tuple[PyEnv, bool]:
     """The target environment and whether rocmkit just created it.
 
     Order: ``--venv`` (made if missing), ``--python``, then the active venv
@@ -146,7 +78,7 @@ def select_target(
         venv = Path(active)
     if venv is not None:
         venv = venv.absolute()
-        if not venv_python(venv).exists():
+        if not venv_interpreter(venv).exists():
             if venv.exists() and any(venv.iterdir()):
                 raise UsageError(
                     f"{venv} exists but is not a virtual environment (no bin/python)",
@@ -158,9 +90,9 @@ def select_target(
                 )
             create_venv(venv, base_python=base_python)
             created = True
-        python = venv_python(venv)
+        python = venv_interpreter(venv)
     assert python is not None
-    target = inspect_python(python)
+    target = probe(python)
     marker = target.externally_managed
     if marker is not None and not break_system_packages:
         raise UnsafeEnvironmentError(

@@ -8,21 +8,20 @@ distribution is the pinned one and ``import triton`` works.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rocmkit.install.venv import Target
 from rocmkit.packages import parse_pin, requirement_name
 from rocmkit.plan import Plan
-from rocmkit.runner import run
+from rocmkit.pyenv import Inline, PyEnv, run_json
 
 VERIFY_TIMEOUT_S = 180.0
 
+# Standard library only: the target need not have rocmkit (run_json supplies write_result).
 _CHILD = r"""
-import json, sys
+import sys
 from importlib import metadata
 out = {"triton_dist": None}
 try:
@@ -43,7 +42,7 @@ if name:
         out["triton_module"] = str(getattr(triton, "__version__", "?"))
     except Exception as exc:
         out["triton_error"] = "%s: %s" % (type(exc).__name__, exc)
-print(json.dumps(out))
+write_result(out)
 """
 
 
@@ -113,18 +112,19 @@ def check_facts(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     return problems
 
 
-def verify(target: Target, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> Verification:
+def verify(target: PyEnv, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> Verification:
     """Run the checks in a child of ``target`` with the plan's environment variables set."""
     env = dict(os.environ)
     env.update(plan.env)
     env.pop("PYTHONPATH", None)
     triton_name = (requirement_name(plan.triton) or "") if plan.triton else ""
-    result = run([str(target.python), "-c", _CHILD, triton_name], timeout=timeout, env=env, cwd="/")
+    ran = run_json(target.executable, Inline(_CHILD), [triton_name], timeout=timeout, env=env)
+    result = ran.proc
     if not result.ok:
         return Verification(ok=False, problems=(f"the check child failed: {result.describe()}",), facts={})
-    try:
-        facts = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return Verification(ok=False, problems=("the check child printed no result",), facts={})
+    facts = ran.data
+    if not isinstance(facts, dict):
+        why = f": {ran.error}" if ran.error else ""
+        return Verification(ok=False, problems=(f"the check child gave no result{why}",), facts={})
     problems = check_facts(plan, facts)
     return Verification(ok=not problems, problems=tuple(problems), facts=facts)

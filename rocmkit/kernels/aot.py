@@ -120,7 +120,9 @@ def compile_targets(targets: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rocmkit.kernels.aot gfx942 sm_90``: JSON on stdout. Must start without
+    """``python -m rocmkit.kernels.aot gfx942 sm_90``: JSON in the result file of
+    :func:`rocmkit.pyenv.run_json` (Triton and LLVM print freely), or on stdout when run
+    by hand. Must start without
     TRITON_INTERPRET=1, which replaces even triton.language's own helpers with interpreted ones."""
     import json
     import os
@@ -145,7 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     out = compile_targets(args)
     if counts["hits"] or counts["misses"]:
         out["compile_cache"] = {"triton": counts}
-    print(json.dumps(out))
+    from rocmkit.pyenv import RESULT_ENV, write_result
+
+    if os.environ.get(RESULT_ENV):
+        write_result(out)
+    else:
+        print(json.dumps(out))
     return 0
 
 

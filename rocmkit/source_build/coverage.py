@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from rocmkit.errors import RocmkitError
 from rocmkit.machine import Gpu, Machine
-from rocmkit.source_build.targets import Target
+from rocmkit.source_build.targets import ArchTargets
 
 
-def machine_for(target: Target) -> Machine:
+def machine_for(target: ArchTargets) -> Machine:
     """A machine holding one GPU per target arch (for --arch, where nothing was detected)."""
     gpus = tuple(Gpu(vendor="amd", index=i, arch=a, integrated=False) for i, a in enumerate(target.archs))
     return Machine(gpus=gpus, source="--arch")
 
 
-def wheel_coverage(target: Target, machine: Machine | None, torch: str | None) -> str | None:
+def wheel_coverage(target: ArchTargets, machine: Machine | None, torch: str | None) -> str | None:
     """One sentence on what the published wheels do for ``target``; None when not applicable."""
     if target.backend != "rocm":
         return None  # CUDA wheels carry every current compute capability

@@ -76,7 +76,7 @@ def _nearest_existing(path: Path) -> Path:
 
 def live_probes(memory_bytes: int | None = None, env: dict[str, str] | None = None) -> Probes:
     """Probes of this machine: PATH (plus ROCm's bin), the file system, the target interpreter."""
-    from rocmkit.runner import run, which
+    from rocmkit.runner import which
 
     def disk_free(path: Path) -> int | None:
         try:
@@ -85,12 +85,14 @@ def live_probes(memory_bytes: int | None = None, env: dict[str, str] | None = No
             return None
 
     def python_info(python: str) -> PythonInfo | None:
-        code = "import sys, sysconfig; print(sysconfig.get_paths()['include']); print('%d.%d' % sys.version_info[:2])"
-        result = run([python, "-c", code], timeout=30)
-        lines = result.stdout.split()
-        if not result.ok or len(lines) < 2:
+        from rocmkit.errors import RocmkitError
+        from rocmkit.pyenv import probe
+
+        try:
+            found = probe(python)
+        except RocmkitError:
             return None
-        return PythonInfo(include_dir=lines[0], version=lines[1])
+        return PythonInfo(include_dir=str(found.include), version=found.short_version)
 
     if memory_bytes is None:
         try:

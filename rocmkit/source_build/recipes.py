@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rocmkit.source_build.refs import BuildMatrix, Release, load_build_matrix
 from rocmkit.source_build.steps import Recipe, Step
-from rocmkit.source_build.targets import Target, ccache_env, max_jobs
+from rocmkit.source_build.targets import ArchTargets, ccache_env, max_jobs
 
 __all__ = ["BuildMatrix", "BuildOptions", "HostFacts", "Release", "load_build_matrix", "make_recipe"]
 
@@ -47,14 +47,14 @@ class BuildOptions:
     rocmkit_python: str = sys.executable  # runs `python -m rocmkit.source_build.pin`
 
 
-def _local_version(target: Target) -> str:
+def _local_version(target: ArchTargets) -> str:
     """A PEP 440 local label naming what the wheel was built for: "rocmkit.gfx1031.gfx1030"."""
     parts = [re.sub(r"[^0-9a-z]", "", a.lower()) for a in target.archs]
     prefix = "sm" if target.backend == "cuda" else ""
     return "rocmkit." + ".".join(prefix + p for p in parts)
 
 
-def build_env(release: Release, target: Target, host: HostFacts, jobs: int) -> dict[str, str]:
+def build_env(release: Release, target: ArchTargets, host: HostFacts, jobs: int) -> dict[str, str]:
     """The environment of the compile steps (torch's setup.py reads these)."""
     env: dict[str, str] = {"MAX_JOBS": str(jobs)}
     if target.backend == "rocm":
@@ -76,7 +76,7 @@ def build_env(release: Release, target: Target, host: HostFacts, jobs: int) -> d
     return env
 
 
-def make_recipe(release: Release, target: Target, host: HostFacts, options: BuildOptions) -> Recipe:
+def make_recipe(release: Release, target: ArchTargets, host: HostFacts, options: BuildOptions) -> Recipe:
     """The steps to build (and install, and check) torch for ``target`` from ``release``."""
     bdir = options.build_dir.resolve()
     src = bdir / "src"

@@ -21,7 +21,7 @@ from rocmkit.errors import UsageError
 if TYPE_CHECKING:
     from rocmkit.source_build.preflight import PreflightItem, Probes
     from rocmkit.source_build.steps import Recipe
-    from rocmkit.source_build.targets import Target
+    from rocmkit.source_build.targets import ArchTargets
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +62,7 @@ class BuildRequest:
 @dataclass(frozen=True)
 class BuildPlan:
     recipe: Recipe
-    target: Target
+    target: ArchTargets
     probes: Probes
     rocm_path: str
 

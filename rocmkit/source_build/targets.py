@@ -27,7 +27,9 @@ RESERVED_MEMORY_GIB = 2.0
 
 
 @dataclass(frozen=True, kw_only=True)
-class Target:
+class ArchTargets:
+    """The GPU architectures one build compiles for, and how they were chosen."""
+
     backend: Backend
     archs: tuple[str, ...]  # ("gfx1031", "gfx1030") or ("8.0", "9.0")
     origin: str  # how the archs were chosen, for the plan
@@ -52,7 +54,7 @@ def _dedupe(items: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def target_from_args(archs: Sequence[str], backend: Backend | None) -> Target:
+def target_from_args(archs: Sequence[str], backend: Backend | None) -> ArchTargets:
     """``--arch`` values: all gfx names (ROCm) or all compute capabilities (CUDA)."""
     cleaned = [a.strip() for a in archs if a.strip()]
     gfx = [a.lower() for a in cleaned if a.lower().startswith("gfx")]
@@ -68,7 +70,7 @@ def target_from_args(archs: Sequence[str], backend: Backend | None) -> Target:
             )
         if backend == "cuda":
             raise UsageError("--backend cuda with gfx archs", "drop --backend or pass compute capabilities")
-        return Target(backend="rocm", archs=_dedupe(gfx), origin="--arch")
+        return ArchTargets(backend="rocm", archs=_dedupe(gfx), origin="--arch")
     ccs = [normalize_cuda_arch(a) for a in cleaned]
     if any(c is None for c in ccs):
         bad_cc = next(a for a, c in zip(cleaned, ccs, strict=True) if c is None)
@@ -78,14 +80,14 @@ def target_from_args(archs: Sequence[str], backend: Backend | None) -> Target:
         )
     if backend == "rocm":
         raise UsageError("--backend rocm with CUDA compute capabilities", "pass gfx arch names")
-    return Target(backend="cuda", archs=_dedupe([c for c in ccs if c]), origin="--arch")
+    return ArchTargets(backend="cuda", archs=_dedupe([c for c in ccs if c]), origin="--arch")
 
 
 def target_from_machine(
     machine: Machine,
     backend: Backend | None = None,
     nvidia_cc: Callable[[str], str | None] | None = None,
-) -> Target:
+) -> ArchTargets:
     """The archs of the machine's visible GPUs. Integrated AMD GPUs are left out when a discrete
     one is present: building for them doubles HIP compile time for a GPU nobody trains on."""
     chosen = backend or machine.backend_kind
@@ -111,7 +113,7 @@ def target_from_machine(
             archs.append(arch)
         if not archs:
             raise UsageError("no AMD GPU with a known gfx arch was detected", "pass --arch gfx...")
-        return Target(backend="rocm", archs=_dedupe(archs), origin="detected", skipped=tuple(skipped))
+        return ArchTargets(backend="rocm", archs=_dedupe(archs), origin="detected", skipped=tuple(skipped))
     ccs: list[str] = []
     for g in machine.nvidia_gpus:
         if not g.visible:
@@ -128,7 +130,7 @@ def target_from_machine(
         raise UsageError(
             "no NVIDIA GPU with a known compute capability was detected", "pass --arch 8.6 (for example)"
         )
-    return Target(backend="cuda", archs=_dedupe(ccs), origin="detected", skipped=tuple(skipped))
+    return ArchTargets(backend="cuda", archs=_dedupe(ccs), origin="detected", skipped=tuple(skipped))
 
 
 def max_jobs(cores: int | None, memory_bytes: int | None, backend: Backend) -> tuple[int, str]:

@@ -9,7 +9,6 @@ wheel pinned with its sha256, plus a rocmkit plan read from the installed torch)
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -17,14 +16,13 @@ from pathlib import Path
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import RocmkitError, ToolError
 from rocmkit.plan import Plan
+from rocmkit.pyenv import Inline, run_json
 from rocmkit.runner import run
 
 BUILT = ("torch", "triton", "torchvision")
 PIP_TIMEOUT_S = 3600.0
-PROBE = (
-    "import json, torch; print(json.dumps({'version': torch.__version__, "
-    "'hip': torch.version.hip, 'cuda': torch.version.cuda}))"
-)
+# Standard library and torch only: the build interpreter need not have rocmkit.
+PROBE = "import torch\nwrite_result({'version': torch.__version__, 'hip': torch.version.hip, 'cuda': torch.version.cuda})\n"
 
 
 def built_wheels(folder: Path) -> list[Path]:
@@ -45,11 +43,15 @@ def backend_name(hip: str | None, cuda: str | None) -> str | None:
 
 def plan_for(python: str, versions: dict[str, str], archs: tuple[str, ...]) -> Plan | None:
     """A plan for install's verification, from the torch installed in the build environment."""
-    result = run([python, "-c", PROBE], timeout=300)
-    if not result.ok:
-        print(f"rocmkit: no plan in the lock: torch does not import here ({result.describe()})", flush=True)
+    ran = run_json(python, Inline(PROBE), timeout=300)
+    if not ran.proc.ok:
+        print(f"rocmkit: no plan in the lock: torch does not import here ({ran.proc.describe()})", flush=True)
         return None
-    facts = json.loads(result.stdout.strip().splitlines()[-1])
+    facts = ran.data
+    if not isinstance(facts, dict) or "version" not in facts:
+        why = ran.why_none() if facts is None else "no torch version in its result"
+        print(f"rocmkit: no plan in the lock: the torch probe gave no answer ({why})", flush=True)
+        return None
     backend = backend_name(facts.get("hip"), facts.get("cuda"))
     if backend is None:
         return None

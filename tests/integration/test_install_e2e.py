@@ -24,8 +24,8 @@ import pytest
 
 from rocmkit.cli import main
 from rocmkit.install.state import diff, snapshot
-from rocmkit.install.venv import inspect_python
 from rocmkit.plan import Plan
+from rocmkit.pyenv import probe
 from tests.support.pkgindex import PLATFORM_TAG, IndexServer, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -241,7 +241,7 @@ def test_failed_verification_restores_the_previous_build(
     tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     venv = setup_61(capsys, tmp_path, server)
-    target = inspect_python(venv / "bin/python")
+    target = probe(venv / "bin/python")
     guard_files = (venv / "pip.conf", venv / "rocmkit-constraints.txt", venv / "bin/activate")
     before_freeze = freeze(venv)
     before = snapshot(target, guard_files)
@@ -266,7 +266,7 @@ def test_broken_wheel_midway_with_pip_restores_exactly(
     corrupt_member(root / "whl/rocm6.2" / TORCH_251, "torch/version.py")
     with IndexServer(root) as srv:
         venv = setup_61(capsys, tmp_path, srv)
-        target = inspect_python(venv / "bin/python")
+        target = probe(venv / "bin/python")
         guard_files = (venv / "pip.conf", venv / "rocmkit-constraints.txt", venv / "bin/activate")
         before_files = snapshot(target, guard_files)
         before = pip_freeze_all(venv)

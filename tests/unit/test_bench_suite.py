@@ -12,7 +12,7 @@ import pytest
 from rocmkit.bench import models
 from rocmkit.bench.results import ModelResult
 from rocmkit.bench.suite import SuiteOptions, child_env, run_suite
-from rocmkit.errors import ToolError, UsageError
+from rocmkit.errors import DataError, ToolError, UsageError
 from rocmkit.runner import CommandResult
 
 EXTRA = """
@@ -75,6 +75,15 @@ def test_child_env_sets_caches_and_hides_gpus_on_cpu(tmp_path: Path) -> None:
     assert "CUDA_VISIBLE_DEVICES" not in gpu and "TORCHINDUCTOR_COMPILE_THREADS" not in gpu
 
 
+# Result files a broken or hostile child could leave: each must be that model's error row.
+DAMAGED = {
+    "torn": '{"name": "distilgpt2", "status": "pa',
+    "deep": "[" * 100_000,
+    "not_a_row": '{"name": "mlp", "status": "pass", "eager_spread": [1, 2]}',
+    "a_list": "[1, 2, 3]",
+}
+
+
 class FakeChildren:
     """Stands in for rocmkit.runner.run: answers the probe and each model's child."""
 
@@ -108,6 +117,9 @@ class FakeChildren:
             return CommandResult(
                 argv=tuple(argv), status="signal", returncode=-11, stderr="Segmentation fault"
             )
+        if what in DAMAGED:
+            Path(argv[5]).write_text(DAMAGED[what])
+            return CommandResult(argv=tuple(argv), status="ok", returncode=0)
         row = ModelResult(
             name=name,
             status="compile_error" if what == "compile_error" else "pass",
@@ -148,6 +160,21 @@ def test_each_model_gets_its_own_child_and_failures_become_rows(tmp_path: Path) 
     assert suite.summary.pass_rate == "40%, 2/5"
 
 
+def test_a_damaged_result_file_is_that_models_error_row(tmp_path: Path) -> None:
+    names = ("distilgpt2", "t5_small", "camembert", "resnet")
+    fake = FakeChildren(behaviour=dict(zip(names, DAMAGED, strict=True)))
+    suite = run_suite(SuiteOptions(cache_dir=tmp_path), environ={}, runner=fake)
+    by_name = {m.name: m for m in suite.models}
+    assert by_name["mlp"].status == "pass"  # the run went on
+    for name in names:
+        row = by_name[name]
+        assert row.status == "error" and "\n" not in row.message and len(row.message) <= 300, row
+        assert f"the result file of {name}" in row.message
+    assert "not valid JSON" in by_name["distilgpt2"].message
+    assert "nests deeper" in by_name["t5_small"].message
+    assert "not a bench row" in by_name["camembert"].message
+
+
 def test_gpu_backend_defaults_to_full_size(tmp_path: Path) -> None:
     fake = FakeChildren(backend="rocm")
     suite = run_suite(SuiteOptions(models=("mlp",), cache_dir=tmp_path), environ={}, runner=fake)
@@ -176,6 +203,18 @@ def test_probe_failures(tmp_path: Path) -> None:
 
     with pytest.raises(ToolError, match="probing torch failed"):
         run_suite(SuiteOptions(cache_dir=tmp_path), environ={}, runner=hangs)
+
+    def damaged(text: str) -> Any:
+        def child(argv: list[str], **_: Any) -> CommandResult:
+            Path(argv[4]).write_text(text)
+            return CommandResult(argv=tuple(argv), status="ok", returncode=0)
+
+        return child
+
+    with pytest.raises(DataError, match="the torch probe's result file nests deeper"):
+        run_suite(SuiteOptions(cache_dir=tmp_path), environ={}, runner=damaged("{" * 100_000))
+    with pytest.raises(ToolError, match="holds no probe answer"):
+        run_suite(SuiteOptions(cache_dir=tmp_path), environ={}, runner=damaged('["cpu"]'))
 
 
 def test_bad_repeat_is_a_usage_error(tmp_path: Path) -> None:

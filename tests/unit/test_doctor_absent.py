@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocmkit.doctor.python_env import PythonEnv
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.reporters import text
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.doctor.run import run_checks
 from rocmkit.machine import Machine
 from rocmkit.plan import Plan
+from rocmkit.pyenv import PyEnv
 
 
 def _never(ctx: CheckContext) -> CheckResult:
@@ -38,19 +38,24 @@ CHECKS = [
 ]
 
 
-def _py(*, torch: bool, triton: bool, venv: str | None = "/v", requires: tuple[str, ...] = ()) -> PythonEnv:
-    return PythonEnv(
-        executable=f"{venv or '/usr'}/bin/python",
+def _py(*, torch: bool, triton: bool, venv: str | None = "/v", requires: tuple[str, ...] = ()) -> PyEnv:
+    prefix = Path(venv or "/usr")
+    return PyEnv(
+        executable=prefix / "bin/python",
         version="3.11.0",
+        prefix=prefix,
+        purelib=prefix / "lib/python3.11/site-packages",
+        platlib=prefix / "lib/python3.11/site-packages",
+        stdlib=Path("/usr/lib/python3.11"), include=Path("/usr/lib/python3.11"),
         modules={"torch": torch, "triton": triton},
         dists={"torch": "2.5.1" if torch else None},
         own=False,
-        venv=venv,
+        venv=None if venv is None else Path(venv),
         torch_requires=requires,
     )
 
 
-def _run(python: PythonEnv, level: int, tmp_path: Path, **ctx: object) -> dict[str, CheckResult]:
+def _run(python: PyEnv, level: int, tmp_path: Path, **ctx: object) -> dict[str, CheckResult]:
     context = CheckContext(machine=Machine(), backend="cpu", cache_dir=tmp_path, **ctx)  # type: ignore[arg-type]
     # triton.packages (needs only "live") would start a child; leave it out here.
     return {r.name: r for r in run_checks(CHECKS[1:], context, python=python, level=level)}

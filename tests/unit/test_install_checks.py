@@ -15,9 +15,10 @@ from rocmkit.install import venv as venvmod
 from rocmkit.install.base import Sources
 from rocmkit.install.indexcheck import decide_sources, read_pip_config, wheel_matches
 from rocmkit.install.state import Dist, EnvState, build_backup_wheel, diff
-from rocmkit.install.venv import Target, select_target
+from rocmkit.install.venv import select_target
 from rocmkit.install.verify import check_facts, expected_backend
 from rocmkit.plan import Plan
+from rocmkit.pyenv import PyEnv
 
 ROCM = Plan(backend="rocm6.2", torch_version="2.5.1+rocm6.2", triton="pytorch-triton-rocm==3.1.0")
 
@@ -93,9 +94,9 @@ def test_backup_wheel_rebuilds_an_installed_distribution(tmp_path: Path) -> None
     record = [f"{p.relative_to(site) if p.is_relative_to(site) else '../../../' + str(p.relative_to(prefix))},"
               f"{_record_hash(d)},{len(d)}" for p, d in files.items()]  # fmt: skip
     (info / "RECORD").write_text("\n".join([*record, "demo_pkg-1.0.dist-info/RECORD,,"]) + "\n")
-    target = Target(
-        python=prefix / "bin/python", prefix=prefix, is_venv=True, version="3.11.7",
-        purelib=site, platlib=site, stdlib=tmp_path, has_pip=False,
+    target = PyEnv(
+        executable=prefix / "bin/python", prefix=prefix, venv=prefix, version="3.11.7",
+        purelib=site, platlib=site, stdlib=tmp_path, include=tmp_path, has_pip=False,
     )  # fmt: skip
     dist = Dist(name="demo-pkg", version="1.0", fingerprint="f", dist_info=str(info))
     wheel = build_backup_wheel(dist, target, tmp_path / "out")
@@ -160,14 +161,14 @@ def test_target_selection_refuses_pep668_and_a_missing_target(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "EXTERNALLY-MANAGED").write_text("[externally-managed]\n")
-    system = Target(
-        python=Path("/usr/bin/python3"), prefix=Path("/usr"), is_venv=False, version="3.11.2",
-        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, has_pip=True,
+    system = PyEnv(
+        executable=Path("/usr/bin/python3"), prefix=Path("/usr"), venv=None, version="3.11.2",
+        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, include=tmp_path, has_pip=True,
     )  # fmt: skip
-    monkeypatch.setattr(venvmod, "inspect_python", lambda python: system)
+    monkeypatch.setattr(venvmod, "probe", lambda python: system)
     with pytest.raises(UnsafeEnvironmentError, match="externally managed system Python"):
-        select_target(venv=None, python=system.python, environ={}, break_system_packages=False)
-    assert select_target(venv=None, python=system.python, environ={}, break_system_packages=True) == (
+        select_target(venv=None, python=system.executable, environ={}, break_system_packages=False)
+    assert select_target(venv=None, python=system.executable, environ={}, break_system_packages=True) == (
         system,
         False,
     )
@@ -182,9 +183,9 @@ def test_target_selection_refuses_pep668_and_a_missing_target(
 def test_a_plan_for_another_python_is_refused_up_front(tmp_path: Path) -> None:
     from rocmkit.install.flow import check_fits
 
-    target = Target(
-        python=tmp_path / "bin/python", prefix=tmp_path, is_venv=True, version="3.11.7",
-        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, has_pip=False,
+    target = PyEnv(
+        executable=tmp_path / "bin/python", prefix=tmp_path, venv=tmp_path, version="3.11.7",
+        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, include=tmp_path, has_pip=False,
     )  # fmt: skip
     check_fits(Plan(backend="cpu", python="3.11"), target)
     check_fits(Plan(backend="cpu"), target)
@@ -210,9 +211,9 @@ def test_one_install_per_environment_at_a_time(tmp_path: Path) -> None:
     from rocmkit.errors import LockHeldError
     from rocmkit.install.flow import _exclusive
 
-    target = Target(
-        python=tmp_path / "bin/python", prefix=tmp_path, is_venv=True, version="3.11.7",
-        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, has_pip=False,
+    target = PyEnv(
+        executable=tmp_path / "bin/python", prefix=tmp_path, venv=tmp_path, version="3.11.7",
+        purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, include=tmp_path, has_pip=False,
     )  # fmt: skip
     with (
         _exclusive(target),

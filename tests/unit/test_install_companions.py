@@ -12,9 +12,9 @@ from rocmkit.errors import NetworkError
 from rocmkit.install.base import Sources
 from rocmkit.install.flow import add_later_command
 from rocmkit.install.indexcheck import UserPipConfig, decide_sources, read_pip_config
-from rocmkit.install.venv import Target
 from rocmkit.machine import Gpu, Machine
 from rocmkit.plan import Plan
+from rocmkit.pyenv import PyEnv
 from rocmkit.resolve import Constraints, resolve
 
 TAG = "cp311-cp311-manylinux_2_28_x86_64"
@@ -114,16 +114,16 @@ def test_add_later_command_uses_the_planned_index_and_the_guard(tmp_path: Path) 
         index_urls=("https://download.pytorch.org/whl/cpu",),
     )
 
-    def target(has_pip: bool) -> Target:
+    def target(has_pip: bool) -> PyEnv:
         lib = tmp_path / "v/lib/python3.11/site-packages"
-        return Target(
-            python=tmp_path / "v/bin/python",
+        return PyEnv(
+            executable=tmp_path / "v/bin/python",
             prefix=tmp_path / "v",
-            is_venv=True,
+            venv=tmp_path / "v",
             version="3.11.7",
             purelib=lib,
             platlib=lib,
-            stdlib=tmp_path / "lib",
+            stdlib=tmp_path / "lib", include=tmp_path / "lib",
             has_pip=has_pip,
         )
 

@@ -13,13 +13,13 @@ import pytest
 from rocmkit.errors import DataError, ToolError
 from rocmkit.install import journal
 from rocmkit.install.state import Dist, EnvState
-from rocmkit.install.venv import Target
+from rocmkit.pyenv import PyEnv
 
 
-def target(prefix: Path, *, is_venv: bool = True) -> Target:
-    return Target(
-        python=prefix / "bin/python", prefix=prefix, is_venv=is_venv, version="3.11.7",
-        purelib=prefix, platlib=prefix, stdlib=prefix, has_pip=False,
+def target(prefix: Path, *, is_venv: bool = True) -> PyEnv:
+    return PyEnv(
+        executable=prefix / "bin/python", prefix=prefix, venv=prefix if is_venv else None, version="3.11.7",
+        purelib=prefix, platlib=prefix, stdlib=prefix, include=prefix, has_pip=False,
     )  # fmt: skip
 
 

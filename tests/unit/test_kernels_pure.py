@@ -444,22 +444,28 @@ def _fake_compiler(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) 
     """Replace the command runner: each target's compiler process answers from ``answers``."""
     import json as _json
 
-    import rocmkit.runner
+    import rocmkit.pyenv
     from rocmkit.runner import CommandResult
 
     calls: list[list[str]] = []
 
     def run(argv: list[str], **kw: object) -> CommandResult:
         calls.append(list(argv))
-        assert "TRITON_INTERPRET" not in kw["env"]  # type: ignore[operator]
+        env: dict[str, str] = kw["env"]  # type: ignore[assignment]
+        assert "TRITON_INTERPRET" not in env
         target = argv[-1]
         answer = answers[target]
         if isinstance(answer, CommandResult):
             return answer
+        if isinstance(answer, str):  # a damaged result file
+            Path(env[rocmkit.pyenv.RESULT_ENV]).write_text(answer)
+            return CommandResult(argv=tuple(argv), status="ok", returncode=0)
+        # The child's side of run_json: the result in its file, stdout free for noise.
         out = {"triton": "3.8.0", "targets": {target: answer}}
-        return CommandResult(argv=tuple(argv), status="ok", returncode=0, stdout=_json.dumps(out) + "\n")
+        Path(env[rocmkit.pyenv.RESULT_ENV]).write_text(_json.dumps(out))
+        return CommandResult(argv=tuple(argv), status="ok", returncode=0, stdout='{"targets": {}}\n')
 
-    monkeypatch.setattr(rocmkit.runner, "run", run)
+    monkeypatch.setattr(rocmkit.pyenv, "run", run)
     return calls
 
 
@@ -488,6 +494,13 @@ def test_codegen_passes_when_every_target_compiles(monkeypatch: pytest.MonkeyPat
     r = kchecks.codegen(_ctx(options={"codegen_targets": "sm_90"}))
     assert r.status is Status.PASS
     assert r.message == "triton 3.8.0 compiles every smoke kernel for sm_90 (1 kernels, 1.2 s)"
+
+
+def test_a_damaged_compiler_result_is_one_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_compiler(monkeypatch, {"gfx942": "[" * 100_000})
+    r = kchecks.codegen(_ctx(options={"codegen_targets": "gfx942"}))
+    assert r.status is Status.ERROR and "\n" not in r.message
+    assert "did not report: the child's result file nests deeper than 64 levels" in r.message
 
 
 def test_a_compiler_that_hangs_is_an_error_not_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:

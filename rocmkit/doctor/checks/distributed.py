@@ -277,6 +277,8 @@ def start_workers(
             wenv.setdefault("GLOO_SOCKET_IFNAME", "lo")
         ran = run_json(sys.executable, "rocmkit.doctor.checks.distributed", timeout=timeout_s, env=wenv)
         payload = ran.data if isinstance(ran.data, dict) else None
+        if payload is None and ran.error:  # a damaged result file: say so rather than "exit 0"
+            payload = {"error": "result", "message": ran.error}
         return WorkerOutcome(rank=rank, command=ran.proc, payload=payload)
 
     with ThreadPoolExecutor(max_workers=layout.procs_per_node) as pool:

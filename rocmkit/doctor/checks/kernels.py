@@ -100,11 +100,10 @@ def codegen(ctx: CheckContext) -> CheckResult:
     command runner with a timeout, without TRITON_INTERPRET, which would replace even
     triton.language's helpers with interpreted ones.
     """
-    import json
     import os
     import sys
 
-    from rocmkit.runner import run
+    from rocmkit.pyenv import run_json
 
     started = time.perf_counter()
     targets = codegen_targets(ctx)
@@ -148,12 +147,10 @@ def codegen(ctx: CheckContext) -> CheckResult:
     # One process per target: a compiler that aborts on one arch (LLVM does, for an ISA it
     # cannot lower to) must not hide the others' results.
     for target in targets:
-        proc = run([sys.executable, "-m", "rocmkit.kernels.aot", target], timeout=timeout, env=env)
-        try:
-            data = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.ok else None
-        except (ValueError, IndexError):
-            data = None
-        if data is not None:
+        ran = run_json(sys.executable, "rocmkit.kernels.aot", [target], timeout=timeout, env=env)
+        proc = ran.proc
+        data = ran.data if proc.ok and isinstance(ran.data, dict) else None
+        if data is not None and isinstance(data.get("targets"), dict):
             version = data.get("triton") or version
             per_target.update(data["targets"])
             caches.append(data.get("compile_cache") or {})
@@ -163,9 +160,10 @@ def codegen(ctx: CheckContext) -> CheckResult:
             }
         else:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+            how = ran.error if proc.ok and ran.error else proc.describe()
             return result(
                 Status.ERROR,
-                f"the Triton compiler process for {target} did not report: {proc.describe()}",
+                f"the Triton compiler process for {target} did not report: {how}",
                 f"rerun `python -m rocmkit.kernels.aot {target}` to see the full error",
                 stderr_tail=tail,
             )

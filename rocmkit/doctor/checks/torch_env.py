@@ -25,10 +25,10 @@ from rocmkit.doctor import preloaded
 from rocmkit.doctor.absent import install_torch_remedy, pip_index
 from rocmkit.doctor.checks import archs
 from rocmkit.doctor.checks.outcome import result
-from rocmkit.doctor.python_env import this_python, triton_pin
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status, exception_line
 from rocmkit.packages import TRITON_DISTRIBUTIONS
+from rocmkit.pyenv import this_python, triton_pin
 
 
 def _version(dist: str) -> str | None:
