@@ -29,8 +29,12 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import TextIO
+
+# Not typing.TYPE_CHECKING: a replay should not pay for importing typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TextIO
 
 SCHEMA = "rocmkit.output-cache/1"
 COMMANDS = ("detect", "resolve")
@@ -52,9 +56,8 @@ def cacheable(detected_at: float) -> None:
 
 def _source_stamp() -> str:
     """rocmkit's Python files, by name, size and mtime: a changed checkout is another key."""
-    root = Path(__file__).resolve().parent
     out: list[str] = []
-    stack = [str(root)]
+    stack = [os.path.dirname(os.path.realpath(__file__))]
     while stack:
         folder = stack.pop()
         with os.scandir(folder) as entries:

@@ -4,8 +4,10 @@ from the detection cache (:mod:`rocmkit.detect_cache`)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rocmkit.machine import Machine
+if TYPE_CHECKING:
+    from rocmkit.machine import Machine
 
 
 def machine_for(capture: Path | None, *, fresh: bool, replayable: bool = True) -> Machine:
