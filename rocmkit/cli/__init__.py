@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 # Names the click group module holds, reachable here as before (``from rocmkit.cli import cli``).
 _GROUP_NAMES = ("cli", "COMMANDS", "INTERRUPTED_EXIT", "LazyGroup")
+# The commands whose output may be replayed (rocmkit.output_cache.COMMANDS, kept equal by a
+# test): any other command line does not import the output cache at all.
+CACHED_COMMANDS = ("detect", "resolve")
 
 
 def main(argv: list[str] | None = None) -> Any:
@@ -26,7 +29,7 @@ def main(argv: list[str] | None = None) -> Any:
     Only the process's own command line (``argv`` None) is replayed from, or stored in, the
     output cache: an in-process call (tests, the API) may run with patched internals."""
     recording = None
-    if argv is None:
+    if argv is None and sys.argv[1:2] and sys.argv[1] in CACHED_COMMANDS:
         from rocmkit import output_cache
 
         recording = output_cache.start(sys.argv[1:])

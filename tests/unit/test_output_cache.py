@@ -72,6 +72,12 @@ def test_the_key_follows_the_tools_detection_runs(tmp_path: Path) -> None:
     assert detect_cache.state_key(env) != with_tool
 
 
+def test_the_entry_point_asks_the_cache_about_the_commands_it_stores() -> None:
+    from rocmkit.cli import CACHED_COMMANDS
+
+    assert CACHED_COMMANDS == output_cache.COMMANDS
+
+
 def test_the_tools_in_the_key_are_every_command_detection_runs() -> None:
     assert set(detect_cache.TOOLS) == {argv[0] for argv in COMMANDS.values() if argv[0] != BUILTIN}
 
