@@ -8,8 +8,7 @@ writing what it printed then.
 
 The key is everything the output is a function of: the detection state key of
 :mod:`rocmkit.detect_cache` (boot, drivers, device nodes, mounts, tools on PATH, the
-variables detection reads, the matrix data), the matrix folder and its checksum, rocmkit's
-own source files (name, size, mtime: an edited checkout is another rocmkit), the
+variables detection reads, the matrix folder and its checksum), rocmkit's own source files (name, size, mtime: an edited checkout is another rocmkit), the
 interpreter (resolve's default target Python), every ``ROCMKIT_*`` variable, and the
 command line itself. An entry expires with the detection it came from
 (:data:`rocmkit.detect_cache.MAX_AGE_S`).
@@ -81,18 +80,15 @@ def output_key(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
 
     from rocmkit import __version__
     from rocmkit.detect_cache import state_key
-    from rocmkit.matrix.compiled import matrix_key
-    from rocmkit.paths import matrices_dir
 
+    # The state key already holds the matrix folder and its checksum.
     state = state_key(environ)
     if state is None:
         return None
-    folder = matrices_dir()
     parts = [
         SCHEMA,
         __version__,
         state,
-        f"{folder}:{matrix_key(folder)}",
         _source_stamp(),
         sys.executable,
         sys.version,
