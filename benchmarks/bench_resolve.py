@@ -8,6 +8,10 @@ Peers, run in the same session on the same machine:
   * `python -c "import torch"`: the start-up cost every torch user already
     pays; rocmkit resolve must be a small fraction of it.
 Each command runs as a fresh process (interpreter start included), best of N.
+The capture row resolves from a capture folder (never cached); the live rows plan for
+this machine offline, as a rerun (the output cache replays the first run's plan) and
+with `--fresh` (detect and resolve again), in a cache folder of their own.
+Measure with .pyc files present (`python -m compileall -q rocmkit`, PYTHONDONTWRITEBYTECODE unset).
 
     .venv/bin/python benchmarks/bench_resolve.py [--runs 7]
 """
@@ -15,6 +19,7 @@ Each command runs as a fresh process (interpreter start included), best of N.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import subprocess
@@ -32,14 +37,14 @@ CAPTURE = REPO / "tests" / "data" / "captures" / "rx6800m-gfx1031-gfx90c-fedora-
 CPU: dict[str, float] = {}  # best CPU seconds (user + sys) per command label
 
 
-def best_of(argv: list[str], runs: int, label: str = "") -> float:
+def best_of(argv: list[str], runs: int, label: str = "", env: dict[str, str] | None = None) -> float:
     """Best wall time of ``runs`` fresh processes; the best CPU time goes to CPU[label].
     CPU time is printed too because wall time on a shared box mostly measures the neighbours."""
     times, cpus = [], []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, cwd=REPO)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, cwd=REPO, env=env)
         times.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
@@ -88,6 +93,14 @@ def main() -> None:
         f"rocmkit resolve --json (fresh process)      {t_rocmkit * 1000:8.1f} ms  cpu {CPU['rocmkit'] * 1000:7.1f} ms"
     )
     print(f"  of which matrix load + resolve in-process {t_core * 1000:8.1f} ms")
+    live = [py, "-m", "rocmkit", "resolve", "--json", "--offline"]
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "ROCMKIT_CACHE_DIR": cache}
+        best_of(live, 1, "", env)  # detects, resolves, fills the caches
+        t_rerun = best_of(live, runs, "rerun", env)
+        t_fresh = best_of([*live, "--fresh"], runs, "fresh", env)
+    print(f"this machine, --offline, rerun (cached)     {t_rerun * 1000:8.1f} ms  cpu {CPU['rerun'] * 1000:7.1f} ms")
+    print(f"this machine, --offline --fresh             {t_fresh * 1000:8.1f} ms  cpu {CPU['fresh'] * 1000:7.1f} ms")
 
     uv = shutil.which("uv") or str(Path(py).parent / "uv")
     from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel

@@ -7,8 +7,11 @@ covers everything that changes what detection reports without a reboot: the boot
 id, the loaded driver versions and the KFD topology generation, the device nodes
 (their owners and modes), the mounts under /dev, /opt and /usr (/dev/shm, a ROCm
 bind mount), the ROCm install, this process's user and groups, the variables
-detection reads, and rocmkit's version. Anything else changed means a different key, so a stale entry
-is never read; ``rocmkit doctor --fresh`` ignores the cache altogether.
+detection reads, the tools it runs as found on PATH (path, size, mtime), the matrix data
+(its PCI and gfx tables name what detection finds) and rocmkit's version. Anything else
+changed means a different key, so a stale entry is never read; ``--fresh`` (doctor,
+detect, resolve) ignores the cache altogether. ``rocmkit detect`` and ``rocmkit resolve``
+read the same entries (:func:`machine_at`).
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from typing import TYPE_CHECKING
 
 from rocmkit import __version__
 from rocmkit.atomicio import write_text_atomic
-from rocmkit.machine import Machine
+from rocmkit.envvars import relevant_raw
 
 if TYPE_CHECKING:
+    from rocmkit.machine import Machine
     from rocmkit.plan import Plan
 
 SCHEMA = "rocmkit.detect-cache/1"
@@ -46,6 +50,12 @@ _FILES = (
 )
 _DEVICE_DIRS = ("/dev/dri",)
 _DEVICES = ("/dev/kfd",)
+# The commands detection runs (argv[0] of rocmkit.sources.COMMANDS, kept equal by a test):
+# a tool upgraded or put first on PATH prints something else.
+TOOLS = (
+    "amd-smi", "dmesg", "hipconfig", "id", "ldd", "lspci", "nvidia-smi", "rocm-smi",
+    "rocm_agent_enumerator", "rocminfo", "uname",
+)  # fmt: skip
 
 
 def _read(path: str) -> str:
@@ -70,6 +80,23 @@ def _stat(path: str) -> str:
 _MOUNT_PREFIXES = ("/dev", "/opt", "/usr", "/sys/module")
 
 
+def _tools(path_var: str) -> str:
+    """Where each tool is found on PATH, with its size and mtime (as a shell finds it)."""
+    folders = [d for d in path_var.split(os.pathsep) if d]
+    out = []
+    for tool in TOOLS:
+        for folder in folders:
+            exe = os.path.join(folder, tool)
+            try:
+                st = os.stat(exe)
+            except OSError:
+                continue
+            if os.access(exe, os.X_OK):
+                out.append(f"{exe}:{st.st_size}:{st.st_mtime_ns}")
+                break
+    return "\n".join(out)
+
+
 def _mounts(text: str) -> str:
     keep = []
     for line in text.splitlines():
@@ -82,7 +109,8 @@ def _mounts(text: str) -> str:
 def state_key(environ: Mapping[str, str]) -> str | None:
     """The key of this boot's driver and device state, or None where there is no boot id
     (not Linux, or /proc hidden): then nothing is cached."""
-    from rocmkit.sources import relevant_env
+    from rocmkit.matrix.compiled import matrix_key
+    from rocmkit.paths import matrices_dir
 
     boot = _read(_FILES[0]).strip()
     if not boot:
@@ -100,8 +128,11 @@ def state_key(environ: Mapping[str, str]) -> str | None:
     parts.append(f"host={os.uname().nodename}")
     parts.append(f"rocm={os.path.realpath('/opt/rocm')}")
     parts.append(f"user={os.getuid()}:{sorted(os.getgroups())}")
-    parts.append(json.dumps(relevant_env(environ), sort_keys=True))
+    parts.append(json.dumps(relevant_raw(environ), sort_keys=True))
     parts.append(f"PATH={environ.get('PATH', '')}")
+    parts.append(_tools(environ.get("PATH", "")))
+    data = matrices_dir()
+    parts.append(f"matrix={data}:{matrix_key(data)}")
     parts.append(f"LD_LIBRARY_PATH={environ.get('LD_LIBRARY_PATH', '')}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
@@ -116,14 +147,31 @@ def cached_machine(
 ) -> tuple[Machine, bool]:
     """This machine, from the cache when the state key matches, else detected and stored.
     Returns the machine and whether it came from the cache. ``fresh``: detect, then store."""
+    machine, _, hit = machine_at(cache_dir, fresh=fresh, environ=environ, detect=detect, now=now)
+    return machine, hit
+
+
+def machine_at(
+    cache_dir: Path,
+    *,
+    fresh: bool = False,
+    environ: Mapping[str, str] | None = None,
+    detect: Callable[[], Machine] | None = None,
+    now: Callable[[], float] = time.time,
+) -> tuple[Machine, float, bool]:
+    """As :func:`cached_machine`, with when the machine was detected (the cache entry's
+    time on a hit): what is derived from it expires with it."""
+    from rocmkit.machine import Machine
+
     env = os.environ if environ is None else environ
     key = state_key(env)
     path = cache_dir / "detect" / f"{key}.json"
     if key is not None and not fresh:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("schema") == SCHEMA and now() - float(data["stored_at"]) < MAX_AGE_S:
-                return Machine.from_dict(data["machine"]), True
+            stored_at = float(data["stored_at"])
+            if data.get("schema") == SCHEMA and 0 <= now() - stored_at < MAX_AGE_S:
+                return Machine.from_dict(data["machine"]), stored_at, True
         except (OSError, ValueError, KeyError, TypeError):
             pass  # absent or unreadable: detect
     if detect is None:
@@ -131,14 +179,15 @@ def cached_machine(
         from rocmkit.detect import detect_machine
 
         detect = detect_machine
+    started = now()
     machine = detect()
     if key is not None and machine.source == "live":
         # A cache we cannot write is a slower rerun, never a failed doctor.
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
-            payload = {"schema": SCHEMA, "stored_at": now(), "machine": machine.to_dict()}
+            payload = {"schema": SCHEMA, "stored_at": started, "machine": machine.to_dict()}
             write_text_atomic(path, json.dumps(payload))
-    return machine, False
+    return machine, started, False
 
 
 def cached_plan(

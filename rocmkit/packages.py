@@ -22,21 +22,17 @@ import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urljoin, urlsplit
 
-from packaging.utils import (
-    InvalidWheelFilename,
-    NormalizedName,
-    canonicalize_name,
-    parse_wheel_filename,
-)
 from packaging.version import Version
 
 from rocmkit.errors import NetworkError
 
 if TYPE_CHECKING:
     from html.parser import HTMLParser
+
+    from packaging.utils import NormalizedName
 
 # The HTTP, HTML, e-mail and JSON parts of the standard library are imported where they are
 # used: resolve and the matrix loader import this module for its names and pins, and should not
@@ -47,18 +43,19 @@ if TYPE_CHECKING:
 # The distributions torch has pinned for Triton, newest naming first: ROCm wheels
 # moved from pytorch-triton-rocm to triton-rocm with 2.10; CUDA wheels pin triton
 # (pytorch-triton on nightly).
-TRITON_DISTRIBUTIONS: tuple[NormalizedName, ...] = (
-    NormalizedName("triton-rocm"),
-    NormalizedName("pytorch-triton-rocm"),
-    NormalizedName("pytorch-triton"),
-    NormalizedName("triton"),
+TRITON_DISTRIBUTIONS: tuple[NormalizedName, ...] = cast(
+    "tuple[NormalizedName, ...]", ("triton-rocm", "pytorch-triton-rocm", "pytorch-triton", "triton")
 )
-COMPANIONS: tuple[NormalizedName, ...] = (NormalizedName("torchvision"), NormalizedName("torchaudio"))
+COMPANIONS: tuple[NormalizedName, ...] = cast("tuple[NormalizedName, ...]", ("torchvision", "torchaudio"))
+
+# packaging.utils.canonicalize_name's rule, without importing packaging.utils: it imports
+# packaging.tags (subprocess, sysconfig, platform), which resolve never needs.
+_SEPARATORS = re.compile(r"[-_.]+")
 
 
 def canonical(name: str) -> NormalizedName:
     """PEP 503 normalised project name ("Pytorch_Triton.ROCm" -> "pytorch-triton-rocm")."""
-    return canonicalize_name(name)
+    return cast("NormalizedName", _SEPARATORS.sub("-", name).lower())
 
 
 def wheel_escape(name: str) -> str:
@@ -251,6 +248,8 @@ class Wheel:
 def parse_wheel(file: IndexFile) -> Wheel | None:
     if not file.filename.endswith(".whl"):
         return None
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
         name, version, _, tags = parse_wheel_filename(file.filename)
     except (InvalidWheelFilename, ValueError):  # InvalidVersion too

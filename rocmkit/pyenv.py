@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 
 # Modules whose presence decides needs, and distributions whose versions go in the report.
 MODULES = ("torch", "triton", "transformers", "packaging")
-DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS)
+# torch, the Triton builds, and what the level-0 package checks compare them with
+# (torch.amdsmi): read here and by the probe, so no check needs a child for them.
+DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS, "amdsmi", "rocm-sdk-core")
 PROBE_TIMEOUT_S = 30.0
 RESULT_ENV = "ROCMKIT_RESULT_FILE"
 

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from rocmkit.atomicio import write_text_atomic
 from rocmkit.boundedio import BoundedReadError, inside, read_bounded
+from rocmkit.envvars import relevant_raw
 from rocmkit.errors import CaptureError, DataError, storage_error
 from rocmkit.runner import CommandResult, run
 from rocmkit.runner import Status as RunStatus
@@ -86,26 +87,6 @@ FILES: tuple[str, ...] = (
 # Folders whose listing or files detection needs, read recursively for snapshots.
 TREES: tuple[str, ...] = ("/sys/class/kfd/kfd/topology/nodes",)
 
-# Environment variables that change detection or a plan; kept in env.json.
-RELEVANT_ENV_PREFIXES = ("ROCMKIT_",)
-RELEVANT_ENV = (
-    "HSA_OVERRIDE_GFX_VERSION",
-    "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "CUDA_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL",
-    "ROCM_PATH",
-    "ROCM_HOME",
-    "HIP_PATH",
-    "PYTORCH_ROCM_ARCH",
-    "TRITON_INTERPRET",
-    "VIRTUAL_ENV",
-    "CONDA_PREFIX",
-    "KUBERNETES_SERVICE_HOST",
-    "SLURM_JOB_ID",
-    "container",
-)
-
 # Read caps. Live files are cut at the cap (only their head matters); a capture file
 # over its cap is refused (a capture is a few hundred KiB; rocminfo on 16 GPUs ~1 MiB).
 LIVE_MAX_BYTES = 4 * 1024 * 1024
@@ -126,13 +107,7 @@ def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
     result goes into snapshots (``env.json``), ``detect --json`` and doctor reports."""
     from rocmkit.redact import redact_env
 
-    return redact_env(
-        {
-            k: v
-            for k, v in sorted(environ.items())
-            if k in RELEVANT_ENV or any(k.startswith(p) for p in RELEVANT_ENV_PREFIXES)
-        }
-    )
+    return redact_env(relevant_raw(environ))
 
 
 class Source(Protocol):

@@ -20,18 +20,28 @@ from rocmkit.cli.request import OUT
     metavar="DIR",
     help="Replay a capture folder (from `rocmkit snapshot DIR`) instead of probing this machine.",
 )
-def cli(as_json: bool, capture: Path | None) -> None:
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Detect again: ignore (and refresh) the detection cached for this boot and driver state.",
+)
+def cli(as_json: bool, capture: Path | None, fresh: bool) -> None:
     """Detect GPUs, ROCm, drivers, host facts and device permissions.
+
+    A rerun on the same boot, driver, devices and environment, within the hour, reads
+    the detection cached by the last run (`--fresh`: detect again).
 
     \b
     Exit codes: 0 detected (problems are reported, not fatal), 4 bad capture or
     override variable, 5 corrupt matrix data. See docs/detect.md.
     """
-    from rocmkit.detect import load_machine
-    from rocmkit.detect.view import render
+    from rocmkit.cli.machine import machine_for
 
-    machine = load_machine(capture)
+    # The table is drawn by rich, not through OUT: only the JSON is replayed.
+    machine = machine_for(capture, fresh=fresh, replayable=as_json)
     if as_json:
         OUT.json(machine.to_dict())
         return
+    from rocmkit.detect.view import render
+
     render(machine)

@@ -36,26 +36,37 @@ def request(cls: Callable[..., R]) -> Callable[[Callable[[R], None]], Callable[.
 
 class Output:
     """Where a command writes: data (what a pipe or a file should get) on stdout, everything a
-    person reads while it runs (progress, notes, warnings) on stderr."""
+    person reads while it runs (progress, notes, warnings) on stderr.
+
+    ``tee``, when set, also receives every write as (to stderr, text): the output cache
+    (:mod:`rocmkit.output_cache`) stores that transcript and replays it on a rerun."""
+
+    def __init__(self) -> None:
+        self.tee: list[tuple[bool, str]] | None = None
+
+    def _echo(self, text: str, *, err: bool = False, nl: bool = True) -> None:
+        click.echo(text, nl=nl, err=err)
+        if self.tee is not None:
+            self.tee.append((err, text + "\n" if nl else text))
 
     def data(self, text: str, *, nl: bool = True) -> None:
-        click.echo(text, nl=nl)
+        self._echo(text, nl=nl)
 
     def json(self, obj: Any) -> None:
-        click.echo(json.dumps(obj, indent=2))
+        self._echo(json.dumps(obj, indent=2))
 
     def lines(self, lines: list[str] | tuple[str, ...]) -> None:
         for line in lines:
-            click.echo(line)
+            self._echo(line)
 
     def message(self, text: str) -> None:
-        click.echo(text, err=True)
+        self._echo(text, err=True)
 
     def note(self, text: str) -> None:
-        click.echo(f"note: {text}", err=True)
+        self._echo(f"note: {text}", err=True)
 
     def warning(self, text: str) -> None:
-        click.echo(f"warning: {text}", err=True)
+        self._echo(f"warning: {text}", err=True)
 
     def file(self, path: Path, text: str, *, mode: int | None = None, fix: str = "choose a writable path") -> None:
         """Write an output file the user named (--html, --out, --write), whole or not at all:

@@ -31,6 +31,8 @@ from rocmkit.resolve.request import ResolveRequest
 @click.option("--offline", is_flag=True, envvar="ROCMKIT_OFFLINE",
     help="Plan from rocmkit's data only; do not ask the index what it serves now. Env: ROCMKIT_OFFLINE=1.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (schema rocmkit.plan/1).")
+@click.option("--fresh", is_flag=True,
+    help="Detect again and resolve again: ignore (and refresh) the cached detection and plan.")
 @click.option(
     "--format",
     "fmt",
@@ -48,11 +50,13 @@ def cli(req: ResolveRequest) -> None:
     Exit codes: 0 plan printed, 4 bad argument or capture, 5 bad matrix data,
     6 no plan fits (the message says what would).
     """
-    from rocmkit.detect import load_machine
+    from rocmkit.cli.machine import machine_for
     from rocmkit.resolve import resolve
     from rocmkit.resolve.render import requirements_text, summary_text
 
-    machine = load_machine(req.capture)
+    # Offline, the plan is a function of the machine, the data and the options: a rerun
+    # may replay it. Online it also depends on what the index serves now.
+    machine = machine_for(req.capture, fresh=req.fresh, replayable=req.offline)
     constraints = req.constraints()
     plan = resolve(machine, constraints)
     if not req.offline:

@@ -4,7 +4,11 @@ A check is a plain function ``(ctx: CheckContext) -> CheckResult | list[CheckRes
 decorated with :func:`check`. Check modules are listed in ``CHECK_MODULES`` and
 imported on demand; a check that touches the GPU or compiles says
 ``isolated=True`` and then runs in a child process (``rocmkit.doctor.isolate``)
-that imports its module by name, so its function must live at module level.
+that imports its module by name, so its function must live at module level. A check
+that only reads facts about the checked Python (distribution versions, torch's
+requirements) says ``python_facts=True`` instead: it runs here, reading them from
+``ctx.python`` (the one probe of another Python) or, for rocmkit's own Python, from
+this process's metadata, so no child or warm worker is started for it.
 
 Levels: 0 static facts (seconds, no GPU work; runs in an image build), 1 quick
 device smoke (well under a minute), 2 kernels and performance (minutes),
@@ -27,6 +31,7 @@ from rocmkit.arch import Backend
 from rocmkit.doctor.result import CheckResult
 from rocmkit.machine import Machine
 from rocmkit.plan import Plan
+from rocmkit.pyenv import PyEnv
 
 # Modules that define checks. A module that does not exist (yet) is skipped.
 CHECK_MODULES: tuple[str, ...] = (
@@ -53,6 +58,10 @@ class CheckContext:
     cache_dir: Path = Path(".")
     options: dict[str, Any] = field(default_factory=dict)  # thresholds, sizes, repeats
     fresh: bool = False  # ignore compile caches: every kernel and graph compiles again
+    # The checked Python's facts, where it is not the one running the check (--venv, read
+    # by its probe); None: read this process's own metadata. Not sent to children: a child
+    # runs in the checked Python, whose metadata is its own.
+    python: PyEnv | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,6 +110,9 @@ class Check:
     # The --set keys this check reads, each with what it sets; a key may be a glob
     # ("models.*"). The CLI warns about a key no selected check declares.
     options: Mapping[str, str] = field(default_factory=dict)
+    # Reads only facts about the checked Python (ctx.python, or this process's metadata):
+    # runs in this process, never in a child, whichever Python is checked.
+    python_facts: bool = False
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -117,6 +129,7 @@ def check(
     pristine: bool = False,
     options: Mapping[str, str] | None = None,
     exclusive: bool = False,
+    python_facts: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check function under ``name``."""
 
@@ -142,7 +155,10 @@ def check(
             pristine=pristine,
             options=dict(options or {}),
             exclusive=exclusive,
+            python_facts=python_facts,
         )
+        if python_facts and chk.isolated:
+            raise ValueError(f"check {name!r}: python_facts runs in-process, isolated in a child; pick one")
         _REGISTRY[name] = chk
         return run
 

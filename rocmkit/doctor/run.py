@@ -306,11 +306,7 @@ class _Schedule:
 
     def execute(self, chk: Check) -> list[CheckResult]:
         ctx, python = self.ctx, self.python
-        # Another venv's Python: whatever imports torch or Triton must run there, in a child.
-        foreign = (
-            python is not None and not python.own and bool(chk.needs & {"torch", "triton", "transformers"})
-        )
-        if not (chk.isolated or foreign):
+        if not in_child(chk, python):
             return isolate.call_check(chk, ctx)
         budget = chk.timeout_s * self.timeout_scale
         if self.server is not None and not chk.pristine:
@@ -434,9 +430,18 @@ _PRELOAD: dict[str, tuple[str, ...]] = {
 _PRELOAD_ORDER = ("torch", "triton", "torch._inductor.runtime.triton_compat")
 
 
+def in_child(chk: Check, python: PyEnv | None) -> bool:
+    """Whether ``chk`` runs in a child (a fork of the warm worker, or a spawn), not here."""
+    if chk.python_facts:
+        return False  # facts of the checked Python: ctx.python, or this process's own
+    # Another venv's Python: whatever imports torch or Triton must run there, in a child.
+    foreign = python is not None and not python.own and bool(chk.needs & {"torch", "triton", "transformers"})
+    return chk.isolated or foreign
+
+
 def fork_server(selected: Sequence[Check], ctx: CheckContext, python: PyEnv) -> ForkServer | None:
     """The warm worker for this run's isolated checks, or None where none would run."""
-    forked = [c for c in selected if (c.isolated or not python.own) and not c.pristine]
+    forked = [c for c in selected if in_child(c, python) and not c.pristine]
     forked = [c for c in forked if missing_need(c, ctx, python) is None]
     if not forked:
         return None
@@ -486,6 +491,7 @@ def doctor(
     found = checks or discover(opts.modules or check_modules(env))
     selected = select(found.checks, level=opts.level, only=opts.only, skip=opts.skip)
     started = now_iso()
+    py = python or this_python()
     ctx = CheckContext(
         machine=machine,
         plan=plan,
@@ -496,8 +502,9 @@ def doctor(
         cache_dir=cache_dir,
         options=dict(opts.options),
         fresh=opts.fresh,
+        # Another Python's facts, from its probe; rocmkit's own are this process's metadata.
+        python=None if py.own else py,
     )
-    py = python or this_python()
     server = fork_server(selected, ctx, py) if opts.isolation == "fork" else None
     try:
         ran = run_checks(

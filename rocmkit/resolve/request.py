@@ -23,6 +23,7 @@ class ResolveRequest:
     offline: bool = False  # plan from the data alone; do not ask the index what it serves now
     as_json: bool = False
     fmt: str = "summary"  # summary | json | requirements
+    fresh: bool = False  # ignore the cached detection and output
 
     def __post_init__(self) -> None:
         if self.fmt not in ("summary", "json", "requirements"):

@@ -186,6 +186,38 @@ def test_parent_never_imports_torch_or_triton(tmp_path: Path) -> None:
     assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]
 
 
+def test_level_0_starts_no_python_child_and_no_worker(tmp_path: Path) -> None:
+    """Level 0 reads the checked Python's facts here: the warm worker (which imports torch)
+    and a spawned check are both a Python child, and none starts; the probes may run."""
+    code = (
+        "import json, subprocess, sys\n"
+        "started = []\n"
+        "real = subprocess.Popen.__init__\n"
+        "def spy(self, args, *a, **k):\n"
+        "    started.append([str(x) for x in (args if isinstance(args, (list, tuple)) else [args])])\n"
+        "    real(self, args, *a, **k)\n"
+        "subprocess.Popen.__init__ = spy\n"
+        "from rocmkit.cli import main\n"
+        "try:\n"
+        "    main(['doctor', '--level', '0', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "pythons = [a for a in started if a and 'python' in a[0].rsplit('/', 1)[-1]]\n"
+        "heavy = sorted(m for m in ('torch', 'triton') if m in sys.modules)\n"
+        "print('SEEN', json.dumps({'pythons': pythons, 'heavy': heavy}), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ROCMKIT_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("SEEN "))
+    assert json.loads(line[5:]) == {"pythons": [], "heavy": []}, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    by_name = {r["name"]: r for r in report["results"]}
+    assert by_name["triton.packages"]["status"] in ("pass", "skip", "warn", "fail")
+    assert by_name["torch.amdsmi"]["status"] in ("pass", "skip", "warn", "fail")
+
+
 def test_device_smoke_helper_runs_for_real_on_the_cpu() -> None:
     """torch.device_smoke's measuring code, on the CPU device (the check itself needs a GPU)."""
     torch = pytest.importorskip("torch")

@@ -1,6 +1,8 @@
 """torch and Triton in this Python: installed, matching, importable, seeing the GPUs.
 
-``triton.packages`` reads package metadata only (level 0: no import, no child).
+``triton.packages`` and ``torch.amdsmi`` read package metadata only (level 0: no
+import, no child): the checked Python's facts (``ctx.python``, from its probe) or, for
+rocmkit's own Python, this process's metadata.
 The others import torch or triton, so they run isolated, in a child process
 each: an import that aborts (hipErrorNoBinaryForGpu) or hangs is that check's
 result. torch and triton are imported inside the functions, never at module
@@ -38,24 +40,38 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _installed(ctx: CheckContext, dist: str) -> str | None:
+    """The version of ``dist`` in the checked Python."""
+    if ctx.python is not None:
+        return ctx.python.dists.get(dist)
+    return _version(dist)
+
+
+def _torch_requires(ctx: CheckContext) -> list[str] | None:
+    """torch's Requires-Dist in the checked Python."""
+    if ctx.python is not None:
+        return list(ctx.python.torch_requires)
+    return importlib.metadata.requires("torch")
+
+
 @check(
     "triton.packages",
     level=0,
     description="Exactly one Triton distribution, at the version torch pins (#19, #20).",
     needs=("live",),
-    # In a child: it must read the metadata of the Python being checked (--venv), and
-    # a child without torch starts in a fraction of a second.
-    isolated=True,
+    # The checked Python's metadata, read here: a child (or the warm worker, which
+    # imports torch) would cost more than the check.
+    python_facts=True,
     timeout_s=30.0,
 )
 def triton_packages(ctx: CheckContext) -> CheckResult:
-    installed = {d: v for d in TRITON_DISTRIBUTIONS if (v := _version(d)) is not None}
-    torch_version = _version("torch")
+    installed = {d: v for d in TRITON_DISTRIBUTIONS if (v := _installed(ctx, d)) is not None}
+    torch_version = _installed(ctx, "torch")
     listing = ", ".join(f"{d}=={v}" for d, v in installed.items())
     if len(installed) > 1:
         keep = None
         if torch_version is not None:
-            pin = triton_pin(importlib.metadata.requires("torch"))
+            pin = triton_pin(_torch_requires(ctx))
             keep = str(pin) if pin else None
         others = " ".join(
             d for d in installed if keep is None or canonicalize_name(Requirement(keep).name) != d
@@ -72,10 +88,10 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
     if torch_version is None:
         if installed:
             return result(Status.PASS, f"{listing} installed (torch is not)", installed=installed)
-        # Runs with the checked interpreter, so this_python() is the Python to fix.
-        fix = install_torch_remedy(this_python())
+        # ctx.python is the Python to fix; None: this one (rocmkit's own, or a child in it).
+        fix = install_torch_remedy(ctx.python or this_python())
         return result(Status.SKIP, "neither torch nor Triton is installed", fix, missing="torch")
-    pin = triton_pin(importlib.metadata.requires("torch"))
+    pin = triton_pin(_torch_requires(ctx))
     if pin is None:
         if installed:
             return result(
@@ -127,16 +143,16 @@ def triton_packages(ctx: CheckContext) -> CheckResult:
     level=0,
     description="The pip `amdsmi` package does not clash with the libamd_smi torch loads (#12).",
     needs=("live",),
-    # In a child, as triton.packages: it reads the checked Python's installed distributions.
-    isolated=True,
+    # As triton.packages: the checked Python's installed distributions, read here.
+    python_facts=True,
     timeout_s=30.0,
 )
 def amdsmi_package(ctx: CheckContext) -> CheckResult:
     return amdsmi_result(
         ctx,
-        amdsmi=_version("amdsmi"),
-        torch=_version("torch"),
-        rocm_sdk=_version("rocm-sdk-core"),
+        amdsmi=_installed(ctx, "amdsmi"),
+        torch=_installed(ctx, "torch"),
+        rocm_sdk=_installed(ctx, "rocm-sdk-core"),
     )
 
 

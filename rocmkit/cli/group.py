@@ -1,0 +1,135 @@
+"""The click group behind ``rocmkit``, and the one place where a
+:class:`rocmkit.errors.RocmkitError` becomes an exit code (:func:`run`).
+
+Subcommands live one per module in this package and are imported only when
+invoked, so ``rocmkit --help`` and ``rocmkit detect`` start fast and never
+import torch. Data goes to stdout, messages to stderr.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from rocmkit import __version__
+from rocmkit.cli.request import OUT
+from rocmkit.errors import RocmkitError, Terminated, UsageError, storage_error
+
+# name -> (module, short help). Each module defines a click command named ``cli``.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "detect": ("rocmkit.cli.detect", "Detect GPUs, ROCm, drivers, host facts and permissions."),
+    "snapshot": ("rocmkit.cli.snapshot", "Write a capture of this machine for a bug report."),
+    "matrix": ("rocmkit.cli.matrix", "Check, show and refresh the compatibility matrices."),
+    "resolve": ("rocmkit.cli.resolve", "Pick the torch/triton builds and index for this machine."),
+    "install": ("rocmkit.cli.install", "Install the resolved builds into a virtual environment."),
+    "build": ("rocmkit.cli.build", "Build PyTorch and Triton from source when no wheel fits."),
+    "doctor": ("rocmkit.cli.doctor", "Validate the environment, Triton kernels and torch.compile."),
+    "bench": ("rocmkit.cli.bench", "Benchmarks: torch.compile vs eager on a built-in model set."),
+    "docker": ("rocmkit.cli.docker", "Render container images from the matrix."),
+    "fleet": ("rocmkit.cli.fleet", "Summarize doctor reports from many nodes."),
+    "slurm": ("rocmkit.cli.slurm", "Slurm node health check, prolog and onboarding task."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        try:
+            module = importlib.import_module(entry[0])
+        except ModuleNotFoundError as exc:
+            if exc.name == entry[0]:
+                return None
+            raise
+        command: click.Command = module.cli
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Short help comes from the table, so `--help` imports no subcommand module.
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rocmkit")
+def cli() -> None:
+    """rocmkit: from "nothing works" to "PyTorch and Triton proven fast on this node".
+
+    \b
+    Start here:
+      rocmkit detect            what this machine has
+      rocmkit resolve           which torch/triton builds fit, and why
+      rocmkit install --venv V  install them, safely
+      rocmkit doctor            prove they work (and are fast)
+    """
+
+
+INTERRUPTED_EXIT = 10
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C (an install restores the venv), not die mid-step."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _on_signal)
+
+
+def run(argv: list[str] | None = None) -> Any:
+    """Runs the CLI and turns rocmkit's errors into one line and an exit code."""
+    _install_signal_handlers()
+    try:
+        return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
+    except RocmkitError as exc:
+        from rocmkit.redact import redact_text
+
+        # Errors end up in CI logs: a mirror's user:token in a URL never does.
+        OUT.message(redact_text(exc.one_line()))
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        OUT.message("error: interrupted")
+        sys.exit(INTERRUPTED_EXIT)
+    except click.UsageError as exc:
+        # A bad argument is bad input like any other (exit 4); 2 means "doctor: warnings".
+        exc.show()
+        sys.exit(UsageError.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt as exc:
+        what = f"signal {exc.signum}" if isinstance(exc, Terminated) else "Ctrl-C"
+        OUT.message(f"error: interrupted ({what})")
+        sys.exit(INTERRUPTED_EXIT)
+    except BrokenPipeError:
+        sys.exit(0)
+    except OSError as exc:
+        error = storage_error(exc)
+        if error is None and exc.filename is not None:
+            # A path the user named that cannot be used (missing folder, /proc, ...): bad input.
+            error = UsageError(
+                f"cannot use {exc.filename}: {exc.strerror or exc}", "check the path and its permissions"
+            )
+        if error is None:
+            raise
+        OUT.message(error.one_line())
+        sys.exit(error.exit_code)
