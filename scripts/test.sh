@@ -12,10 +12,27 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 'torch==2.13.0' 'triton==3.8.0'
 .venv/bin/ruff check rocmkit tests benchmarks
-.venv/bin/mypy
+# mypy (a minute on a cold cache) runs beside the tests, niced: it takes the cores while the
+# tests wait on their children, servers and timeouts. Its output follows the tests'; either
+# failing fails the run.
+mypy_log=$(mktemp)
+nice -n 10 .venv/bin/mypy >"$mypy_log" 2>&1 &
+mypy_pid=$!
+trap 'kill "$mypy_pid" 2>/dev/null || true; rm -f "$mypy_log"' EXIT
 # Two workers (xdist): most tests wait on child processes, servers and timeouts, so two share
 # two cores well. Each test file runs whole on one worker (--dist loadfile), so a module or
 # session fixture (the bench model set, the kernels' child run) runs once. (--dist loadgroup
 # would be finer, but xdist 3.8 cannot group under pytest 9.2: it renames node ids that pytest
 # no longer reads.) ROCMKIT_TEST_WORKERS=0 runs in one process; "$@" may override -n.
-exec .venv/bin/python -m pytest -n "${ROCMKIT_TEST_WORKERS:-2}" --dist loadfile "$@"
+tests=0
+.venv/bin/python -m pytest -n "${ROCMKIT_TEST_WORKERS:-2}" --dist loadfile "$@" || tests=$?
+types=0
+wait "$mypy_pid" || types=$?
+cat "$mypy_log"
+if [ "$types" -ne 0 ]; then
+  echo "test.sh: mypy failed (exit $types)" >&2
+fi
+if [ "$tests" -ne 0 ]; then
+  exit "$tests"
+fi
+exit "$types"
