@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -218,8 +219,12 @@ def _parse_nvidia_gpus(doc: dict[str, Any], src: dict[str, str]) -> tuple[Nvidia
         _unique(seen, pattern, file=file, what="gpu pattern")
         seen[pattern] = None
         try:
-            regex = re.compile(pattern, re.IGNORECASE)
-        except re.error as exc:
+            # A pattern Python warns about ("possible nested set" in "[[", a bad escape) means
+            # something other than its author thought, or will in a later Python: an error too.
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                regex = re.compile(pattern, re.IGNORECASE)
+        except (re.error, Warning) as exc:
             raise row.error(f"pattern is not a valid regular expression: {exc}") from None
         cc = row.release("compute_capability")
         out.append(

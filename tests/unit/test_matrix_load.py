@@ -154,6 +154,8 @@ BAD = [
     ("gfx.toml", 'sources = ["amdgpu_ids", "llvm"]', 'sources = ["amdgpu_idz"]', "did you mean 'amdgpu_ids'"),
     ("nvidia.toml", 'ga_driver = "570.26"', 'ga_driver = "570.x"', "cuda '12.8': ga_driver = '570.x'"),
     ("nvidia.toml", 'pattern = "P100"', 'pattern = "P100("', "not a valid regular expression"),
+    # Python warns (FutureWarning: possible nested set): a warning is not a valid pattern either.
+    ("nvidia.toml", 'pattern = "P100"', 'pattern = "P100[[a]"', "not a valid regular expression"),
     (
         "torch.toml",
         'version = "2.5.1"',
