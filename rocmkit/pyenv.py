@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocmkit.errors import RocmkitError, ToolError, UsageError
 from rocmkit.packages import TRITON_DISTRIBUTIONS
+from rocmkit.result_file import RESULT_ENV
 from rocmkit.runner import CommandResult, run
 
 if TYPE_CHECKING:
@@ -43,35 +44,19 @@ MODULES = ("torch", "triton", "transformers", "packaging")
 # (torch.amdsmi): read here and by the probe, so no check needs a child for them.
 DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS, "amdsmi", "rocm-sdk-core")
 PROBE_TIMEOUT_S = 30.0
-RESULT_ENV = "ROCMKIT_RESULT_FILE"
 
 
-# The child's side of the protocol, in standard-library code so that a child which cannot
-# import rocmkit (a target venv's interpreter, the probe) runs it too: :class:`Inline` code
-# gets it put before its own. The future import makes that code's annotations lazy, so an
-# older interpreter still answers. Whole or not at all (renamed into place); ``default=str``:
-# a Path or a numpy number in the data must not lose the result.
-CHILD_WRITER = f"""from __future__ import annotations
-def write_result(data, path=None):
-    import json, os
-    target = str(path) if path is not None else os.environ[{RESULT_ENV!r}]
-    with open(target + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(data, f, default=str)
-    os.replace(target + ".tmp", target)
-"""
-_WRITER: dict[str, Any] = {}
-exec(CHILD_WRITER, _WRITER)  # the one definition, for rocmkit's own children too
+def child_writer() -> str:
+    """:mod:`rocmkit.result_file`'s text, which :class:`Inline` code runs first."""
+    from rocmkit import result_file
 
-
-def write_result(data: Any, path: str | Path | None = None) -> None:
-    """The child's side of :func:`run_json`: write ``data`` to the file it named (or ``path``)."""
-    _WRITER["write_result"](data, path)
+    return Path(result_file.__file__).read_text(encoding="utf-8") + "\n"
 
 
 @dataclass(frozen=True)
 class Inline:
     """Standard-library code run as a script, for an interpreter that may lack
-    rocmkit: it ends by calling ``write_result(data)`` (:data:`CHILD_WRITER`)."""
+    rocmkit: it ends by calling ``write_result(data)`` (:mod:`rocmkit.result_file`)."""
 
     code: str
 
@@ -119,7 +104,7 @@ def run_json(
         if isinstance(module, Inline):
             # A script file rather than ``-c``: the command line a failure names stays short.
             script = Path(tmp) / "child.py"
-            script.write_text(CHILD_WRITER + module.code, encoding="utf-8")
+            script.write_text(child_writer() + module.code, encoding="utf-8")
             target = [str(script)]
         elif isinstance(module, Path):
             target = [str(module)]

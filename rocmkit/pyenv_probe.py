@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
 
-    def write_result(data: Any) -> None: ...  # rocmkit.pyenv.CHILD_WRITER
+    from rocmkit.result_file import write_result  # put before this code by pyenv.Inline
 
 
 def _version(dist: str) -> str | None:

@@ -31,7 +31,8 @@ from typing import Any
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status, exception_line
 from rocmkit.errors import RocmkitError
-from rocmkit.pyenv import PyEnv, run_json, shim_path, write_result
+from rocmkit.pyenv import PyEnv, run_json, shim_path
+from rocmkit.result_file import write_result
 from rocmkit.runner import CommandResult
 
 REQUEST_SCHEMA = "rocmkit.doctor.request/1"

@@ -30,6 +30,7 @@ GROUND = {
     "prefork",
     "prefork_worker",
     "redact",
+    "result_file",
     "runner",
     "safeload",
 }

@@ -21,6 +21,7 @@ from rocmkit.kernels.metrics import copy_bytes, gb_per_s, median, perf_verdict, 
 from rocmkit.kernels.sizes import defaults, kernel_sizes
 from rocmkit.kernels.spec import Measurement
 from rocmkit.kernels.tolerance import Tolerance, table, tolerance
+from rocmkit.result_file import RESULT_ENV
 
 GPU = defaults("rocm")
 INTERPRETER = defaults("cpu")
@@ -458,11 +459,11 @@ def _fake_compiler(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) 
         if isinstance(answer, CommandResult):
             return answer
         if isinstance(answer, str):  # a damaged result file
-            Path(env[rocmkit.pyenv.RESULT_ENV]).write_text(answer)
+            Path(env[RESULT_ENV]).write_text(answer)
             return CommandResult(argv=tuple(argv), status="ok", returncode=0)
         # The child's side of run_json: the result in its file, stdout free for noise.
         out = {"triton": "3.8.0", "targets": {target: answer}}
-        Path(env[rocmkit.pyenv.RESULT_ENV]).write_text(_json.dumps(out))
+        Path(env[RESULT_ENV]).write_text(_json.dumps(out))
         return CommandResult(argv=tuple(argv), status="ok", returncode=0, stdout='{"targets": {}}\n')
 
     monkeypatch.setattr(rocmkit.pyenv, "run", run)

@@ -32,7 +32,8 @@ from typing import Any
 
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
-from rocmkit.pyenv import run_json, write_result
+from rocmkit.pyenv import run_json
+from rocmkit.result_file import write_result
 from rocmkit.runner import CommandResult
 
 NAME = "distributed.all_reduce"
