@@ -172,8 +172,8 @@ def machine_at(
             stored_at = float(data["stored_at"])
             if data.get("schema") == SCHEMA and 0 <= now() - stored_at < MAX_AGE_S:
                 return Machine.from_dict(data["machine"]), stored_at, True
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # absent or unreadable: detect
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            pass  # absent, unreadable or damaged (even nested past recursion): detect
     if detect is None:
         # Only on a miss: the probes and parsers are most of what detection costs to import.
         from rocmkit.detect import detect_machine

@@ -126,7 +126,7 @@ class Recording:
             if data.get("schema") != SCHEMA or not 0 <= self.now() - float(data["detected_at"]) < MAX_AGE_S:
                 return False
             chunks = [(bool(e), str(t)) for e, t in data["chunks"]]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return False
         stdout = out or sys.stdout
         stderr = err or sys.stderr

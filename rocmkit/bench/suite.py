@@ -153,14 +153,24 @@ def _failed_row(name: str, suite: str, result: CommandResult, timeout: float) ->
             message=f"did not finish within {timeout:g} s and was killed (raise --timeout)",
         )
     last = [ln for ln in tail.strip().splitlines() if ln.strip()][-1:] or [""]
+    return _error_row(
+        name,
+        suite,
+        result,
+        f"the child process ended without a result: {result.describe()}"
+        + (f" ({last[0][:200]})" if last[0] and last[0] not in result.describe() else ""),
+    )
+
+
+def _error_row(name: str, suite: str, result: CommandResult, message: str) -> ModelResult:
+    """An ``error`` row for a model whose child gave no usable result."""
     return ModelResult(
         name=name,
         suite=suite,
         status="error",
         duration_s=result.duration_s,
-        stderr_tail=tail,
-        message=f"the child process ended without a result: {result.describe()}"
-        + (f" ({last[0][:200]})" if last[0] and last[0] not in result.describe() else ""),
+        stderr_tail=(result.stderr or result.stdout)[-2000:],
+        message=message,
     )
 
 
@@ -175,14 +185,7 @@ def _result_row(name: str, suite: str, out: Path, result: CommandResult) -> Mode
         why = f"the result file of {name} is not a bench row ({type(exc).__name__}: {exc})"
     else:
         return row if row.status == "pass" else replace(row, stderr_tail=tail)
-    return ModelResult(
-        name=name,
-        suite=suite,
-        status="error",
-        duration_s=result.duration_s,
-        stderr_tail=tail,
-        message=why[:300],
-    )
+    return _error_row(name, suite, result, why[:300])
 
 
 def _device_label(probed: str, backend: str, threads: int | None) -> str:

@@ -169,26 +169,10 @@ def test_real_torch_and_triton_checks_in_children(tmp_path: Path) -> None:
     assert proc.returncode == 0
 
 
-def test_parent_never_imports_torch_or_triton(tmp_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "from rocmkit.cli import main\n"
-        "try:\n"
-        "    main(['doctor', '--level', '0', '--json'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('HEAVY', sorted(m for m in ('torch', 'triton') if m in sys.modules), file=sys.stderr)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ROCMKIT_CACHE_DIR": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
-    assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]
-
-
 def test_level_0_starts_no_python_child_and_no_worker(tmp_path: Path) -> None:
     """Level 0 reads the checked Python's facts here: the warm worker (which imports torch)
-    and a spawned check are both a Python child, and none starts; the probes may run."""
+    and a spawned check are both a Python child, and none starts; the probes may run. The
+    doctor's own process imports neither torch nor Triton."""
     code = (
         "import json, subprocess, sys\n"
         "started = []\n"

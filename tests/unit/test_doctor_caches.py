@@ -40,6 +40,18 @@ def test_a_rerun_with_nothing_changed_reads_the_cache(tmp_path: Path) -> None:
 
 
 @needs_boot_id
+def test_a_damaged_entry_means_detecting_again(tmp_path: Path) -> None:
+    detect, env = Detector(), {"PATH": "/usr/bin"}
+    cached.cached_machine(tmp_path, environ=env, detect=detect)
+    (entry,) = (tmp_path / "detect").glob("*.json")
+    for text in ("", "{", "[" * 100_000, '{"schema": "x", "stored_at": "soon"}'):
+        entry.write_text(text)
+        _, hit = cached.cached_machine(tmp_path, environ=env, detect=detect)
+        assert not hit
+    assert detect.calls == 5
+
+
+@needs_boot_id
 def test_a_changed_variable_or_an_old_entry_means_detecting_again(tmp_path: Path) -> None:
     detect = Detector()
     cached.cached_machine(tmp_path, environ={"PATH": "/usr/bin"}, detect=detect)

@@ -144,7 +144,8 @@ def test_an_entry_expires_with_the_detection_it_came_from(
 def test_a_broken_entry_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rec = _recording(tmp_path, monkeypatch)
     rec.path.parent.mkdir(parents=True)
-    for text in ("", "{", '{"schema": "rocmkit.output-cache/1"}', '{"schema": "other", "chunks": []}'):
+    damaged = ("", "{", '{"schema": "rocmkit.output-cache/1"}', '{"schema": "other", "chunks": []}', "[" * 100_000)
+    for text in damaged:
         rec.path.write_text(text)
         out = io.StringIO()
         assert not rec.replay(out, io.StringIO())
