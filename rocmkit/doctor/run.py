@@ -454,20 +454,6 @@ def fork_server(selected: Sequence[Check], ctx: CheckContext, python: PyEnv) -> 
     return ForkServer(ctx, python=python, preload=preload, modules=modules)
 
 
-def make_plan(machine: Machine) -> Plan | None:
-    """The plan resolve would make for this machine, where one can be made.
-
-    Nothing fitting (NoPlanError) is a normal answer here; so, for the doctor, is any
-    other failure of resolve: the plan is context for the report, and `rocmkit resolve`
-    is where its errors are shown."""
-    try:
-        from rocmkit.resolve import Constraints, resolve
-
-        return resolve(machine, Constraints())
-    except Exception:
-        return None
-
-
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -477,6 +463,7 @@ def doctor(
     opts: RunOptions,
     *,
     plan: Plan | None = None,
+    plan_error: str | None = None,
     cache_dir: Path,
     environ: Mapping[str, str] | None = None,
     on_start: Progress | None = None,
@@ -529,6 +516,7 @@ def doctor(
     return Report(
         machine=machine.to_dict(),
         plan=plan.to_dict() if plan else None,
+        plan_error=plan_error,
         results=tuple(results),
         versions=versions(results, py),
         started_at=started,

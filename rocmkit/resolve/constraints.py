@@ -22,6 +22,8 @@ class Constraints:
     channel: str = "stable"  # stable | nightly | therock
     cuda: str | None = None  # "12.4" or "cu124"; forces a CUDA build
     index_base: str | None = None  # replaces https://download.pytorch.org/whl (env ROCMKIT_INDEX_BASE)
+    # Where index_base came from when not an option (the session names ROCMKIT_INDEX_BASE): for the reason.
+    index_base_from: str | None = None
     cpu: bool = False  # force CPU wheels
 
     def validated(self) -> Constraints:

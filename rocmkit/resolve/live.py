@@ -20,7 +20,7 @@ Answers are cached in ``<cache>/indexes/`` with their ETag: a fresh entry (under
 ``TTL_S``) is used without a request, an older one is revalidated with
 ``If-None-Match``; an index that did not answer is remembered for ``DOWN_TTL_S``, so
 an offline ``resolve`` pays for the attempt once. ``ROCMKIT_OFFLINE=1`` (or
-``resolve --offline``) skips all of it.
+``resolve --offline``) skips all of it (the session, :mod:`rocmkit.session`, decides).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
@@ -46,8 +45,6 @@ from rocmkit.packages import ACCEPT, IndexFile, canonical, http_get, parse_proje
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
 
-OFFLINE_ENV = "ROCMKIT_OFFLINE"
-INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"  # as rocmkit.resolve.core reads it
 TIMEOUT_S = 2.0
 TTL_S = 15 * 60
 DOWN_TTL_S = 5 * 60
@@ -55,10 +52,6 @@ SAID = "index check: "  # how the live check's reasons start
 _ROUNDS = 6  # each round reads only indexes not read before, so this bounds nothing real
 
 Build = tuple[str, str]  # ("2.13.0+cpu", "3.11")
-
-
-def offline_requested() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -275,8 +268,7 @@ def check_plan(
                 ],
             )
         if direct:
-            base = constraints.index_base or os.environ.get(INDEX_BASE_ENV) or None
-            served = _served_by_index(m, seen, base, python)
+            served = _served_by_index(m, seen, constraints.index_base, python)
         else:
             served = _served_by_any(frozenset().union(*(s.builds for s in answering)), python)
         m = _keep(m, served)
