@@ -5,7 +5,7 @@ Every command that plans (``resolve``, ``doctor``, ``install``, ``build``, ``doc
 the machine, the matrix, the index base and the plan its own way:
 
 * :meth:`Session.machine`: a capture replayed, or this machine through the detection cache
-  (:mod:`rocmkit.detect_cache`), detected once per session;
+  (:mod:`rocmkit.cache.detect_cache`), detected once per session;
 * :meth:`Session.matrix`: the data, loaded once;
 * :attr:`Session.index_base`: the one read of ``--index-base`` / ``ROCMKIT_INDEX_BASE``;
 * :meth:`Session.plan`: resolve (cached beside the machine), then, unless offline, held to what
@@ -95,7 +95,7 @@ class Session:
     @property
     def cache_dir(self) -> Path:
         if self._cache_dir is None:
-            from rocmkit.paths import cache_dir
+            from rocmkit.util.paths import cache_dir
 
             self._cache_dir = cache_dir()
         return self._cache_dir
@@ -109,7 +109,7 @@ class Session:
 
                 self._machine = detect_machine(CaptureSource(Path(self.capture)), environ=self.environ)
             else:
-                from rocmkit.detect_cache import machine_at
+                from rocmkit.cache.detect_cache import machine_at
 
                 self._machine, self.detected_at, _ = machine_at(
                     self.cache_dir, fresh=self.fresh, environ=self.environ, detect=self._detect
@@ -148,7 +148,7 @@ class Session:
         key = json.dumps([dataclasses.asdict(cons), [list(f) for f in fallbacks], self.offline], sort_keys=True)
         if key in self._plans:
             return self._plans[key]
-        from rocmkit.detect_cache import cached_plan
+        from rocmkit.cache.detect_cache import cached_plan
         from rocmkit.resolve.core import resolve
 
         machine = self.machine()

@@ -41,7 +41,7 @@ def cli(as_json: bool, capture: Path | None, fresh: bool) -> None:
     machine = session.machine()
     if as_json and session.detected_at is not None:
         # The table is drawn by rich, not through OUT: only the JSON is replayed.
-        from rocmkit import output_cache
+        from rocmkit.cache import output_cache
 
         output_cache.cacheable(session.detected_at)
     if as_json:

@@ -58,7 +58,7 @@ def cli(req: ResolveRequest) -> None:
     if session.offline and session.detected_at is not None:
         # Offline, the plan is a function of the machine, the data and the options: a rerun
         # may replay it. Online it also depends on what the index serves now.
-        from rocmkit import output_cache
+        from rocmkit.cache import output_cache
 
         output_cache.cacheable(session.detected_at)
     if req.as_json or req.fmt == "json":

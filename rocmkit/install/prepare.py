@@ -76,7 +76,7 @@ def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str]
     """A saved plan (``rocmkit resolve --json``), its PyTorch indexes moved to ``index_base``."""
     from rocmkit.matrix import load_matrix
     from rocmkit.plan import Plan
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     try:
         data = load_json_file(path, f"plan {path}", max_bytes=4 * 1024 * 1024)

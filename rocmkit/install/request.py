@@ -159,7 +159,7 @@ def carry_out(req: InstallRequest, say: Say, session: Session | None = None) -> 
 
 def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
     from rocmkit.install import flow
-    from rocmkit.redact import redact_text
+    from rocmkit.util.redact import redact_text
 
     plan, opts, target = prepared.plan, prepared.options, prepared.target
     urls = f" from {redact_text(', '.join(plan.index_urls))}" if plan.index_urls else ""
