@@ -69,7 +69,7 @@ def healthcheck_cmd(req: HealthcheckRequest) -> None:
 
     \b
     Exit codes: 0 healthy, 1 a check failed (node drained), 3 the checks could not run.
-    Install it with `rocmkit slurm config --write /etc/slurm`.
+    Install it with `rocmkit slurm config --write --dir /etc/slurm`.
     """
     from rocmkit.slurm.hooks import Log, health_check, node_name, single_run
     from rocmkit.slurm.request import quick_outcome

@@ -390,20 +390,29 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def versions(results: Sequence[CheckResult], python: PyEnv | None = None) -> dict[str, str | None]:
+def versions(
+    results: Sequence[CheckResult], python: PyEnv | None = None, machine: Machine | None = None
+) -> dict[str, str | None]:
     """Versions for the report, read without importing torch; the torch checks add
-    what only an import can tell (``torch.version.hip``) through their details."""
-    py = python or this_python()
-    triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := py.dists.get(d)) is not None), None)
-    out: dict[str, str | None] = {
-        "rocmkit": __version__,
-        "python": py.version,
-        "python_executable": str(py.executable),
-        "torch": py.dists.get("torch"),
-        "triton": triton,
-        "hip": None,
-        "cuda": None,
-    }
+    what only an import can tell (``torch.version.hip``) through their details.
+
+    A report of a capture is the captured node's: its Python as captured, and no torch or
+    Triton (a capture does not record them), never this machine's."""
+    if machine is not None and machine.source != "live":
+        out: dict[str, str | None] = {"rocmkit": __version__, "python": machine.host.python}
+        out |= dict.fromkeys(("python_executable", "torch", "triton", "hip", "cuda"))
+    else:
+        py = python or this_python()
+        triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := py.dists.get(d)) is not None), None)
+        out = {
+            "rocmkit": __version__,
+            "python": py.version,
+            "python_executable": str(py.executable),
+            "torch": py.dists.get("torch"),
+            "triton": triton,
+            "hip": None,
+            "cuda": None,
+        }
     for r in results:
         found = r.details.get("versions")
         if isinstance(found, dict):
@@ -518,7 +527,7 @@ def doctor(
         plan=plan.to_dict() if plan else None,
         plan_error=plan_error,
         results=tuple(results),
-        versions=versions(results, py),
+        versions=versions(results, py, machine),
         started_at=started,
         finished_at=now_iso(),
         host_id=host_id(hostname) if live else f"{hostname}-capture",

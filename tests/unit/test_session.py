@@ -114,3 +114,18 @@ def test_doctor_reports_why_there_is_no_plan(captures_dir: Path, tmp_path: Path)
     assert data["plan"] is None
     assert "has no wheels for Python" in data["plan_error"]
     assert "no plan for this machine: " + data["plan_error"] in report.stderr
+
+
+def test_a_report_of_a_capture_records_the_captured_node_not_this_python(
+    captures_dir: Path, tmp_path: Path
+) -> None:
+    capture = captures_dir / MI210
+    report = rocmkit("doctor", "--capture", str(capture), "--level", "0", "--json")
+    versions = json.loads(report.stdout)["versions"]
+    assert versions["python"] == load_machine(capture).host.python
+    assert versions["torch"] is None and versions["triton"] is None and versions["python_executable"] is None
+    # So the fleet table shows no torch for it, not this machine's 2.13.0+cpu.
+    (tmp_path / "node.json").write_text(report.stdout)
+    table = rocmkit("fleet", "summarize", str(tmp_path), "--json")
+    (node,) = json.loads(table.stdout)["nodes"]
+    assert "+cpu" not in json.dumps(node)
