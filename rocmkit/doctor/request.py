@@ -8,7 +8,6 @@ from pathlib import Path
 from rocmkit.arch import BACKENDS
 from rocmkit.errors import UsageError
 
-
 FORMATS = ("table", "json", "npd")
 
 
