@@ -238,6 +238,6 @@ def parse_companions(folder: Path) -> CompanionData:
 
 def load_companions() -> CompanionData:
     """The companion data in use (``ROCMKIT_MATRICES_DIR`` or the shipped folder)."""
-    from rocmkit.paths import matrices_dir
+    from rocmkit.util.paths import matrices_dir
 
     return parse_companions(matrices_dir())

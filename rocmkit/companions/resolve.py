@@ -15,12 +15,12 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from rocmkit.buildjobs import max_jobs
 from rocmkit.companions.data import PYPI_SIMPLE, Build, CompanionData
 from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.packages import canonical
 from rocmkit.plan import Plan, WithPackage
+from rocmkit.util.buildjobs import max_jobs
 
 
 def backend_kind(backend: str) -> tuple[str, str | None]:

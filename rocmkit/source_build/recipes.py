@@ -12,10 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmkit.buildjobs import max_jobs
 from rocmkit.source_build.refs import BuildMatrix, Release, load_build_matrix
 from rocmkit.source_build.steps import Recipe, Step
 from rocmkit.source_build.targets import ArchTargets, ccache_env
+from rocmkit.util.buildjobs import max_jobs
 
 __all__ = ["BuildMatrix", "BuildOptions", "HostFacts", "Release", "load_build_matrix", "make_recipe"]
 

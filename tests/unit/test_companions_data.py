@@ -12,7 +12,7 @@ import pytest
 
 from rocmkit.companions.data import Build, parse_companions
 from rocmkit.errors import DataError
-from rocmkit.paths import shipped_matrices_dir
+from rocmkit.util.paths import shipped_matrices_dir
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "companions"
 DATA = parse_companions(shipped_matrices_dir())
