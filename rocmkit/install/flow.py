@@ -37,7 +37,6 @@ from rocmkit.install.uv import UvInstaller
 from rocmkit.install.venv import find_uv
 from rocmkit.install.verify import verify
 from rocmkit.packages import canonical, parse_pin
-from rocmkit.paths import cache_dir
 from rocmkit.plan import Plan
 from rocmkit.pyenv import PyEnv
 from rocmkit.runner import CommandResult, on_child_started
@@ -180,7 +179,8 @@ def recover_for_python(python: Path, echo: Echo) -> bool:
     from rocmkit.pyenv import probe
 
     # venv/bin/python -> venv: checked before starting any process (the common case: none).
-    if not (python.parent.parent / journal.JOURNAL_NAME).is_file():
+    # lexists: a journal planted as a symlink is refused (said), not skipped.
+    if not journal.present(python.parent.parent / journal.JOURNAL_NAME):
         return False
     target = probe(python)
     try:
@@ -198,13 +198,9 @@ def recover_pending(target: PyEnv, installer: Installer, echo: Echo) -> bool:
 
 
 def _workdir() -> Path:
-    folder = cache_dir() / "install" / time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    return Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=_mkdir(folder.parent)))
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    # mkdtemp: a fresh folder of mode 0700 in rocmkit's checked, private install folder.
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return Path(tempfile.mkdtemp(prefix=stamp + "-", dir=journal.install_folder()))
 
 
 def plan_sources(plan: Plan) -> Sources:
@@ -403,7 +399,7 @@ def install(
     unguard = not guarded and target.is_venv and files.constraints.exists()
     spec = _with_break(spec, opts.break_system_packages)
     if opts.dry_run:
-        if journal.journal_path(target).exists():
+        if journal.present(journal.journal_path(target)):
             echo(
                 f"rocmkit: {target.prefix} holds the journal of an interrupted install; the next "
                 "install (or doctor) restores it first, and the dry run below does not see that"
