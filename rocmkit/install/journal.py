@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmkit import trust
-from rocmkit.atomicio import write_bytes_atomic, write_text_atomic
 from rocmkit.errors import DataError, LockHeldError, RocmkitError, ToolError, UntrustedError, storage_error
 from rocmkit.install.state import Backup, EnvState
-from rocmkit.paths import cache_dir
 from rocmkit.pyenv import PyEnv
+from rocmkit.util import trust
+from rocmkit.util.atomicio import write_bytes_atomic, write_text_atomic
+from rocmkit.util.paths import cache_dir
 
 SCHEMA = "rocmkit.journal/2"
 JOURNAL_NAME = "rocmkit-journal.json"
@@ -84,7 +84,7 @@ def managed_files(target: PyEnv) -> tuple[str, ...]:
 def install_folder() -> Path:
     """rocmkit's private folder for install locks, backups and journals of non-venv targets;
     refused (exit 13) when another user could write it."""
-    from rocmkit.trust import check_folder, private_folder
+    from rocmkit.util.trust import check_folder, private_folder
 
     folder = cache_dir() / "install"
     check_folder(
@@ -404,7 +404,7 @@ def read(target: PyEnv) -> Journal | None:
     """The journal left in ``target`` by an install that did not finish, if any; refused
     (:class:`JournalRefused`, exit 13) unless it is a regular file of this user's, writable
     by nobody else, bound to this environment and unchanged since its run wrote it."""
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     path = journal_path(target)
     if not present(path):
