@@ -55,6 +55,9 @@ class Options:
     break_system_packages: bool = False
     limits: Limits = field(default_factory=Limits)
     probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
+    # --fallback-index: a dead planned index may be replaced by the user's own pip sources
+    # (the exact build only, said with a WARNING); without it a dead index stops the install.
+    fallback_index: bool = False
     show_output: bool = True
     companions: bool = True  # False: --no-companions (torch and Triton only)
 
@@ -228,6 +231,7 @@ def checked_sources(
         python=target.short_version,
         timeout=opts.probe_timeout_s,
         companions=companions,
+        fallback=opts.fallback_index,
     )
     from rocmkit.util.redact import redact_text
 

@@ -367,14 +367,6 @@ def _check_bound(j: Journal, target: PyEnv, data: bytes) -> None:
         raise _refuse(path, f"is for {j.prefix}, not for {target.prefix}")
     if j.venv_id != _venv_id(target.prefix):
         raise _refuse(path, f"was written for another environment at {target.prefix} (its device and inode differ)")
-    allowed = {os.path.normpath(f) for f in managed_files(target)}
-    for name in j.files:
-        if os.path.normpath(name) not in allowed:
-            raise _refuse(path, f"asks to restore {name}, which is not a file rocmkit manages in {target.prefix}")
-        # A venv folder replaced by a symlink would carry the write elsewhere.
-        parent = Path(name).parent
-        if not _inside(parent, target.prefix):
-            raise _refuse(path, f"asks to restore {name}, whose folder leads out of {target.prefix}")
     install = cache_dir() / "install"
     if not _inside(j.workdir, install) or os.path.realpath(j.workdir) == os.path.realpath(install):
         raise _refuse(
@@ -385,9 +377,6 @@ def _check_bound(j: Journal, target: PyEnv, data: bytes) -> None:
     problem = trust.folder_problem(j.workdir)
     if problem:
         raise _refuse(path, f"keeps its backups in a folder that is not safe: {problem}")
-    for name, wheel in j.wheels.items():
-        if not _inside(wheel, j.workdir / "wheels") or not wheel.name.endswith(".whl"):
-            raise _refuse(path, f"names a backup of {name} outside its backup folder ({wheel})")
     raw = trust.read_trusted(j.seal_path, max_bytes=1 << 16)
     try:
         seal = json.loads(raw) if raw is not None else None
@@ -398,6 +387,18 @@ def _check_bound(j: Journal, target: PyEnv, data: bytes) -> None:
     digests = seal.get("digests")
     if seal.get("journal") != str(path) or not isinstance(digests, list) or _digest(data) not in digests:
         raise _refuse(path, "was changed since the install that wrote it (its digest is not in the seal)")
+    # Sealed or not: what no install of rocmkit's asks for is refused on its own.
+    allowed = {os.path.normpath(f) for f in managed_files(target)}
+    for name in j.files:
+        if os.path.normpath(name) not in allowed:
+            raise _refuse(path, f"asks to restore {name}, which is not a file rocmkit manages in {target.prefix}")
+        # A venv folder replaced by a symlink would carry the write elsewhere.
+        parent = Path(name).parent
+        if not _inside(parent, target.prefix):
+            raise _refuse(path, f"asks to restore {name}, whose folder leads out of {target.prefix}")
+    for name, wheel in j.wheels.items():
+        if not _inside(wheel, j.workdir / "wheels") or not wheel.name.endswith(".whl"):
+            raise _refuse(path, f"names a backup of {name} outside its backup folder ({wheel})")
 
 
 def read(target: PyEnv) -> Journal | None:
