@@ -183,10 +183,14 @@ def _plan(
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
     from rocmkit.resolve.live import seen_lines
 
-    # Where pip will look when the planned index does not answer: the user's own sources.
-    user = read_pip_config()
-    fallbacks = [(link, False) for link in user.find_links]
-    fallbacks += [(url, True) for url in dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))]
+    # Where pip will look when the planned index does not answer: the user's own sources, only
+    # with --fallback-index (without it, a dead index stops the install at the index check).
+    fallbacks: list[tuple[str, bool]] = []
+    if req.fallback_index:
+        user = read_pip_config()
+        fallbacks = [(link, False) for link in user.find_links]
+        indexes = dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
+        fallbacks += [(url, True) for url in indexes]
     checked = session.plan(constraints, fallbacks=fallbacks)
     for seen in seen_lines(checked):
         say(f"rocmkit: {seen}")

@@ -53,6 +53,7 @@ class InstallRequest:
     probe_timeout: float = 5.0
     allow_env: tuple[str, ...] = ()
     allow_insecure_index: bool = False
+    fallback_index: bool = False
     quiet: bool = False
     as_json: bool = False
 
@@ -141,6 +142,7 @@ class InstallRequest:
             companions=not self.no_companions,
             allow_insecure_index=self.allow_insecure_index
             or (environ or os.environ).get(ALLOW_ENV, "") not in ("", "0"),
+            fallback_index=self.fallback_index,
         )
 
 
