@@ -33,6 +33,10 @@ class Plan:
     # may leave them out (--no-companions, or a fallback source lacking them); torch and
     # its Triton pin never are. Empty (plans from older rocmkits): every requirement is required.
     companions: tuple[str, ...] = ()
+    # What the plan installs: "torch" (the default, and plans from older rocmkits), "jax",
+    # "torch-xla", or "torch+jax" (one venv with both, both pinned and guarded).
+    framework: str = "torch"
+    jax_version: str | None = None  # "0.10.2": jax, jaxlib and the plugin's release
 
     @property
     def required(self) -> tuple[str, ...]:

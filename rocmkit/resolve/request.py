@@ -24,6 +24,8 @@ class ResolveRequest:
     as_json: bool = False
     fmt: str = "summary"  # summary | json | requirements
     fresh: bool = False  # ignore the cached detection and output
+    framework: str = "torch"  # torch | jax | torch-xla | torch,jax
+    jax_version: str | None = None
 
     def __post_init__(self) -> None:
         if self.fmt not in ("summary", "json", "requirements"):
@@ -42,4 +44,6 @@ class ResolveRequest:
             cuda=self.cuda,
             index_base=self.index_base or None,
             cpu=self.cpu,
+            framework=self.framework,
+            jax=self.jax_version,
         ).validated()
