@@ -152,7 +152,7 @@ def jax_index_pages(index_url: str, names: tuple[str, ...], *, timeout: float) -
 
 def recorded_jax_pages(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, ProjectPage], str | None]:
     """The recorded jax pages (``pypi/<project>.json``) and the day they were read (``jax_read_on``)."""
-    from rocmkit.packages import parse_project_page
+    from rocmkit.pkgindex.pages import parse_project_page
 
     base = recording_meta(folder)["index_url"].rstrip("/")
     pages = {}

@@ -156,7 +156,7 @@ class JaxData:
 
 def load_jax(directory: Path | None = None) -> JaxData:
     """``jax.toml`` in ``directory`` (default: the matrices folder in use), loaded once per folder."""
-    from rocmkit.paths import matrices_dir
+    from rocmkit.util.paths import matrices_dir
 
     return _cached(str((directory or matrices_dir()).resolve()))
 

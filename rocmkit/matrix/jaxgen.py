@@ -19,7 +19,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from rocmkit.packages import ProjectPage, Wheel
+from rocmkit.pkgindex.pages import ProjectPage, Wheel
 
 JAX_FLOOR = "0.6.0"  # the oldest jax release listed when the file lists none
 GENERATED = ("pypi_jax", "pypi_torch_xla")

@@ -38,8 +38,8 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         index_inputs,
         jax_index_pages,
         jax_projects,
-        recorded_jax_pages,
         recorded_index,
+        recorded_jax_pages,
         recorded_upstream,
         recording_meta,
     )
