@@ -163,7 +163,8 @@ class Session:
             variant=json.dumps([dataclasses.asdict(cons), cons.python or _running_python()], sort_keys=True),
         )
         assert plan is not None  # resolve raises rather than answer None
-        if not self.offline:
+        # The live check reads PyTorch's indexes; a JAX or torch-xla plan rests on the data.
+        if not self.offline and cons.frameworks == ("torch",):
             from rocmkit.resolve.live import check_plan, observer
 
             plan = check_plan(
