@@ -67,7 +67,7 @@ def check_data(req: CheckRequest, out: Output) -> None:
     """Load and validate every registered data file; with ``with_sources``, audit the facts."""
     from rocmkit.matrix.model import Matrix
     from rocmkit.matrix.show import summary_lines, unconfirmed_lines
-    from rocmkit.paths import matrices_dir
+    from rocmkit.util.paths import matrices_dir
 
     folder = req.directory or matrices_dir()
     matrix: Matrix | None = None
@@ -89,7 +89,7 @@ def check_data(req: CheckRequest, out: Output) -> None:
 def _check_sources(m: Matrix, req: CheckRequest, out: Output) -> None:
     from rocmkit.errors import DataError
     from rocmkit.matrix.sourcecheck import Sources, check_sources
-    from rocmkit.paths import shipped_matrices_dir
+    from rocmkit.util.paths import shipped_matrices_dir
 
     clones = {k: v for k, v in (("test-infra", req.ti_clone), ("TheRock", req.rock_clone)) if v is not None}
     recording = req.recording

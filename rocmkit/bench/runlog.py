@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from rocmkit.bench.results import ModelResult, SuiteResult
 from rocmkit.errors import DataError, UsageError
-from rocmkit.safeload import loads_json
+from rocmkit.util.safeload import loads_json
 
 SCHEMA = "rocmkit.bench.rows/1"
 # The header fields two files must share to be resumed or merged as one run.

@@ -19,7 +19,7 @@ def load_saved(path: Path) -> SuiteResult:
     """A saved run: the ``--json`` document, or a ``--results`` JSON-lines file."""
     from rocmkit.bench import runlog
     from rocmkit.errors import DataError
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     try:
         with path.open("rb") as fh:

@@ -5,7 +5,7 @@ then each model runs in its own child with a timeout. A model that fails to
 compile, hangs or crashes becomes its own row (``compile_error``, ``timeout``,
 ``error``) and the others go on. The children are forks of one warm worker
 (:mod:`rocmkit.bench.forks`, ``isolation="fork"``), or fresh interpreters through
-:func:`rocmkit.runner.run` (``isolation="spawn"``, where no worker can run, and in
+:func:`rocmkit.proc.runner.run` (``isolation="spawn"``, where no worker can run, and in
 tests that hand in their own ``runner``).
 """
 
@@ -30,9 +30,9 @@ from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
 from rocmkit.bench.results import ModelResult, SuiteResult
 from rocmkit.errors import RocmkitError, ToolError, UsageError
-from rocmkit.paths import cache_dir
-from rocmkit.runner import CommandResult, run
-from rocmkit.safeload import load_json_file
+from rocmkit.proc.runner import CommandResult, run
+from rocmkit.util.paths import cache_dir
+from rocmkit.util.safeload import load_json_file
 
 Device = Literal["auto", "cpu", "cuda"]
 Isolation = Literal["fork", "spawn"]

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import RocmkitError, ToolError, UsageError, storage_error
 from rocmkit.install import guard, journal, lock, wheelhouse
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
@@ -37,10 +36,11 @@ from rocmkit.install.uv import UvInstaller
 from rocmkit.install.venv import find_uv
 from rocmkit.install.verify import verify
 from rocmkit.packages import canonical, parse_pin
-from rocmkit.paths import cache_dir
 from rocmkit.plan import Plan
+from rocmkit.proc.runner import CommandResult, on_child_started
 from rocmkit.pyenv import PyEnv
-from rocmkit.runner import CommandResult, on_child_started
+from rocmkit.util.atomicio import write_text_atomic
+from rocmkit.util.paths import cache_dir
 
 InstallerChoice = Literal["auto", "uv", "pip"]
 Echo = Callable[[str], None]
@@ -75,7 +75,7 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         # A report for logs and CI: a mirror's user:token never goes into it.
-        from rocmkit.redact import redact_text
+        from rocmkit.util.redact import redact_text
 
         return {
             "schema": "rocmkit.install/1",
@@ -233,7 +233,7 @@ def checked_sources(
         timeout=opts.probe_timeout_s,
         companions=companions,
     )
-    from rocmkit.redact import redact_text
+    from rocmkit.util.redact import redact_text
 
     for message in decision.messages:
         echo(f"rocmkit: {redact_text(message)}")

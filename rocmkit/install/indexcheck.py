@@ -20,17 +20,9 @@ from pathlib import Path
 
 from rocmkit.errors import NetworkError
 from rocmkit.install.base import Sources
-from rocmkit.packages import (
-    IndexFile,
-    canonical,
-    files_from_html,
-    http_get,
-    parse_pin,
-    parse_wheel,
-    reach,
-    requirement_name,
-    wheel_matches,
-)
+from rocmkit.packages import canonical, parse_pin, requirement_name
+from rocmkit.pkgindex.http import http_get, reach
+from rocmkit.pkgindex.pages import IndexFile, files_from_html, parse_wheel, wheel_matches
 
 __all__ = ["decide_sources", "probe_index", "read_pip_config", "wheel_matches"]
 

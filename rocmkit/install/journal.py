@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import DataError, LockHeldError, RocmkitError, ToolError, storage_error
 from rocmkit.install.state import Backup, EnvState
-from rocmkit.paths import cache_dir
 from rocmkit.pyenv import PyEnv
+from rocmkit.util.atomicio import write_text_atomic
+from rocmkit.util.paths import cache_dir
 
 SCHEMA = "rocmkit.journal/1"
 JOURNAL_NAME = "rocmkit-journal.json"
@@ -184,7 +184,7 @@ class Journal:
 
 def read(target: PyEnv) -> Journal | None:
     """The journal left in ``target`` by an install that did not finish, if any."""
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     path = journal_path(target)
     if not path.exists() and not path.is_symlink():

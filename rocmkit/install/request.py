@@ -143,7 +143,7 @@ def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str]
     """A saved plan (``rocmkit resolve --json``), its PyTorch indexes moved to ``index_base``."""
     from rocmkit.matrix import load_matrix
     from rocmkit.plan import Plan
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     try:
         data = load_json_file(path, f"plan {path}", max_bytes=4 * 1024 * 1024)
@@ -276,7 +276,7 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
 
 def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say) -> Outcome:
     from rocmkit.install import flow
-    from rocmkit.redact import redact_text
+    from rocmkit.util.redact import redact_text
 
     plan, opts, spec = _plan(req, target, say)
     urls = f" from {redact_text(', '.join(plan.index_urls))}" if plan.index_urls else ""

@@ -2,7 +2,7 @@
 
 Level 0 (static facts, milliseconds) and the quick level-1 device checks
 (torch imports, sees its GPUs, runs one small kernel). The doctor runs as a
-child process under :func:`rocmkit.runner.run`, so the budget holds even when a
+child process under :func:`rocmkit.proc.runner.run`, so the budget holds even when a
 check hangs in a driver call; a doctor killed at the budget is itself a
 finding (a hung GPU is the commonest reason for one).
 
@@ -23,9 +23,9 @@ from pathlib import Path
 
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.errors import DataError, UsageError
-from rocmkit.runner import run
-from rocmkit.safeload import load_json_file, loads_json
+from rocmkit.proc.runner import run
 from rocmkit.slurm.scontrol import DEFAULT_PATH
+from rocmkit.util.safeload import load_json_file, loads_json
 
 # The level-1 checks quick enough for a health check: seconds, not minutes.
 QUICK_LEVEL1 = ("torch.import", "torch.devices", "torch.arch_list", "torch.device_smoke")

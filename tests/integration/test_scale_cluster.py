@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from rocmkit.doctor.checks.distributed import free_port
-from rocmkit.runner import run, which
+from rocmkit.proc.runner import run, which
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.doctor.checks.distributed import free_port
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 from tests.support.slurm import SlurmCluster, missing_reason
 
 pytestmark = [pytest.mark.integration]

@@ -13,7 +13,7 @@ from rocmkit.bench import models
 from rocmkit.bench.results import ModelResult
 from rocmkit.bench.suite import SuiteOptions, child_env, run_suite
 from rocmkit.errors import DataError, ToolError, UsageError
-from rocmkit.runner import CommandResult
+from rocmkit.proc.runner import CommandResult
 
 EXTRA = """
 from rocmkit.bench.models import Built, ModelSpec
@@ -85,7 +85,7 @@ DAMAGED = {
 
 
 class FakeChildren:
-    """Stands in for rocmkit.runner.run: answers the probe and each model's child."""
+    """Stands in for rocmkit.proc.runner.run: answers the probe and each model's child."""
 
     def __init__(self, backend: str = "cpu", behaviour: dict[str, str] | None = None) -> None:
         self.backend = backend

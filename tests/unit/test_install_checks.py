@@ -295,7 +295,7 @@ def test_a_failed_venv_creation_names_uvs_error_not_its_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rocmkit.errors import ToolError
-    from rocmkit.runner import CommandResult
+    from rocmkit.proc.runner import CommandResult
 
     stderr = (
         "error: No interpreter found for Python 9.99 in managed installations or search path\n\n"

@@ -207,7 +207,7 @@ def _journal() -> dict[str, Any]:
 @FUZZ
 @given(text=st.one_of(json_documents(PLAN), json_values.map(json.dumps)))
 def test_safe_json_loader_value_or_error_with_bounded_memory(text: str) -> None:
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     tracemalloc.start()
     try:
@@ -222,7 +222,7 @@ def test_safe_json_loader_value_or_error_with_bounded_memory(text: str) -> None:
 @given(text=json_documents(PLAN))
 def test_plan_loader(text: str) -> None:
     from rocmkit.plan import Plan
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     value_or_own_error(lambda: Plan.from_dict(loads_json(text, "plan.json")))
 
@@ -286,7 +286,7 @@ def test_capture_env_json_loader(tmp_path_factory: pytest.TempPathFactory, text:
 def test_install_journal_and_state_loaders(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     from rocmkit.install.journal import Journal
     from rocmkit.install.state import EnvState
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     def load() -> None:
         data = loads_json(text, "journal")
@@ -318,7 +318,7 @@ def test_matrix_loader(tmp_path_factory: pytest.TempPathFactory, data: st.DataOb
 @FUZZ
 @given(text=st.one_of(json_values.map(lambda v: f"x = {json.dumps(v)}\n"), mutated_text('a = 1\n[b]\nc = [1, 2.5]\n')))
 def test_safe_toml_loader(text: str) -> None:
-    from rocmkit.safeload import loads_toml
+    from rocmkit.util.safeload import loads_toml
 
     value_or_own_error(lambda: loads_toml(text, "fuzz.toml"))
 
