@@ -130,7 +130,7 @@ def parse_amd_targets(directory: Path) -> AmdTargets:
 
 def load_amd_targets(directory: Path | None = None) -> AmdTargets:
     """The table in ``directory`` (default: the matrices folder in use), loaded once."""
-    from rocmkit.paths import matrices_dir
+    from rocmkit.util.paths import matrices_dir
 
     return _cached(str((directory or matrices_dir()).resolve()))
 
