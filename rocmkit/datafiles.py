@@ -25,6 +25,7 @@ class DataFile:
 
 def data_files() -> tuple[DataFile, ...]:
     # Imported here, not at the top: the registry sits above every feature that owns a file.
+    from rocmkit.companions.data import parse_companions
     from rocmkit.containers.images import parse_images
     from rocmkit.matrix.amd_targets import FILE as AMD_TARGETS
     from rocmkit.matrix.amd_targets import parse_amd_targets
@@ -35,6 +36,7 @@ def data_files() -> tuple[DataFile, ...]:
         DataFile(names=FILES, used_by="detect, resolve, install, doctor, matrix", load=parse_matrix),
         DataFile(names=("build.toml",), used_by="build", load=lambda d: read_build_matrix(d / "build.toml")),
         DataFile(names=("images.toml",), used_by="docker", load=lambda d: parse_images(d / "images.toml")),
+        DataFile(names=("companions.toml",), used_by="resolve --with, install --with, doctor", load=parse_companions),
         DataFile(names=(AMD_TARGETS,), used_by="detect, resolve", load=parse_amd_targets),
     )
 

@@ -305,6 +305,12 @@ def run_suite(
         )
         done: dict[str, ModelResult] = {}
         if previous is not None and opts.results is not None:
+            if previous.set_aside:
+                # Rewriting the file without them would lose them; counting them would mix runs.
+                raise UsageError(
+                    f"--resume: {previous.set_aside_text()}",
+                    "move those lines to a file of their own, or start afresh without --resume",
+                )
             diff = runlog.mismatch(previous.header, header)
             if diff or previous.header.get("models") != header["models"]:
                 raise UsageError(
@@ -337,7 +343,7 @@ def run_suite(
             else:
                 row = _failed_row(spec.name, spec.suite, result, timeout)
             if opts.results is not None:
-                runlog.append_row(opts.results, row)
+                runlog.append_row(opts.results, row, run=header.get("run"))
             rows.append(row)
             if on_result is not None:
                 on_result(row)

@@ -53,6 +53,7 @@ class InstallRequest:
     probe_timeout: float = 5.0
     allow_env: tuple[str, ...] = ()
     allow_insecure_index: bool = False
+    fallback_index: bool = False
     quiet: bool = False
     as_json: bool = False
 
@@ -136,6 +137,7 @@ class InstallRequest:
             probe_timeout_s=self.probe_timeout,
             show_output=not self.quiet,
             companions=not self.no_companions,
+            fallback_index=self.fallback_index,
         )
 
 
@@ -264,10 +266,14 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
     from rocmkit.matrix import load_matrix
 
-    # Where pip will look when the planned index does not answer: the user's own sources.
-    user = read_pip_config()
-    fallbacks = [(link, False) for link in user.find_links]
-    fallbacks += [(url, True) for url in dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))]
+    # Where pip will look when the planned index does not answer: the user's own sources, only
+    # with --fallback-index (without it, a dead index stops the install at the index check).
+    fallbacks: list[tuple[str, bool]] = []
+    if req.fallback_index:
+        user = read_pip_config()
+        fallbacks = [(link, False) for link in user.find_links]
+        indexes = dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
+        fallbacks += [(url, True) for url in indexes]
     checked = check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
     for seen in seen_lines(checked):
         say(f"rocmkit: {seen}")

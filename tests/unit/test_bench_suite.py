@@ -87,8 +87,12 @@ DAMAGED = {
 class FakeChildren:
     """Stands in for rocmkit.proc.runner.run: answers the probe and each model's child."""
 
-    def __init__(self, backend: str = "cpu", behaviour: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, backend: str = "cpu", behaviour: dict[str, str] | None = None, *, device: str = "fake", speedup: float = 1.25
+    ) -> None:
         self.backend = backend
+        self.device = device
+        self.speedup = speedup
         self.behaviour = behaviour or {}
         self.calls: list[tuple[list[str], float]] = []
         self.jobs: list[dict[str, Any]] = []
@@ -101,7 +105,7 @@ class FakeChildren:
                 json.dumps(
                     {
                         "backend": self.backend,
-                        "device": "fake",
+                        "device": self.device,
                         "versions": {"torch": "2.13.0"},
                     }
                 )
@@ -123,7 +127,7 @@ class FakeChildren:
         row = ModelResult(
             name=name,
             status="compile_error" if what == "compile_error" else "pass",
-            speedup=None if what == "compile_error" else 1.25,
+            speedup=None if what == "compile_error" else self.speedup,
             message="",
         )
         Path(argv[5]).write_text(json.dumps(row.to_dict()))
