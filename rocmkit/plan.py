@@ -51,6 +51,10 @@ class Plan:
     # may leave them out (--no-companions, or a fallback source lacking them); torch and
     # its Triton pin never are. Empty (plans from older rocmkits): every requirement is required.
     companions: tuple[str, ...] = ()
+    # What the plan installs: "torch" (the default, and plans from older rocmkits), "jax",
+    # "torch-xla", or "torch+jax" (one venv with both, both pinned and guarded).
+    framework: str = "torch"
+    jax_version: str | None = None  # "0.10.2": jax, jaxlib and the plugin's release
     # ``--with`` packages as resolved (``rocmkit resolve --with``); their reasons and warnings are
     # among ``reasons`` and ``warnings``, the variables they read at import among ``env``.
     with_packages: tuple[WithPackage, ...] = ()

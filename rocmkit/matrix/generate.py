@@ -48,6 +48,9 @@ class Inputs:
     release_versions: Snapshot | None = None
     therock_releases: Snapshot | None = None
     therock_matrix: Snapshot | None = None
+    # jax.toml's inputs (rocmkit/matrix/jaxgen.py): the index pages of jax, jaxlib, the plugins, torch-xla
+    jax_pages: Mapping[str, ProjectPage] = field(default_factory=dict)
+    jax_read_on: str | None = None  # a recording's own date for those pages
 
 
 @dataclass(kw_only=True)
