@@ -45,7 +45,11 @@ def cli(as_json: bool, capture: Path | None, fresh: bool) -> None:
 
         output_cache.cacheable(session.detected_at)
     if as_json:
-        OUT.json(machine.to_dict())
+        from rocmkit.detect.amd_names import amd_names
+
+        # AMD's names for each GPU's levels ride beside the machine record (Machine.from_dict
+        # ignores the key), as rocm-bootstrap-detect --hierarchy would print them.
+        OUT.json({**machine.to_dict(), "amd_targets": amd_names(machine)})
         return
     from rocmkit.detect.view import render
 
