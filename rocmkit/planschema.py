@@ -148,4 +148,7 @@ def check_plan_dict(data: dict[str, Any], allow_env: frozenset[str] = frozenset(
         "target_archs": _texts(data.get("target_archs"), "target_archs"),
         "unsupported_gpus": _texts(data.get("unsupported_gpus"), "unsupported_gpus", free=True),
         "companions": companions,
+        "fallback": tuple(
+            check_requirement(r, f"fallback[{i}]") for i, r in enumerate(_texts(data.get("fallback"), "fallback"))
+        ),
     }

@@ -36,6 +36,7 @@ class InstallRequest:
     rocm: str | None = None
     channel: str = "stable"
     cpu: bool = False
+    strict_data: bool = False  # resolve only confirmed builds
     index_base: str | None = None
     installer: str = "auto"
     with_packages: tuple[str, ...] = ()
@@ -254,6 +255,7 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
         channel=req.channel,
         cpu=req.cpu,
         index_base=req.index_base,
+        strict_data=req.strict_data,
     )
     machine = load_machine(req.capture)
     plan = resolve(machine, constraints)

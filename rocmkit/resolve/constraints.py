@@ -23,6 +23,9 @@ class Constraints:
     cuda: str | None = None  # "12.4" or "cu124"; forces a CUDA build
     index_base: str | None = None  # replaces https://download.pytorch.org/whl (env ROCMKIT_INDEX_BASE)
     cpu: bool = False  # force CPU wheels
+    # Only facts a source confirms: a build known only from upstream's build lists (not yet
+    # seen on an index) is never planned unless --rocm/--cuda names it.
+    strict_data: bool = False
 
     def validated(self) -> Constraints:
         """Check the shape of every value; one clear error per bad value."""
