@@ -86,7 +86,7 @@ class BenchRequest:
         return Shard.parse(self.shard_text) if self.shard_text else None
 
     def default_results_path(self) -> Path:
-        from rocmkit.paths import cache_dir
+        from rocmkit.util.paths import cache_dir
 
         shard = self.shard
         part = f"-shard{shard.index}of{shard.count}" if shard else ""

@@ -67,7 +67,7 @@ def cli(req: DoctorRequest) -> None:
     from rocmkit.doctor.registry import check_modules, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
-    from rocmkit.paths import cache_dir
+    from rocmkit.util.paths import cache_dir
 
     found = discover(check_modules())
     if req.list_only:
@@ -88,7 +88,7 @@ def cli(req: DoctorRequest) -> None:
     if not python.own:
         OUT.message(f"checking the Python at {python.executable} ({python.version})")
     if req.capture is None:
-        from rocmkit.detect_cache import cached_machine, cached_plan
+        from rocmkit.cache.detect_cache import cached_machine, cached_plan
 
         # Detection facts are cached per boot and driver state, and the plan with them:
         # a rerun skips the probes and resolve.

@@ -99,7 +99,7 @@ def run(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
     except RocmkitError as exc:
-        from rocmkit.redact import redact_text
+        from rocmkit.util.redact import redact_text
 
         # Errors end up in CI logs: a mirror's user:token in a URL never does.
         OUT.message(redact_text(exc.one_line()))

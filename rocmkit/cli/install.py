@@ -62,6 +62,9 @@ from rocmkit.install.request import InstallRequest
     help="Let a plan or lock set NAME in bin/activate (beyond HSA_OVERRIDE_GFX_VERSION, *_VISIBLE_DEVICES).")
 @click.option("--allow-insecure-index", is_flag=True,
     help="Allow plain-http and file:// indexes (warned about). Env: ROCMKIT_ALLOW_INSECURE_INDEX=1.")
+@click.option("--fallback-index", is_flag=True, envvar="ROCMKIT_FALLBACK_INDEX",
+    help="When the plan's index does not answer (or it names none), take the exact planned builds "
+    "from your pip configuration's sources, with a WARNING naming them. Without it, install stops.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not stream pip/uv output.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the outcome as JSON (rocmkit.install/1) on stdout."

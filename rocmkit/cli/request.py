@@ -39,7 +39,7 @@ class Output:
     person reads while it runs (progress, notes, warnings) on stderr.
 
     ``tee``, when set, also receives every write as (to stderr, text): the output cache
-    (:mod:`rocmkit.output_cache`) stores that transcript and replays it on a rerun."""
+    (:mod:`rocmkit.cache.output_cache`) stores that transcript and replays it on a rerun."""
 
     def __init__(self) -> None:
         self.tee: list[tuple[bool, str]] | None = None
@@ -71,8 +71,8 @@ class Output:
     def file(self, path: Path, text: str, *, mode: int | None = None, fix: str = "choose a writable path") -> None:
         """Write an output file the user named (--html, --out, --write), whole or not at all:
         a full disk or a read-only folder leaves no half page behind and is one error line."""
-        from rocmkit.atomicio import write_text_atomic
         from rocmkit.errors import StorageError, UsageError, storage_error
+        from rocmkit.util.atomicio import write_text_atomic
 
         try:
             write_text_atomic(path, text, mode=mode)

@@ -8,7 +8,7 @@ import click
 
 from rocmkit.cli.request import OUT, request
 from rocmkit.resolve.constraints import CHANNELS
-from rocmkit.resolve.request import ResolveRequest
+from rocmkit.resolve.request import FORMATS, ResolveRequest
 
 
 @click.command("resolve")
@@ -35,10 +35,12 @@ from rocmkit.resolve.request import ResolveRequest
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (schema rocmkit.plan/1).")
 @click.option("--fresh", is_flag=True,
     help="Detect again and resolve again: ignore (and refresh) the cached detection and plan.")
+@click.option("--with", "with_packages", multiple=True, metavar="PKG",
+    help="Resolve these beside torch (xformers,flash-attn,bitsandbytes: the build that fits; others from PyPI).")
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["summary", "json", "requirements"]),
+    type=click.Choice(FORMATS),
     default="summary",
     show_default=True,
     help="requirements: a requirements file with its --index-url lines.",
@@ -50,7 +52,7 @@ def cli(req: ResolveRequest) -> None:
 
     \b
     Exit codes: 0 plan printed, 4 bad argument or capture, 5 bad matrix data,
-    6 no plan fits (the message says what would).
+    6 no plan fits, or no build of a --with package fits (the message says what would).
     """
     from rocmkit.cli.machine import machine_for
     from rocmkit.resolve import resolve
@@ -68,6 +70,11 @@ def cli(req: ResolveRequest) -> None:
         from rocmkit.resolve.live import check_plan
 
         plan = check_plan(plan, machine, constraints, load_matrix())
+    if req.with_packages:
+        from rocmkit.companions.data import load_companions
+        from rocmkit.companions.resolve import resolve_with
+
+        plan = resolve_with(plan, machine, req.with_packages, load_companions())
     if req.as_json or req.fmt == "json":
         OUT.json(plan.to_dict())
     elif req.fmt == "requirements":

@@ -59,7 +59,7 @@ class DoctorRequest:
 def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
     """``KEY=VALUE`` pairs; values that read as JSON (numbers, true/false) become those."""
     from rocmkit.errors import DataError
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     out: dict[str, object] = {}
     for item in settings:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv
-from rocmkit.runner import CommandResult
 
 # Per-request network timeout handed to pip/uv: a dead index fails in seconds,
 # never in pip's default 15 s x 5 retries per file.

@@ -54,6 +54,7 @@ class InstallRequest:
     probe_timeout: float = 5.0
     allow_env: tuple[str, ...] = ()
     allow_insecure_index: bool = False
+    fallback_index: bool = False
     quiet: bool = False
     as_json: bool = False
 
@@ -137,6 +138,7 @@ class InstallRequest:
             probe_timeout_s=self.probe_timeout,
             show_output=not self.quiet,
             companions=not self.no_companions,
+            fallback_index=self.fallback_index,
         )
 
 
@@ -144,7 +146,7 @@ def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str]
     """A saved plan (``rocmkit resolve --json``), its PyTorch indexes moved to ``index_base``."""
     from rocmkit.matrix import load_matrix
     from rocmkit.plan import Plan
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     try:
         data = load_json_file(path, f"plan {path}", max_bytes=4 * 1024 * 1024)
@@ -266,10 +268,14 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
     from rocmkit.matrix import load_matrix
 
-    # Where pip will look when the planned index does not answer: the user's own sources.
-    user = read_pip_config()
-    fallbacks = [(link, False) for link in user.find_links]
-    fallbacks += [(url, True) for url in dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))]
+    # Where pip will look when the planned index does not answer: the user's own sources, only
+    # with --fallback-index (without it, a dead index stops the install at the index check).
+    fallbacks: list[tuple[str, bool]] = []
+    if req.fallback_index:
+        user = read_pip_config()
+        fallbacks = [(link, False) for link in user.find_links]
+        indexes = dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
+        fallbacks += [(url, True) for url in indexes]
     checked = check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
     for seen in seen_lines(checked):
         say(f"rocmkit: {seen}")
@@ -288,7 +294,7 @@ def _held(plan: Plan, say: Say) -> Plan:
 
 def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say) -> Outcome:
     from rocmkit.install import flow
-    from rocmkit.redact import redact_text
+    from rocmkit.util.redact import redact_text
 
     plan, opts, spec = _plan(req, target, say)
     urls = f" from {redact_text(', '.join(plan.index_urls))}" if plan.index_urls else ""

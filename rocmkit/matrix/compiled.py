@@ -52,7 +52,7 @@ def matrix_key(directory: Path) -> str:
 
 
 def _cache_folder() -> Path:
-    from rocmkit.paths import cache_dir
+    from rocmkit.util.paths import cache_dir
 
     return cache_dir() / "matrix"
 
@@ -70,9 +70,9 @@ def _trusted(path: Path) -> bool:
 
 
 def load_matrix(directory: Path | None = None) -> Matrix:
-    """The matrix in ``directory`` (default: :func:`rocmkit.paths.matrices_dir`), from the
+    """The matrix in ``directory`` (default: :func:`rocmkit.util.paths.matrices_dir`), from the
     compiled cache when its files are unchanged, else loaded, validated and stored."""
-    from rocmkit.paths import matrices_dir
+    from rocmkit.util.paths import matrices_dir
 
     folder = (directory or matrices_dir()).resolve()
     key = matrix_key(folder)
@@ -105,7 +105,7 @@ def _store(path: Path, matrix: Matrix) -> None:
     # A cache that cannot be written costs the next run a parse, nothing more.
     with contextlib.suppress(OSError, pickle.PicklingError):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from rocmkit.atomicio import write_bytes_atomic
+        from rocmkit.util.atomicio import write_bytes_atomic
 
         write_bytes_atomic(path, pickle.dumps(matrix, protocol=pickle.HIGHEST_PROTOCOL), mode=0o600)
 

@@ -31,7 +31,8 @@ from packaging.version import Version
 
 from rocmkit.matrix.upstream import testinfra, therock
 from rocmkit.matrix.upstream.testinfra import ReleaseBuild, Snapshot, releases_from_history
-from rocmkit.packages import IndexFile, Metadata, ProjectPage, Wheel, torch_requirement
+from rocmkit.packages import torch_requirement
+from rocmkit.pkgindex.pages import IndexFile, Metadata, ProjectPage, Wheel
 
 GENERATED_PREFIXES = ("pypi_", "ti_", "therock_gen_", "pt_")
 COMPANION_WINDOW_DAYS = 1  # a companion is published with its torch (same day, give or take)

@@ -21,7 +21,14 @@ from rocmkit.matrix.generate import Inputs
 from rocmkit.matrix.upstream import pytorch, testinfra, therock
 from rocmkit.matrix.upstream.history import git_head, git_history, recorded_history
 from rocmkit.matrix.upstream.testinfra import Snapshot
-from rocmkit.packages import IndexFile, Metadata, ProjectPage, parse_metadata, project_page, read_metadata
+from rocmkit.pkgindex.pages import (
+    IndexFile,
+    Metadata,
+    ProjectPage,
+    parse_metadata,
+    project_page,
+    read_metadata,
+)
 
 PROJECTS = ("torch", "torchvision", "torchaudio")
 
@@ -104,7 +111,7 @@ def recording_meta(folder: Path) -> dict[str, str]:
 
 def recorded_index(folder: Path) -> tuple[dict[str, ProjectPage], Callable[[IndexFile], Metadata | None]]:
     """The recorded PEP 691 pages and METADATA files, read from disk (no server)."""
-    from rocmkit.packages import parse_project_page
+    from rocmkit.pkgindex.pages import parse_project_page
 
     pypi = folder / "pypi"
     base = recording_meta(folder)["index_url"].rstrip("/")

@@ -40,7 +40,7 @@ from rocmkit.matrix.model import (
     release_key,
 )
 from rocmkit.packages import parse_pin
-from rocmkit.paths import matrices_dir
+from rocmkit.util.paths import matrices_dir
 
 FILES = ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml")
 
@@ -49,7 +49,7 @@ _INDEX = re.compile(r"^(rocm\d+(\.\d+){1,2}|cu\d{3}|cpu)$")
 
 
 def load_matrix(directory: Path | None = None) -> Matrix:
-    """The matrix in ``directory`` (default: :func:`rocmkit.paths.matrices_dir`), loaded once."""
+    """The matrix in ``directory`` (default: :func:`rocmkit.util.paths.matrices_dir`), loaded once."""
     return _load_cached(str((directory or matrices_dir()).resolve()))
 
 

@@ -41,7 +41,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         recording_meta,
     )
     from rocmkit.matrix.write import plan_refresh, write_refresh
-    from rocmkit.paths import matrices_dir, overlay_dir
+    from rocmkit.util.paths import matrices_dir, overlay_dir
 
     source_dir = req.directory or matrices_dir()
     upstream = recorded_upstream(req.recording) if req.recording else {}

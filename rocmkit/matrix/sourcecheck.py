@@ -41,11 +41,10 @@ from rocmkit.errors import NetworkError
 from rocmkit.matrix.model import Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.upstream import testinfra, therock
 from rocmkit.matrix.upstream.testinfra import BuildMatrix, ChannelBuild
-from rocmkit.packages import (
-    JSON_TYPE,
+from rocmkit.pkgindex.http import JSON_TYPE, http_get
+from rocmkit.pkgindex.pages import (
     ProjectPage,
     Wheel,
-    http_get,
     parse_metadata,
     parse_project_page,
     project_page,

@@ -15,11 +15,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.matrix.fields import read_toml
 from rocmkit.matrix.generate import Inputs, Outcome, generate
 from rocmkit.matrix.load import parse_matrix
 from rocmkit.matrix.render import header_of, render
+from rocmkit.util.atomicio import write_text_atomic
 
 GENERATED = ("torch.toml", "channels.toml")
 TOP_ORDER = {

@@ -38,13 +38,15 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import NetworkError, NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease
-from rocmkit.packages import ACCEPT, IndexFile, canonical, http_get, parse_project_page, parse_wheel
+from rocmkit.packages import canonical
+from rocmkit.pkgindex.http import ACCEPT, http_get
+from rocmkit.pkgindex.pages import IndexFile, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
+from rocmkit.util.atomicio import write_text_atomic
 
 OFFLINE_ENV = "ROCMKIT_OFFLINE"
 INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"  # as rocmkit.resolve.core reads it
@@ -207,7 +209,7 @@ def observer(*, timeout: float = TIMEOUT_S, cache: Path | None = None) -> Observ
 
 
 def default_cache() -> Path:
-    from rocmkit.paths import cache_dir
+    from rocmkit.util.paths import cache_dir
 
     return cache_dir() / "indexes"
 

@@ -9,8 +9,9 @@ import pytest
 
 from rocmkit.cli import main
 from rocmkit.matrix import FILES
-from rocmkit.packages import files_from_html, triton_pin
-from rocmkit.paths import matrices_dir
+from rocmkit.packages import triton_pin
+from rocmkit.pkgindex.pages import files_from_html
+from rocmkit.util.paths import matrices_dir
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -221,7 +221,7 @@ def test_refresh_without_dir_writes_an_overlay_that_show_names(
 ) -> None:
     from rocmkit.cli import main
     from rocmkit.matrix import clear_cache
-    from rocmkit.paths import matrices_dir, shipped_matrices_dir
+    from rocmkit.util.paths import matrices_dir, shipped_matrices_dir
 
     recording = tmp_path / "upstream"
     shutil.copytree(RECORDING, recording)

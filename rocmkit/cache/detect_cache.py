@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit import __version__
-from rocmkit.atomicio import write_text_atomic
-from rocmkit.envvars import relevant_raw
+from rocmkit.util.atomicio import write_text_atomic
+from rocmkit.util.envvars import relevant_raw
 
 if TYPE_CHECKING:
     from rocmkit.machine import Machine
@@ -110,7 +110,7 @@ def state_key(environ: Mapping[str, str]) -> str | None:
     """The key of this boot's driver and device state, or None where there is no boot id
     (not Linux, or /proc hidden): then nothing is cached."""
     from rocmkit.matrix.compiled import matrix_key
-    from rocmkit.paths import matrices_dir
+    from rocmkit.util.paths import matrices_dir
 
     boot = _read(_FILES[0]).strip()
     if not boot:
@@ -202,8 +202,8 @@ def cached_plan(
     itself and a checksum of the matrix files, so new data or another machine resolves
     again. Saves a rerun of the doctor importing and running resolve."""
     from rocmkit.matrix.compiled import matrix_key
-    from rocmkit.paths import matrices_dir
     from rocmkit.plan import Plan
+    from rocmkit.util.paths import matrices_dir
 
     env = os.environ if environ is None else environ
     key = state_key(env)

@@ -171,7 +171,7 @@ def read_text(path: Path, what: str | None = None, *, max_bytes: int = MAX_BYTES
     Raises :class:`DataError` for a file too big or not UTF-8, and
     :class:`rocmkit.errors.UsageError` for one that cannot be opened.
     """
-    from rocmkit.boundedio import BoundedReadError, read_bounded
+    from rocmkit.util.boundedio import BoundedReadError, read_bounded
 
     label = what or str(path)
     try:

@@ -39,11 +39,11 @@ def matrices_origin() -> str:
 
 
 def shipped_matrices_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    packaged = here / "matrices"
+    package = Path(__file__).resolve().parent.parent  # rocmkit/, from rocmkit/util/
+    packaged = package / "matrices"  # a wheel: the data ships inside the package
     if packaged.is_dir():
         return packaged
-    return here.parent / "matrices"
+    return package.parent / "matrices"  # a checkout: the data sits beside the package
 
 
 def overlay_dir() -> Path:

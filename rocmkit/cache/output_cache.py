@@ -7,11 +7,11 @@ that is imported: a command line seen before, with every input the same, is answ
 writing what it printed then.
 
 The key is everything the output is a function of: the detection state key of
-:mod:`rocmkit.detect_cache` (boot, drivers, device nodes, mounts, tools on PATH, the
+:mod:`rocmkit.cache.detect_cache` (boot, drivers, device nodes, mounts, tools on PATH, the
 variables detection reads, the matrix folder and its checksum), rocmkit's own source files (name, size, mtime: an edited checkout is another rocmkit), the
 interpreter (resolve's default target Python), every ``ROCMKIT_*`` variable, and the
 command line itself. An entry expires with the detection it came from
-(:data:`rocmkit.detect_cache.MAX_AGE_S`).
+(:data:`rocmkit.cache.detect_cache.MAX_AGE_S`).
 
 Only what is a pure function of that key is stored; the command decides, by calling
 :func:`cacheable`: ``detect`` of this machine, and ``resolve`` of this machine with
@@ -56,7 +56,7 @@ def cacheable(detected_at: float) -> None:
 def _source_stamp() -> str:
     """rocmkit's Python files, by name, size and mtime: a changed checkout is another key."""
     out: list[str] = []
-    stack = [os.path.dirname(os.path.realpath(__file__))]
+    stack = [os.path.dirname(os.path.dirname(os.path.realpath(__file__)))]  # all of rocmkit/
     while stack:
         folder = stack.pop()
         with os.scandir(folder) as entries:
@@ -79,7 +79,7 @@ def output_key(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
     import hashlib
 
     from rocmkit import __version__
-    from rocmkit.detect_cache import state_key
+    from rocmkit.cache.detect_cache import state_key
 
     # The state key already holds the matrix folder and its checksum.
     state = state_key(environ)
@@ -99,7 +99,7 @@ def output_key(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
 
 
 def _folder() -> Path:
-    from rocmkit.paths import cache_dir
+    from rocmkit.util.paths import cache_dir
 
     return cache_dir() / "output"
 
@@ -119,7 +119,7 @@ class Recording:
         stale, or unreadable: the command then runs)."""
         if FRESH in self.argv:
             return False
-        from rocmkit.detect_cache import MAX_AGE_S
+        from rocmkit.cache.detect_cache import MAX_AGE_S
 
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -150,7 +150,7 @@ class Recording:
         # click strips colour codes when not writing to a terminal: a replay would not.
         if any("\x1b" in text for _, text in self.chunks):
             return
-        from rocmkit.atomicio import write_text_atomic
+        from rocmkit.util.atomicio import write_text_atomic
 
         payload = {"schema": SCHEMA, "argv": self.argv, "detected_at": detected_at, "chunks": self.chunks}
         # A cache that cannot be written is a slower rerun, never a failed command.

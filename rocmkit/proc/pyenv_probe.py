@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
 
-    from rocmkit.result_file import write_result  # put before this code by pyenv.Inline
+    from rocmkit.proc.result_file import write_result  # put before this code by pyenv.Inline
 
 
 def _version(dist: str) -> str | None:

@@ -1,4 +1,4 @@
-"""The parent's side of a prefork worker (:mod:`rocmkit.prefork_worker`).
+"""The parent's side of a prefork worker (:mod:`rocmkit.proc.prefork_worker`).
 
 One worker per run, in the Python the tasks are for, imports torch (and what else they
 need) once; each task then costs a fork instead of an interpreter start plus those
@@ -8,7 +8,7 @@ promised still holds per fork: a crash, a hang (killed here at the task's timeou
 its whole process group), an OOM kill or output without end ends that task only.
 
 The worker is a long-lived helper speaking a pipe protocol, so it is started with
-``subprocess.Popen`` rather than :func:`rocmkit.runner.run` (which runs a command to its
+``subprocess.Popen`` rather than :func:`rocmkit.proc.runner.run` (which runs a command to its
 end); it gets the same treatment: an argument list, its own session, a timeout on every
 wait, and its group killed on close.
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from rocmkit.prefork_worker import SCHEMA
+from rocmkit.proc.prefork_worker import SCHEMA
 
 # The worker imports torch (seconds), Triton or inductor (seconds more) before it is ready.
 READY_TIMEOUT_S = 300.0
@@ -109,7 +109,7 @@ class PreforkProcess:
         initialised a GPU runtime (a fork would inherit a driver state it cannot use)."""
         start = {"schema": SCHEMA, "preload": list(preload), "modules": list(modules)}
         worker = cls(
-            [python, "-X", "faulthandler", "-m", "rocmkit.prefork_worker"],
+            [python, "-X", "faulthandler", "-m", "rocmkit.proc.prefork_worker"],
             {**env, **{k: v for k, v in WORKER_ENV.items() if k not in env}},
             cwd,
             start,

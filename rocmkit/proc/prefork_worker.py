@@ -1,8 +1,8 @@
 """A prefork worker: one process per Python that imports torch (and whatever else the
 tasks need) once, then forks one process per task.
 
-Started by :class:`rocmkit.prefork.PreforkProcess` as
-``python -X faulthandler -m rocmkit.prefork_worker`` in the interpreter the tasks are
+Started by :class:`rocmkit.proc.prefork.PreforkProcess` as
+``python -X faulthandler -m rocmkit.proc.prefork_worker`` in the interpreter the tasks are
 for. The doctor runs its isolated checks in these forks, and ``rocmkit bench`` its
 models: each costs a fork instead of an interpreter start plus torch's import (seconds;
 with dynamo and inductor, five or more). It talks JSON lines: requests on stdin; replies
@@ -196,7 +196,7 @@ def _kill_group(pid: int) -> None:
 
 
 def _reap(forks: dict[int, _Fork], cap: int, replies: IO[str]) -> None:
-    from rocmkit.runner import kill_pipe_holders
+    from rocmkit.proc.runner import kill_pipe_holders
 
     while forks:
         try:
@@ -283,7 +283,7 @@ def main() -> int:
         hello += chunk
     start = json.loads(hello)
     if start.get("schema") != SCHEMA:
-        print(f"rocmkit.prefork_worker: not a {SCHEMA} start request", file=sys.stderr)
+        print(f"rocmkit.proc.prefork_worker: not a {SCHEMA} start request", file=sys.stderr)
         return 2
     loaded = preload(list(start.get("preload", ())) + list(start.get("modules", ())))
     _send(
