@@ -23,6 +23,9 @@ from rocmkit.resolve.request import FORMATS, ResolveRequest
     "--cuda", metavar="X.Y", help="CUDA version of the wheels, 12.4 or cu124 (forces a CUDA build)."
 )
 @click.option("--cpu", is_flag=True, help="CPU wheels, whatever the GPUs.")
+@click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
+    help="What to plan: PyTorch, JAX (jax + jaxlib + the GPU plugin), PyTorch/XLA, or torch and jax in one venv.")
+@click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release (with --framework jax): 0.10 or 0.10.2.")
 @click.option("--python", metavar="X.Y", help="Target Python (default: the running one).")
 @click.option("--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
     help="PyTorch releases, PyTorch nightlies, or AMD's TheRock multi-arch index.")
@@ -63,7 +66,7 @@ def cli(req: ResolveRequest) -> None:
     machine = machine_for(req.capture, fresh=req.fresh, replayable=req.offline)
     constraints = req.constraints()
     plan = resolve(machine, constraints)
-    if not req.offline:
+    if not req.offline and constraints.frameworks == ("torch",):
         # What the index serves now: one request (2 s at most, cached) that settles
         # whether the planned build exists and whether a newer one does.
         from rocmkit.matrix import load_matrix

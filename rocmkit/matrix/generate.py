@@ -49,6 +49,9 @@ class Inputs:
     therock_releases: Snapshot | None = None
     therock_matrix: Snapshot | None = None
     build_scripts: tuple[Snapshot, ...] = ()  # pytorch/pytorch's manywheel/build.sh, oldest first
+    # jax.toml's inputs (rocmkit/matrix/jaxgen.py): the index pages of jax, jaxlib, the plugins, torch-xla
+    jax_pages: Mapping[str, ProjectPage] = field(default_factory=dict)
+    jax_read_on: str | None = None  # a recording's own date for those pages
 
 
 @dataclass(kw_only=True)

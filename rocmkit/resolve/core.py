@@ -51,6 +51,26 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
         if problem.severity == "error":
             notes.warn(f"detection: {problem.source}: {problem.message}")
 
+    frameworks = cons.frameworks
+    if frameworks == ("torch-xla",):
+        from rocmkit.resolve import torch_xla
+
+        return torch_xla.plan(machine, m, cons, notes, python, base)
+    if "jax" in frameworks:
+        from rocmkit.resolve import jax_plan
+
+        if frameworks == ("jax",):
+            return jax_plan.plan(machine, m, cons, notes, python)
+        # torch and jax in one venv: each planned on its own, then one plan that keeps both pins.
+        jax_notes = Notes(matrix=m)
+        return jax_plan.combine(
+            _torch_plan(machine, m, cons, notes, python, base),
+            jax_plan.plan(machine, m, cons, jax_notes, python),
+        )
+    return _torch_plan(machine, m, cons, notes, python, base)
+
+
+def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
     if cons.cpu:
         notes.why("--cpu: CPU wheels were asked for")
         return cpu_plan(m, cons, notes, python, base)
