@@ -28,7 +28,7 @@ from rocmkit.resolve.request import FORMATS, ResolveRequest
 @click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release (with --framework jax): 0.10 or 0.10.2.")
 @click.option("--python", metavar="X.Y", help="Target Python (default: the running one).")
 @click.option("--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
-    help="PyTorch releases, PyTorch nightlies, or AMD's TheRock multi-arch index.")
+    help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly).")
 @click.option("--index-base", metavar="URL", envvar="ROCMKIT_INDEX_BASE",
     help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.")
 @click.option("--offline", is_flag=True, envvar="ROCMKIT_OFFLINE",

@@ -43,8 +43,13 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
     ),
     "channel": (
         "name",
+        "aliases",
         "kind",
+        "stream",
         "url",
+        "all_arch_url",
+        "legacy_url",
+        "layout_from",
         "description",
         "indexes",
         "torch_min",

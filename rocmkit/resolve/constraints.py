@@ -11,7 +11,10 @@ from rocmkit.errors import UsageError
 # part would pass a regex only to overflow int() later.
 _RELEASE = r"[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?"
 
-CHANNELS = ("stable", "nightly", "therock")
+# PyTorch's two channels, then AMD's three (matrices/channels.toml); "therock" is the old
+# name of amd-nightly and still accepted.
+CHANNELS = ("stable", "nightly", "amd", "amd-rc", "amd-nightly", "therock")
+AMD_CHANNELS = ("amd", "amd-rc", "amd-nightly", "therock")
 FRAMEWORKS = ("torch", "jax", "torch-xla")
 
 
@@ -20,7 +23,7 @@ class Constraints:
     torch: str | None = None  # "2.5" (newest 2.5.x) or "2.5.1" (exact)
     rocm: str | None = None  # "6.2" or "6.2.4"; forces a ROCm build
     python: str | None = None  # "3.11"; default: the running interpreter
-    channel: str = "stable"  # stable | nightly | therock
+    channel: str = "stable"  # stable | nightly | amd | amd-rc | amd-nightly (therock)
     cuda: str | None = None  # "12.4" or "cu124"; forces a CUDA build
     index_base: str | None = None  # replaces https://download.pytorch.org/whl (env ROCMKIT_INDEX_BASE)
     cpu: bool = False  # force CPU wheels
@@ -70,6 +73,11 @@ class Constraints:
                 "give the root that holds the indexes, like http://mirror.example/whl",
             )
         return self
+
+    @property
+    def amd_channel(self) -> bool:
+        """One of AMD's own channels (repo.amd.com and its rc and nightly streams)."""
+        return self.channel in AMD_CHANNELS
 
     @property
     def frameworks(self) -> tuple[str, ...]:

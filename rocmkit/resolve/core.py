@@ -15,7 +15,7 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
 from rocmkit.plan import Plan
-from rocmkit.resolve import cuda, rocm
+from rocmkit.resolve import amd, cuda, rocm
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 from rocmkit.resolve.releases import (
@@ -74,7 +74,9 @@ def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, py
     if cons.cpu:
         notes.why("--cpu: CPU wheels were asked for")
         return cpu_plan(m, cons, notes, python, base)
-    if cons.rocm or cons.channel == "therock":
+    if cons.amd_channel:
+        return amd.plan(machine, m, cons, notes, python)
+    if cons.rocm:
         return rocm.plan(machine, m, cons, notes, python, base)
     if cons.cuda:
         return cuda.plan(machine, m, cons, notes, python, base)
@@ -110,9 +112,9 @@ def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, py
 
 
 def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
-    if cons.channel == "therock":
+    if cons.amd_channel:
         raise NoPlanError(
-            "TheRock's index has ROCm builds only", "use --channel stable or nightly for CPU wheels"
+            f"AMD's {cons.channel} channel has ROCm builds only", "use --channel stable or nightly for CPU wheels"
         )
     if cons.channel == "nightly":
         chan = m.channels["nightly"]
