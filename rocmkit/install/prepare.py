@@ -172,14 +172,19 @@ def _plan(
         spec = flow.locked_spec(inputs.locked, Path(tempfile.mkdtemp(prefix="rocmkit-lock-")), req.with_packages)
         return plan, options, spec
     if inputs.plan is not None:
-        return inputs.plan, options, None
+        return _held(inputs.plan, say), options, None
     from rocmkit.resolve.constraints import Constraints
 
     constraints = Constraints(
-        torch=req.torch, rocm=req.rocm, python=target.short_version, channel=req.channel, cpu=req.cpu
+        torch=req.torch,
+        rocm=req.rocm,
+        python=target.short_version,
+        channel=req.channel,
+        cpu=req.cpu,
+        strict_data=req.strict_data,
     )
     if session.offline:
-        return session.plan(constraints), options, None
+        return _held(session.plan(constraints), say), options, None
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
     from rocmkit.resolve.live import seen_lines
 
@@ -194,4 +199,14 @@ def _plan(
     checked = session.plan(constraints, fallbacks=fallbacks)
     for seen in seen_lines(checked):
         say(f"rocmkit: {seen}")
-    return checked, options, None
+    return _held(checked, say), options, None
+
+
+def _held(plan: Plan, say: Say) -> Plan:
+    """A planned build known only from build lists, which its index answers without: its fallback."""
+    from rocmkit.install.fallback import hold_to_index
+
+    held, message = hold_to_index(plan)
+    if message:
+        say(f"rocmkit: {message}")
+    return held

@@ -36,6 +36,7 @@ class InstallRequest:
     rocm: str | None = None
     channel: str = "stable"
     cpu: bool = False
+    strict_data: bool = False  # resolve only confirmed builds
     index_base: str | None = None
     installer: str = "auto"
     with_packages: tuple[str, ...] = ()
