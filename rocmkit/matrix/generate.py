@@ -48,6 +48,9 @@ class Inputs:
     release_versions: Snapshot | None = None
     therock_releases: Snapshot | None = None
     therock_matrix: Snapshot | None = None
+    # jax.toml's inputs (rocmkit/matrix/jaxgen.py): the index pages of jax, jaxlib, the plugins, torch-xla
+    jax_pages: Mapping[str, ProjectPage] = field(default_factory=dict)
+    jax_read_on: str | None = None  # a recording's own date for those pages
 
 
 @dataclass(kw_only=True)
@@ -457,7 +460,10 @@ def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBui
                 nightly["unconfirmed"] = rest
             else:
                 nightly.pop("unconfirmed", None)
-    rock = chans.get("therock")
+    # AMD's nightly channel (named "therock" before AMD's stable and rc channels were added).
+    rock = chans.get("amd-nightly") or next(
+        (c for c in chans.values() if "therock" in c.get("aliases", [])), chans.get("therock")
+    )
     if rock is not None and inputs.therock_releases is not None:
         snap = inputs.therock_releases
         key = f"therock_gen_{snap.commit[:8]}"

@@ -15,7 +15,7 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
 from rocmkit.plan import Plan
-from rocmkit.resolve import cuda, rocm
+from rocmkit.resolve import amd, cuda, rocm
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 from rocmkit.resolve.releases import candidate_releases, companions_of, requirements_for
@@ -44,10 +44,32 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
         if problem.severity == "error":
             notes.warn(f"detection: {problem.source}: {problem.message}")
 
+    frameworks = cons.frameworks
+    if frameworks == ("torch-xla",):
+        from rocmkit.resolve import torch_xla
+
+        return torch_xla.plan(machine, m, cons, notes, python, base)
+    if "jax" in frameworks:
+        from rocmkit.resolve import jax_plan
+
+        if frameworks == ("jax",):
+            return jax_plan.plan(machine, m, cons, notes, python)
+        # torch and jax in one venv: each planned on its own, then one plan that keeps both pins.
+        jax_notes = Notes(matrix=m)
+        return jax_plan.combine(
+            _torch_plan(machine, m, cons, notes, python, base),
+            jax_plan.plan(machine, m, cons, jax_notes, python),
+        )
+    return _torch_plan(machine, m, cons, notes, python, base)
+
+
+def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
     if cons.cpu:
         notes.why("--cpu: CPU wheels were asked for")
         return cpu_plan(m, cons, notes, python, base)
-    if cons.rocm or cons.channel == "therock":
+    if cons.amd_channel:
+        return amd.plan(machine, m, cons, notes, python)
+    if cons.rocm:
         return rocm.plan(machine, m, cons, notes, python, base)
     if cons.cuda:
         return cuda.plan(machine, m, cons, notes, python, base)
@@ -83,9 +105,9 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
 
 
 def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
-    if cons.channel == "therock":
+    if cons.amd_channel:
         raise NoPlanError(
-            "TheRock's index has ROCm builds only", "use --channel stable or nightly for CPU wheels"
+            f"AMD's {cons.channel} channel has ROCm builds only", "use --channel stable or nightly for CPU wheels"
         )
     if cons.channel == "nightly":
         chan = m.channels["nightly"]

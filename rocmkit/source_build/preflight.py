@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rocmkit.arch import GpuBackend
-from rocmkit.source_build.targets import GIB
+from rocmkit.util.buildjobs import GIB
 
 Severity = Literal["error", "warning"]
 

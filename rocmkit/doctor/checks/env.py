@@ -83,9 +83,28 @@ def _group_remedy(m: Machine, nodes: Sequence[DeviceNode]) -> str:
     return f"`sudo usermod -aG {groups} $USER`, then log out and back in (a running session keeps the groups it started with)"
 
 
+def _image_build(ctx: CheckContext, what: str) -> CheckResult | None:
+    """Not applicable in an image build: no GPU is attached to ``docker build``, so the
+    device nodes, groups and driver are judged where the image runs, not here."""
+    if not ctx.image_build:
+        return None
+    why = "--image-build" if not ctx.machine.overrides.get("ROCMKIT_GFX") else (
+        f"ROCMKIT_GFX={ctx.machine.overrides['ROCMKIT_GFX']} is set and /dev/kfd does not exist"
+    )
+    return result(
+        Status.SKIP,
+        f"not applicable in an image build ({why}): {what} are checked where the image runs",
+        "run `rocmkit doctor` in the container started with `--device=/dev/kfd --device=/dev/dri`; "
+        "on a host, unset ROCMKIT_GFX to check its own devices",
+        not_applicable="image_build",
+    )
+
+
 @check("env.amdgpu_driver", level=0, description="The amdgpu kernel driver is loaded (#5).")
 def amdgpu_driver(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
+    if (na := _image_build(ctx, "the kernel driver and its devices")) is not None:
+        return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     loaded = m.rocm.driver_loaded
@@ -120,6 +139,8 @@ def amdgpu_driver(ctx: CheckContext) -> CheckResult:
 )
 def device_nodes(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
+    if (na := _image_build(ctx, "/dev/kfd and the render nodes")) is not None:
+        return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     kfd, render = _nodes(m)
@@ -178,6 +199,8 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
 )
 def device_groups(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
+    if (na := _image_build(ctx, "the device nodes' groups")) is not None:
+        return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     kfd, render = _nodes(m)
