@@ -33,6 +33,8 @@ from rocmkit.resolve.request import FORMATS, ResolveRequest
     help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.")
 @click.option("--offline", is_flag=True, envvar="ROCMKIT_OFFLINE",
     help="Plan from rocmkit's data only; do not ask the index what it serves now. Env: ROCMKIT_OFFLINE=1.")
+@click.option("--strict-data", is_flag=True,
+    help="Plan only builds a source confirms, never one known only from upstream's build lists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (schema rocmkit.plan/1).")
 @click.option("--fresh", is_flag=True,
     help="Detect again and resolve again: ignore (and refresh) the cached detection and plan.")
