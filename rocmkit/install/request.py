@@ -36,6 +36,7 @@ class InstallRequest:
     rocm: str | None = None
     channel: str = "stable"
     cpu: bool = False
+    strict_data: bool = False  # resolve only confirmed builds
     index_base: str | None = None
     installer: str = "auto"
     with_packages: tuple[str, ...] = ()
@@ -245,7 +246,7 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
         spec = flow.locked_spec(parsed, Path(tempfile.mkdtemp(prefix="rocmkit-lock-")), req.with_packages)
         return plan, opts, spec
     if req.plan_file:
-        return load_plan_file(req.plan_file, req.index_base, req.allowed_env), opts, None
+        return _held(load_plan_file(req.plan_file, req.index_base, req.allowed_env), say), opts, None
     from rocmkit.detect import load_machine
     from rocmkit.resolve import Constraints, resolve
 
@@ -256,13 +257,14 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
         channel=req.channel,
         cpu=req.cpu,
         index_base=req.index_base,
+        strict_data=req.strict_data,
     )
     machine = load_machine(req.capture)
     plan = resolve(machine, constraints)
     from rocmkit.resolve.live import check_plan, offline_requested, seen_lines
 
     if offline_requested():
-        return plan, opts, None
+        return _held(plan, say), opts, None
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
     from rocmkit.matrix import load_matrix
 
@@ -277,7 +279,17 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
     checked = check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
     for seen in seen_lines(checked):
         say(f"rocmkit: {seen}")
-    return checked, opts, None
+    return _held(checked, say), opts, None
+
+
+def _held(plan: Plan, say: Say) -> Plan:
+    """A planned build known only from build lists, which its index answers without: its fallback."""
+    from rocmkit.install.fallback import hold_to_index
+
+    held, message = hold_to_index(plan)
+    if message:
+        say(f"rocmkit: {message}")
+    return held
 
 
 def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say) -> Outcome:

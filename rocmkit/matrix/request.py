@@ -36,7 +36,10 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         build_inputs,
         clone_upstream,
         index_inputs,
+        jax_index_pages,
+        jax_projects,
         recorded_index,
+        recorded_jax_pages,
         recorded_upstream,
         recording_meta,
     )
@@ -47,16 +50,21 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
     upstream = recorded_upstream(req.recording) if req.recording else {}
     upstream.update(clone_upstream(req.test_infra, req.therock))
     read_on = None
+    jax_read_on = None
+    jax_names = jax_projects(source_dir)
     if req.simple_url is None and req.recording is not None:
         meta = recording_meta(req.recording)
         pages, metadata = recorded_index(req.recording)
         index_url, read_on = meta["index_url"], meta["read_on"]
+        jax_pages, jax_read_on = recorded_jax_pages(req.recording, jax_names)
     else:
         index_url = req.simple_url or load_matrix(source_dir).pypi_url or "https://pypi.org/simple"
-        message(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/")
+        message(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/ and the jax projects")
         pages, metadata = index_inputs(index_url, timeout=req.timeout)
+        jax_pages = jax_index_pages(index_url, jax_names, timeout=req.timeout)
     inputs = build_inputs(
-        index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on
+        index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on,
+        jax_pages=jax_pages, jax_read_on=jax_read_on,
     )
     result = plan_refresh(source_dir, inputs)
     data(result.diff())
