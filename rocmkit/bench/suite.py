@@ -33,6 +33,7 @@ from rocmkit.errors import RocmkitError, ToolError, UsageError
 from rocmkit.proc.runner import CommandResult, run
 from rocmkit.util.paths import cache_dir
 from rocmkit.util.safeload import load_json_file
+from rocmkit.util.trust import compile_cache_dirs
 
 Device = Literal["auto", "cpu", "cuda"]
 Isolation = Literal["fork", "spawn"]
@@ -89,8 +90,9 @@ def child_env(
 ) -> dict[str, str]:
     """The child's environment: compile caches under rocmkit's cache, GPUs hidden for a CPU run."""
     env = dict(environ)
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
-    env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
+    # Never a compile cache another user can write (compiled .so files are loaded and run).
+    for var, folder in compile_cache_dirs(cache).items():
+        env.setdefault(var, folder)
     # The child must import this very rocmkit, even from a source checkout.
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)

@@ -25,6 +25,7 @@ an offline ``resolve`` pays for the attempt once. ``ROCMKIT_OFFLINE=1`` (or
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -46,7 +47,6 @@ from rocmkit.pkgindex.http import ACCEPT, http_get
 from rocmkit.pkgindex.pages import IndexFile, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
-from rocmkit.util.atomicio import write_text_atomic
 
 OFFLINE_ENV = "ROCMKIT_OFFLINE"
 INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"  # as rocmkit.resolve.core reads it
@@ -104,19 +104,22 @@ def _cache_file(cache: Path, url: str) -> Path:
 
 
 def _read_cache(path: Path) -> dict[str, object] | None:
+    from rocmkit.util.trust import load_cached
+
+    # Only an entry of this user's (or root's) in a folder nobody else can write.
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(load_cached(path) or b"null")
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 
 
 def _write_cache(path: Path, entry: dict[str, object]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(entry))
-    except OSError:
-        pass  # a read-only cache folder costs a request next time, nothing else
+    from rocmkit.util.trust import store_cached
+
+    # A read-only cache folder costs a request next time, nothing else.
+    with contextlib.suppress(OSError):
+        store_cached(path, json.dumps(entry).encode())
 
 
 def _cached_builds(entry: dict[str, object]) -> frozenset[Build]:

@@ -61,6 +61,7 @@ class ConfigRequest:
     python_path: str | None = None
     slurm_conf: str | None = None  # the hooks export SLURM_CONF (slurmd passes no environment)
     hook_args: tuple[str, ...] = ()
+    force: bool = False  # --force: write root-run hooks even into a folder another user can write
 
     def __post_init__(self) -> None:
         if not self.folder.is_absolute():
@@ -71,6 +72,13 @@ class ConfigRequest:
             raise UsageError(f"--slurm-conf {self.slurm_conf} is not an absolute path", "pass the full path")
         if self.write and not self.folder.is_dir():
             raise UsageError(f"folder {self.folder} does not exist", "create it, or pass --dir")
+
+    def unsafe_folder(self) -> str | None:
+        """Why --dir is no place for scripts slurmd runs as root (another user could replace
+        them: that user would run code as root on every node), or None."""
+        from rocmkit.util.trust import folder_problem
+
+        return folder_problem(self.folder)
 
     def hook_config(self) -> HookConfig:
         from rocmkit.proc.runner import which
