@@ -39,6 +39,15 @@ class Figure:
     unit: str
     # Where a reference was measured in the same run (a device copy, torch.matmul).
     reference: float | None = None
+    # Judged against the GPU model's row of matrices/sku.toml (rocmkit/doctor/sku.py), where one
+    # applies: its peak (same unit) and the share of it reached, and the floors it was held to.
+    peak: float | None = None
+    pct_of_peak: float | None = None
+    floor: float | None = None  # the figure itself must reach this
+    floor_fraction: float | None = None  # value / reference must reach this
+    reference_floor: float | None = None  # the reference (torch's own figure) must reach this
+    sku: str | None = None
+    below_floor: bool = False
 
     @property
     def fraction(self) -> float | None:
@@ -46,6 +55,9 @@ class Figure:
             return None
         assert self.reference is not None
         return self.value / self.reference
+
+
+_FIGURE_BASE = ("name", "value", "unit", "reference")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +76,10 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        # A figure's floor fields appear only where a GPU model's floors applied to it.
+        d["figures"] = [
+            {k: v for k, v in f.items() if k in _FIGURE_BASE or v not in (None, False)} for f in d["figures"]
+        ]
         # Name and level first, as reports have always listed them.
         return {"name": d.pop("name"), "level": d.pop("level"), **d, "status": self.status.value}
 

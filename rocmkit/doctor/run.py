@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from rocmkit import __version__
 from rocmkit.arch import Backend
@@ -36,6 +36,9 @@ from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.plan import Plan
 from rocmkit.pyenv import PyEnv, this_python
 from rocmkit.sources import relevant_env
+
+if TYPE_CHECKING:
+    from rocmkit.doctor.sku import Sku
 
 MAX_LEVEL = 3
 Isolation = Literal["fork", "spawn"]
@@ -475,6 +478,15 @@ def image_build(machine: Machine) -> bool:
     return kfd is None or not kfd.exists
 
 
+def gpu_model(machine: Machine, backend: str, selected: Sequence[Check]) -> Sku | None:
+    """The machine's row of matrices/sku.toml, where a level-2/3 check will run on a GPU."""
+    if backend == "cpu" or not any(c.level >= 2 for c in selected):
+        return None
+    from rocmkit.doctor.sku import load_skus
+
+    return load_skus().for_machine(machine)
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -516,13 +528,21 @@ def doctor(
         python=None if py.own else py,
     )
     server = fork_server(selected, ctx, py) if opts.isolation == "fork" else None
+    sku = gpu_model(machine, ctx.backend, selected)
+    hook = on_result
+    if on_result is not None and sku is not None:
+        from rocmkit.doctor.sku import apply_floors
+
+        def hook(chk: Check, results: list[CheckResult]) -> None:
+            on_result(chk, apply_floors(results, sku, backend=ctx.backend))
+
     try:
         ran = run_checks(
             selected,
             ctx,
             timeout_scale=opts.timeout_scale,
             on_start=on_start,
-            on_result=on_result,
+            on_result=hook,
             python=py,
             level=opts.level,
             jobs=opts.jobs or (usable_cores() if server is not None else 1),
@@ -531,6 +551,11 @@ def doctor(
     finally:
         if server is not None:
             server.close()
+    if sku is not None:
+        from rocmkit.doctor.sku import apply_floors
+
+        # Every level-2/3 figure with its % of peak and the floor of this GPU model.
+        ran = apply_floors(ran, sku, backend=ctx.backend)
     results = [*found.broken, *ran]
     live = machine.source == "live"
     # A capture is another machine: never label it with this host's name.

@@ -73,6 +73,16 @@ def _figures(r: CheckResult) -> str:
         text = f"{f.name}={f.value:.4g} {f.unit}"
         if f.fraction is not None:
             text += f" ({f.fraction:.0%} of reference)"
+        if f.sku is not None:
+            # Judged against the GPU model's row of matrices/sku.toml: share of peak and the floor.
+            judged = [f"{f.pct_of_peak:g}% of {f.sku} peak"] if f.pct_of_peak is not None else []
+            if f.floor is not None:
+                judged.append(f"floor {f.floor:.4g} {f.unit}")
+            if f.floor_fraction is not None:
+                judged.append(f"floor {f.floor_fraction:g}x reference")
+            if f.reference_floor is not None:
+                judged.append(f"reference floor {f.reference_floor:.4g} {f.unit}")
+            text += f" [{', '.join(judged)}{': BELOW' if f.below_floor else ''}]"
         parts.append(text)
     return "; ".join(parts)
 
