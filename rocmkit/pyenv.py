@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 # Modules whose presence decides needs, and distributions whose versions go in the report.
-MODULES = ("torch", "triton", "transformers", "packaging")
+MODULES = ("torch", "triton", "transformers", "packaging", "psutil")
 # torch, the Triton builds, and what the level-0 package checks compare them with
 # (torch.amdsmi): read here and by the probe, so no check needs a child for them.
 DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS, "amdsmi", "rocm-sdk-core")
@@ -343,14 +343,15 @@ def select_python(
     return this_python() if found.own else found
 
 
-def shim_path(folder: Path, target: PyEnv) -> Path:
+def shim_path(folder: Path, target: PyEnv, needs: tuple[str, ...] = ("packaging",)) -> Path:
     """A folder holding only what a foreign interpreter's child needs from rocmkit's
-    environment: rocmkit itself and, where the target lacks it, packaging. Putting
-    rocmkit's whole site-packages on its path would shadow the venv's own packages."""
+    environment: rocmkit itself and, where the target lacks them, ``needs`` (packaging; the
+    bench child also psutil). Putting rocmkit's whole site-packages on its path would shadow
+    the venv's own packages."""
     import rocmkit
 
     folder.mkdir(parents=True, exist_ok=True)
-    names = ["rocmkit"] + ([] if target.has("packaging") else ["packaging"])
+    names = ["rocmkit", *(n for n in needs if not target.has(n))]
     for name in names:
         module = rocmkit if name == "rocmkit" else __import__(name)
         src = Path(module.__file__ or "").resolve().parent

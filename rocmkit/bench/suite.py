@@ -86,15 +86,16 @@ def _slug(name: str) -> str:
 
 
 def child_env(
-    environ: Mapping[str, str], cache: Path, device: str, threads: int | None = None
+    environ: Mapping[str, str], cache: Path, device: str, threads: int | None = None, root: str | None = None
 ) -> dict[str, str]:
-    """The child's environment: compile caches under rocmkit's cache, GPUs hidden for a CPU run."""
+    """The child's environment: compile caches under rocmkit's cache, GPUs hidden for a CPU run.
+    ``root``: where the child finds rocmkit (default: the folder that holds this rocmkit)."""
     env = dict(environ)
     # Never a compile cache another user can write (compiled .so files are loaded and run).
     for var, folder in compile_cache_dirs(cache).items():
         env.setdefault(var, folder)
     # The child must import this very rocmkit, even from a source checkout.
-    root = str(Path(__file__).resolve().parents[2])
+    root = root or str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     if device == "cpu":
         if (os.cpu_count() or 1) <= 4:
@@ -204,6 +205,22 @@ def _forks(opts: SuiteOptions, env: Mapping[str, str], work: Path, stack: contex
     return forks
 
 
+def _foreign_root(python: str, work: Path) -> str | None:
+    """For another environment's Python (``bench --venv/--python``): a folder with rocmkit and
+    what its child needs from rocmkit's environment (psutil, packaging) where that Python lacks
+    them, never rocmkit's whole site-packages. None for rocmkit's own Python."""
+    # Not realpath: two venvs' pythons link to one base interpreter, with other site-packages.
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
+        return None
+    from rocmkit.pyenv import probe as probe_python
+    from rocmkit.pyenv import shim_path
+
+    target = probe_python(Path(python))
+    if target.own:
+        return None
+    return str(shim_path(work / "path", target, needs=("packaging", "psutil")))
+
+
 def run_suite(
     opts: SuiteOptions,
     *,
@@ -235,15 +252,16 @@ def run_suite(
     fork = opts.isolation == "fork" and runner is run
     with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
+        root = _foreign_root(opts.python, work)
         forks: ModelForks | None = None
         if fork and opts.device == "cpu":
             # The models' environment is known before the probe: the worker answers it too.
-            forks = _forks(opts, child_env(env_in, cache, "cpu", opts.threads), work, stack)
+            forks = _forks(opts, child_env(env_in, cache, "cpu", opts.threads, root=root), work, stack)
         needs = {"huggingface": "transformers", "timm": "timm"}.get(opts.suite)
         needed = tuple(dict.fromkeys(n for n in (needs, "transformers" if opts.impl == "transformers" else None) if n))
         info = probe(
             opts.python,
-            child_env(env_in, cache, opts.device),
+            child_env(env_in, cache, opts.device, root=root),
             runner=runner,
             workdir=work,
             forks=forks,
@@ -270,7 +288,7 @@ def run_suite(
         device = "cpu" if backend == "cpu" else "cuda"
         size = opts.size or ("tiny" if device == "cpu" else "full")
         timeout = opts.timeout_s or DEFAULT_TIMEOUT_S.get(size, 1800.0)
-        env = child_env(env_in, cache, device, opts.threads)
+        env = child_env(env_in, cache, device, opts.threads, root=root)
         if fork and forks is None:
             forks = _forks(opts, env, work, stack)
         harness = HarnessOptions(

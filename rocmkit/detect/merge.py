@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from rocmkit.arch import Vendor
+from rocmkit.arch import Vendor, parse_cc, sm_name
 from rocmkit.machine import Gpu, Problem
 from rocmkit.parsers.records import GpuRecord, bus_key
 
@@ -355,7 +355,7 @@ def build_nvidia(accs: list[_Acc], matrix: MatrixRef) -> list[Gpu]:
             Gpu(
                 vendor="nvidia",
                 index=ordinal if isinstance(ordinal, int) else i,
-                arch=f"sm_{cc.replace('.', '')}" if cc else None,
+                arch=sm_name(cc) if parse_cc(cc) else None,
                 name=name,
                 memory_bytes=acc.value("memory_bytes"),
                 pci_device_id=acc.value("pci_device_id"),

@@ -6,17 +6,14 @@ in every plan (see :func:`max_jobs`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rocmkit.arch import GpuBackend as Backend
-from rocmkit.arch import parse_gfx
+from rocmkit.arch import parse_cc, parse_gfx
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine
 
-CC_RE = re.compile(r"^(\d{1,2})\.(\d)([a-z]?)$")  # "8.6", "9.0a"
-SM_RE = re.compile(r"^sm_(\d{1,2})(\d)([a-z]?)$")  # "sm_86", "sm_90a"
 
 @dataclass(frozen=True, kw_only=True)
 class ArchTargets:
@@ -31,15 +28,6 @@ class ArchTargets:
     def arch_list(self) -> str:
         """The semicolon list PYTORCH_ROCM_ARCH / TORCH_CUDA_ARCH_LIST take."""
         return ";".join(self.archs)
-
-
-def normalize_cuda_arch(value: str) -> str | None:
-    """ "sm_86" or "8.6" -> "8.6"; "sm_90a" -> "9.0a"; anything else -> None."""
-    value = value.strip().lower()
-    m = CC_RE.match(value) or SM_RE.match(value)
-    if not m:
-        return None
-    return f"{int(m.group(1))}.{m.group(2)}{m.group(3)}"
 
 
 def _dedupe(items: Sequence[str]) -> tuple[str, ...]:
@@ -63,7 +51,7 @@ def target_from_args(archs: Sequence[str], backend: Backend | None) -> ArchTarge
         if backend == "cuda":
             raise UsageError("--backend cuda with gfx archs", "drop --backend or pass compute capabilities")
         return ArchTargets(backend="rocm", archs=_dedupe(gfx), origin="--arch")
-    ccs = [normalize_cuda_arch(a) for a in cleaned]
+    ccs = [parse_cc(a) for a in cleaned]
     if any(c is None for c in ccs):
         bad_cc = next(a for a, c in zip(cleaned, ccs, strict=True) if c is None)
         raise UsageError(
@@ -110,10 +98,10 @@ def target_from_machine(
     for g in machine.nvidia_gpus:
         if not g.visible:
             continue
-        cc = normalize_cuda_arch(g.compute_capability or "") or normalize_cuda_arch(g.arch or "")
+        cc = parse_cc(g.compute_capability) or parse_cc(g.arch)
         if cc is None and nvidia_cc is not None and g.name:
             looked_up = nvidia_cc(g.name)
-            cc = normalize_cuda_arch(looked_up) if looked_up else None
+            cc = parse_cc(looked_up) if looked_up else None
         if cc is None:
             skipped.append(f"GPU {g.index} ({g.name or 'unknown'}): compute capability unknown")
             continue
