@@ -159,7 +159,7 @@ def test_what_is_not_a_compute_capability(bad: object) -> None:
 
 def test_wheel_arch_lists_and_what_they_run_on() -> None:
     sass, ptx = arch.wheel_archs(["sm_80", "sm_86", "sm_90", "compute_90", "gfx90a", "junk"])
-    assert (sass, ptx) == ({80, 86, 90}, {90})
+    assert (sass, ptx) == (frozenset({80, 86, 90}), frozenset({90}))
     assert arch.runs_on("9.0", sass, ptx) and arch.runs_on("8.9", sass, ptx)  # 8.9 runs sm_86's SASS
     assert arch.runs_on("10.0", sass, ptx)  # PTX 9.0, JIT-compiled by the driver
     assert not arch.runs_on("7.5", sass, ptx) and not arch.runs_on("junk", sass, ptx)
