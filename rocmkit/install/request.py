@@ -19,6 +19,7 @@ from rocmkit.errors import DataError, UsageError
 
 if TYPE_CHECKING:
     from rocmkit.install.flow import Options, Outcome
+    from rocmkit.machine import Machine
     from rocmkit.plan import Plan
     from rocmkit.pyenv import PyEnv
 
@@ -41,6 +42,7 @@ class InstallRequest:
     with_packages: tuple[str, ...] = ()
     no_companions: bool = False
     dry_run: bool = False
+    project: Path | None = None  # --project DIR: write the plan into DIR/pyproject.toml
     lock_file: Path | None = None
     from_lock: Path | None = None
     download_only: bool = False
@@ -73,6 +75,16 @@ class InstallRequest:
             raise UsageError(f"{' and '.join(given)} both say what to install", "pass only one of them")
         if self.download_only and self.wheelhouse is None:
             raise UsageError("--download-only needs --wheelhouse DIR", "add --wheelhouse DIR")
+        if self.project is not None and (
+            self.lock_file or self.from_lock or self.wheelhouse or self.download_only or self.venv or self.interpreter
+        ):
+            raise UsageError(
+                "--project writes a plan into a pyproject.toml; it does not combine with an install target, "
+                "a lock or a wheelhouse",
+                "run it on its own: rocmkit install --project DIR [--with PKG] [--dry-run]",
+            )
+        if self.project is not None and not (self.project / "pyproject.toml").is_file():
+            raise UsageError(f"--project {self.project}: no pyproject.toml there", "name the folder of a uv project")
         if self.lock_file and (self.from_lock or self.wheelhouse or self.download_only):
             raise UsageError(
                 "--lock writes a lock from a plan; it does not combine with --from-lock/--wheelhouse"
@@ -115,8 +127,8 @@ class InstallRequest:
 
     @property
     def read_only(self) -> bool:
-        """Locking and downloading change no environment."""
-        return bool(self.lock_file or self.download_only)
+        """Locking, downloading and writing a project change no environment."""
+        return bool(self.lock_file or self.download_only or self.project)
 
     @property
     def allowed_env(self) -> frozenset[str]:
@@ -245,7 +257,8 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
         spec = flow.locked_spec(parsed, Path(tempfile.mkdtemp(prefix="rocmkit-lock-")), req.with_packages)
         return plan, opts, spec
     if req.plan_file:
-        return load_plan_file(req.plan_file, req.index_base, req.allowed_env), opts, None
+        saved = load_plan_file(req.plan_file, req.index_base, req.allowed_env)
+        return _with_resolved(saved, req, _this_host()), opts, None
     from rocmkit.detect import load_machine
     from rocmkit.resolve import Constraints, resolve
 
@@ -262,7 +275,7 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
     from rocmkit.resolve.live import check_plan, offline_requested, seen_lines
 
     if offline_requested():
-        return plan, opts, None
+        return _with_resolved(plan, req, machine), opts, None
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
     from rocmkit.matrix import load_matrix
 
@@ -277,7 +290,31 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
     checked = check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
     for seen in seen_lines(checked):
         say(f"rocmkit: {seen}")
-    return checked, opts, None
+    return _with_resolved(checked, req, machine), opts, None
+
+
+def _with_resolved(plan: Plan, req: InstallRequest, machine: Machine) -> Plan:
+    """The --with packages resolved into the plan: the build of each that fits (or exit 6)."""
+    if not req.with_packages:
+        return plan
+    from rocmkit.companions.data import load_companions
+    from rocmkit.companions.resolve import resolve_with
+    from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
+
+    pypi = read_pip_config().index_url or PYPI_SIMPLE
+    return resolve_with(plan, machine, req.with_packages, load_companions(), pypi=pypi)
+
+
+def _this_host() -> Machine:
+    """The build host's cores and memory (MAX_JOBS of a source build) without detecting GPUs:
+    a saved plan already names them."""
+    from rocmkit.machine import Host, Machine
+
+    try:
+        memory: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = None
+    return Machine(host=Host(cpu_cores=os.cpu_count(), memory_bytes=memory))
 
 
 def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say) -> Outcome:
@@ -291,6 +328,8 @@ def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say
         say(f"rocmkit: warning: {warning}")
     if would_create is not None:
         return _dry_run_new_venv(req, plan, opts, would_create, say)
+    if req.project is not None:
+        return _write_project(req.project, plan, req.dry_run, say)
     if req.lock_file:
         return flow.write_lock(plan, target, req.lock_file, opts, say)
     if req.download_only:
@@ -307,6 +346,48 @@ def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say
             add = flow.add_later_command(req_line, plan, target, outcome.installer)
             say(f"rocmkit: WARNING: {req_line} was not installed; add it later with: {add}")
     return outcome
+
+
+def _write_project(folder: Path, plan: Plan, dry_run: bool, say: Say) -> Outcome:
+    """The plan's index and sources written into ``folder/pyproject.toml`` (a diff on a dry run)."""
+    import difflib
+
+    from rocmkit.companions.export import apply_to_pyproject
+    from rocmkit.install import flow
+    from rocmkit.util.atomicio import write_text_atomic
+
+    path = folder / "pyproject.toml"
+    before = path.read_text()
+    after = apply_to_pyproject(before, plan)
+    diff = "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path.name}", f"b/{path.name}"
+        )
+    )
+    if dry_run:
+        say(f"rocmkit: dry run: would change {path}:" if diff else f"rocmkit: {path} already holds the plan")
+        for line in diff.splitlines():
+            say(line)
+    elif diff:
+        write_text_atomic(path, after)
+        say(f"rocmkit: wrote the plan's index and sources into {path} (then: uv lock, uv sync)")
+    else:
+        say(f"rocmkit: {path} already holds the plan")
+    for package in plan.with_packages:
+        if package.how == "source":
+            say(
+                f"rocmkit: {package.requirement} is built from source against the project's torch: after "
+                f"`uv sync`, run `rocmkit install --venv .venv --with {package.name}`"
+            )
+    return flow.Outcome(
+        action="dry-run" if dry_run else "project",
+        target=str(path),
+        installer="uv",
+        plan=plan,
+        sources=flow.plan_sources(plan),
+        changes=diff,
+        path=str(path),
+    )
 
 
 def _dry_run_new_venv(req: InstallRequest, plan: Plan, opts: Options, venv: Path, say: Say) -> Outcome:
