@@ -347,6 +347,10 @@ def _parse_releases(
         "python_max",
         "released",
         "variants",
+        # Indexes a build list names but the release does not ship (cu134 of 2.14.x, dropped
+        # from release/2.14 before it went out), with the source that says so.
+        "not_built",
+        "not_built_sources",
     )
     for i, data in enumerate(rows(doc, "release", file=file)):
         row = Row(
@@ -358,6 +362,8 @@ def _parse_releases(
         py_min, py_max = row.release("python_min"), row.release("python_max")
         if release_key(py_min) > release_key(py_max):
             raise row.error(f"python_min {py_min} is newer than python_max {py_max}")
+        not_built = row.strings("not_built")
+        row.source_keys("not_built_sources", required=bool(not_built))
         raw = row.data.get("variants")
         if not isinstance(raw, list) or not raw:
             raise row.error("variants must be a non-empty list of { index = ... } tables")
@@ -376,6 +382,8 @@ def _parse_releases(
             if not _INDEX.match(index):
                 raise vrow.error(f"index {index!r} must be like 'rocm6.2', 'cu124' or 'cpu'")
             _unique(variants, index, file=file, what=f"variant in release {version!r}:")
+            if index in not_built:
+                raise vrow.error(f"index {index!r} is also listed in not_built; keep one of the two")
             kind: Backend = (
                 "rocm" if index.startswith("rocm") else "cuda" if index.startswith("cu") else "cpu"
             )

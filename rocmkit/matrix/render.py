@@ -28,6 +28,8 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
         "confirmed",
         "unconfirmed",
         "note",
+        "not_built",
+        "not_built_sources",
         "variants",
     ),
     "rocm_index": (

@@ -3,6 +3,7 @@ in ``amd.py``."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -16,7 +17,15 @@ from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.driver import check_driver, in_window, window_filter
 from rocmkit.resolve.explain import Notes, join, short_source
 from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe
-from rocmkit.resolve.releases import candidate_releases, companions_of, requirements_for
+from rocmkit.resolve.releases import (
+    candidate_releases,
+    companions_of,
+    fallback_for,
+    listed_only,
+    note_listed_only,
+    requirements_for,
+    usable,
+)
 
 
 @dataclass(frozen=True)
@@ -25,15 +34,18 @@ class _Candidate:
     variant: TorchVariant
     fit: Assessment
     incomplete: tuple[str, ...] = ()  # code archs a bundled library of this index lacks
+    # 2: confirmed; 1: known only from build lists, with a confirmed fallback on its index; 0: neither.
+    # Within one release a confirmed build (or one install can fall back from) wins.
+    trust: int = 2
 
     @property
     def complete(self) -> int:
         return sum(1 for u in self.fit.usable if u.code_arch not in self.incomplete)
 
-    def key(self) -> tuple[int, int, int, Version, int, tuple[int, ...]]:
+    def key(self) -> tuple[int, int, int, Version, int, int, tuple[int, ...]]:
         primary, total, native = self.fit.score()
         rocm = release_key(self.variant.rocm or "0")
-        return (primary, total, self.complete, Version(self.release.version), native, rocm)
+        return (primary, total, self.complete, Version(self.release.version), self.trust, native, rocm)
 
 
 def rocm_matches(index_rocm: str, wanted: str, m: Matrix) -> bool:
@@ -69,18 +81,29 @@ def _stable(
 ) -> Plan:
     wanted = cons.rocm_version
     candidates: list[_Candidate] = []
+    passed: list[str] = []  # builds known only from build lists, left out under --strict-data
+    anyrel = dataclasses.replace(cons, torch=None)
     for release in candidate_releases(m, cons, notes, python):
         for variant in release.of_kind("rocm"):
             if wanted and not rocm_matches(variant.rocm or "", wanted, m):
                 continue
-            # A variant whose very existence is unconfirmed is used only when asked for.
-            if not variant.is_confirmed() and not wanted:
+            if not usable(variant, cons, named=bool(wanted)):
+                passed.append(f"{release.version}+{variant.index}")
                 continue
             index = m.rocm_indexes.get(variant.index)
             incomplete = index.incomplete_archs if index else ()
-            candidates.append(_Candidate(release, variant, assess(gpus, variant.archs), incomplete))
+            # Ranked on an index with confirmed builds (any release), even where --torch leaves no fallback.
+            trust = 2 if not listed_only(variant) else 1 if fallback_for(m, anyrel, release, variant, python) else 0
+            candidates.append(_Candidate(release, variant, assess(gpus, variant.archs), incomplete, trust))
     if not candidates:
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
+        if passed:
+            raise NoPlanError(
+                f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet confirmed: only "
+                "upstream's build lists name them, and --strict-data plans only confirmed builds",
+                "drop --strict-data to plan one (install falls back if the index lacks it), or name one with "
+                "--rocm X.Y",
+            )
         have = sorted(
             {v.index for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
         )
@@ -242,6 +265,7 @@ def _finish(
     check_driver(machine, m, notes, variant.rocm or "")
     _check_userspace(machine, notes, variant.rocm or "")
     reqs, triton = requirements_for(release, variant, notes)
+    fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
     return Plan(
         backend=variant.index,
         channel="stable",
@@ -256,6 +280,7 @@ def _finish(
         python=python,
         target_archs=tuple(used),
         unsupported_gpus=tuple(unsupported),
+        fallback=fallback,
     )
 
 

@@ -167,11 +167,12 @@ def test_hidden_gpus_give_cpu_wheels() -> None:
     assert go(machine).backend == "cpu"
 
 
-def test_index_base_from_constraint_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_base_from_the_constraint_only(monkeypatch: pytest.MonkeyPatch) -> None:
     plan = go(amd("gfx1030"), torch="2.5", index_base="http://127.0.0.1:8123/whl/")
     assert plan.index_urls == ("http://127.0.0.1:8123/whl/rocm6.2",)
+    # ROCMKIT_INDEX_BASE is read once, by the session (tests/unit/test_session.py), not here.
     monkeypatch.setenv("ROCMKIT_INDEX_BASE", "http://mirror.example/pt")
-    assert go(Machine()).index_urls[0] == "http://mirror.example/pt/cpu"
+    assert go(Machine()).index_urls[0] == "https://download.pytorch.org/whl/cpu"
 
 
 def test_rocm_constraint() -> None:
@@ -185,8 +186,8 @@ def test_rocm_constraint() -> None:
 
 
 def test_unconfirmed_variant_only_when_asked() -> None:
-    # 2.14.0+cu126 is only in the candidate's build lists (unconfirmed): not chosen by default,
-    # chosen with a warning when asked.
+    # 2.14.0+cu126 is only in the candidate's build lists (unconfirmed): within a release a
+    # confirmed build wins, so it is chosen (with a warning) only when asked.
     h100 = nvidia("NVIDIA H100 80GB HBM3", "580.65.06")
     assert go(h100, torch="2.14.0").backend == "cu130"  # PyPI's 2.14.0 is the cu130 build
     plan = go(h100, torch="2.14.0", cuda="12.6")
@@ -283,22 +284,28 @@ def test_nightly_channel() -> None:
 
 
 @pytest.mark.parametrize(
-    ("driver", "cuda", "expected"),
+    ("driver", "cuda", "expected", "strict"),
     [
-        # CUDA minor-version compatibility: the newest release whose cu13x (driver >= 580) or
-        # cu12x (>= 525.60.13) build is confirmed; 2.14's cu126 is only in a candidate's lists.
-        ("580.65.06", None, "2.15.0+cu132"),
-        ("570.86.10", None, "2.13.0+cu126"),
-        ("550.54.15", None, "2.13.0+cu126"),
-        ("525.60.13", None, "2.13.0+cu126"),
-        ("520.61.05", None, "2.7.1+cu118"),
-        (None, "12.4", "2.13.0+cu126"),  # only nvidia-smi's "CUDA Version"
+        # CUDA minor-version compatibility: the newest release upstream built for the driver's
+        # cu13x (driver >= 580) or cu12x (>= 525.60.13); 2.15's cu126 is known only from the
+        # build lists (planned, with 2.13.0+cu126 as its fallback); --strict-data: confirmed only.
+        ("580.65.06", None, "2.15.0+cu132", "2.15.0+cu132"),
+        ("570.86.10", None, "2.15.0+cu126", "2.13.0+cu126"),
+        ("550.54.15", None, "2.15.0+cu126", "2.13.0+cu126"),
+        ("525.60.13", None, "2.15.0+cu126", "2.13.0+cu126"),
+        ("520.61.05", None, "2.7.1+cu118", "2.7.1+cu118"),
+        (None, "12.4", "2.15.0+cu126", "2.13.0+cu126"),  # only nvidia-smi's "CUDA Version"
     ],
 )
-def test_nvidia_newest_cuda_the_driver_supports(driver: str | None, cuda: str | None, expected: str) -> None:
+def test_nvidia_newest_cuda_the_driver_supports(
+    driver: str | None, cuda: str | None, expected: str, strict: str
+) -> None:
     plan = go(nvidia("NVIDIA H100 80GB HBM3", driver, cuda))
     check_against_matrix(plan)
     assert plan.torch_version == expected
+    if expected != strict:
+        assert plan.fallback[0] == f"torch=={strict}"
+    assert go(nvidia("NVIDIA H100 80GB HBM3", driver, cuda), strict_data=True).torch_version == strict
 
 
 def test_nvidia_old_gpu_skips_cuda13() -> None:
@@ -407,7 +414,7 @@ def test_index_whose_bundled_library_lacks_the_arch_is_passed_over() -> None:
     plan = go(amd("gfx906"))
     check_against_matrix(plan)
     assert plan.backend != "rocm7.2"
-    assert any("2.14.0+rocm7.2 was passed over" in r and "gfx906" in r for r in plan.reasons)
+    assert any("2.15.0+rocm7.2 was passed over" in r and "gfx906" in r for r in plan.reasons)
     forced = go(amd("gfx906"), rocm="7.2")
     assert forced.backend == "rocm7.2"
     assert any(
