@@ -66,8 +66,17 @@ def check(req: CheckRequest) -> None:
 @_DIR
 @click.option("--torch", "torch_spec", metavar="X.Y[.Z]", help="One release series (2.7) or release (2.7.1).")
 @click.option("--gfx", metavar="gfxNNNN", help="One GPU arch: products, PCI ids, wheels that carry it.")
-def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> None:
-    """Print the releases, or one release series, or what the matrix knows about one arch."""
+@click.option("--sku", metavar="NAME", help="One GPU model (MI300X, 'RX 7900 XTX', H100): its peaks and the doctor's "
+    "level-2/3 floors, with sources (matrices/sku.toml).")
+def show(directory: Path | None, torch_spec: str | None, gfx: str | None, sku: str | None) -> None:
+    """Print the releases, or one release series, or what the matrix knows about one arch or GPU model."""
+    if sku:
+        from rocmkit.doctor.sku import load_skus, show_lines
+
+        skus = load_skus(directory)
+        OUT.data("\n".join(show_lines(skus, skus.find(sku))))
+        if not (torch_spec or gfx):
+            return
     from rocmkit.matrix import load_matrix
     from rocmkit.matrix.show import gfx_lines, origin_line, releases_table, torch_lines
     from rocmkit.util.paths import matrices_dir, matrices_origin
