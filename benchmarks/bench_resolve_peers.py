@@ -19,7 +19,7 @@ HSA_OVERRIDE_GFX_VERSION that the picker sets; every visible GPU that cannot run
 hidden (HIP_VISIBLE_DEVICES), or it breaks the process; a ROCm build must be inside the
 node's amdgpu driver window where AMD documents one; a CUDA build needs the toolkit's driver
 floor and compute capability. "right" = runs and is the newest such torch release
-(confirmed builds, Python 3.12); "old" = runs, but an older torch than the node can have;
+(every build matrices/ records, confirmed or named by upstream's build lists; Python 3.12); "old" = runs, but an older torch than the node can have;
 "wrong" = would not run, or no GPU build for a GPU that has one.
 
     python benchmarks/bench_resolve_peers.py [--captures DIR] [--torchruntime-python PY] [--markdown]
@@ -93,9 +93,10 @@ class Pick:
 
 
 def newest_on(m: Matrix, index: str) -> str | None:
+    """The newest torch built on ``index`` for Python 3.12: what a resolver reading that index gets
+    (confirmed builds and those upstream's build lists name)."""
     for rel in reversed(m.torch_releases):
-        v = rel.variant(index)
-        if v is not None and v.is_confirmed() and rel.supports_python(PYTHON):
+        if rel.variant(index) is not None and rel.supports_python(PYTHON):
             return rel.version
     return None
 
@@ -180,8 +181,6 @@ def best_amd(m: Matrix, machine: Machine) -> str | None:
         if not rel.supports_python(PYTHON):
             continue
         for variant in rel.of_kind("rocm"):
-            if not variant.is_confirmed():
-                continue
             for env in _env_options(m, machine, variant.index, rel.version):
                 if judge_amd(m, machine, variant.index, rel.version, env)[0] and (
                     best is None or release_key(rel.version) > release_key(best)
@@ -249,6 +248,14 @@ def rocmkit_pick(m: Matrix, machine: Machine) -> Pick:
     return Pick(plan.backend, torch=torch, env=dict(plan.env))
 
 
+def _index_rank(index: str) -> tuple[int, ...]:
+    if index.startswith("rocm"):
+        return (2, *release_key(index[4:]))
+    if index.startswith("cu"):
+        return (1, int(index[2:]))
+    return (0,)
+
+
 def uv_pick(m: Matrix, machine: Machine, python: Path, uv: str) -> tuple[Pick, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
     told = ""
@@ -262,9 +269,11 @@ def uv_pick(m: Matrix, machine: Machine, python: Path, uv: str) -> tuple[Pick, s
     argv = [uv, "pip", "install", "--offline", "--python", str(python), "--torch-backend", "auto", "--dry-run", "-v", "torch"]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
     text = proc.stdout + proc.stderr
-    found = _UV_INDEX.search(text)
-    if found:
-        index = found.group(1)
+    # uv asks its backend's indexes at once, in its priority order (newest first); with its
+    # first-index strategy the first that has torch wins, and the log's order can interleave.
+    asked = _UV_INDEX.findall(text)
+    if asked:
+        index = max(asked, key=_index_rank)
         return Pick(index, torch=newest_on(m, index)), told
     error = next((line for line in text.splitlines() if line.startswith("error:")), "no index chosen")
     return Pick(None, error=error.removeprefix("error: ")[:140]), told
@@ -349,7 +358,7 @@ def main() -> None:
                 totals[name] += pick.grade == "right"
             rows.append((capture.name, describe(machine), ours, uv, told, tr, seen))
     where = os.path.relpath(args.captures, REPO)
-    print(f"{len(rows)} captures from {where}; Python {PYTHON}; judged on matrices/ (confirmed builds)\n")
+    print(f"{len(rows)} captures from {where}; Python {PYTHON}; judged on matrices/\n")
     print("| capture | GPUs (rocmkit detect) | rocmkit | uv --torch-backend auto (told) | torchruntime (saw) |")
     print("| --- | --- | --- | --- | --- |")
     for name, gpus, ours, uv, told, tr, seen in rows:
