@@ -121,6 +121,8 @@ class Report:
     level: int
     # Compile caches the checks used: {"triton": {"hits", "misses", "hit_rate"}}.
     caches: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Why there is no plan (resolve's error, one line), where ``plan`` is None.
+    plan_error: str | None = None
 
     @property
     def verdict(self) -> Status:
@@ -143,6 +145,7 @@ class Report:
             "versions": self.versions,
             "machine": self.machine,
             "plan": self.plan,
+            **({"plan_error": self.plan_error} if self.plan_error else {}),
             "caches": self.caches,
             "results": [r.to_dict() for r in self.results],
         }
@@ -155,6 +158,7 @@ class Report:
             return cls(
                 machine=dict(d.get("machine") or {}),
                 plan=d.get("plan"),
+                plan_error=str(d["plan_error"]) if d.get("plan_error") else None,
                 results=tuple(CheckResult.from_dict(r) for r in d.get("results", ())),
                 versions=dict(d.get("versions") or {}),
                 started_at=str(d["started_at"]),

@@ -394,20 +394,29 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def versions(results: Sequence[CheckResult], python: PyEnv | None = None) -> dict[str, str | None]:
+def versions(
+    results: Sequence[CheckResult], python: PyEnv | None = None, machine: Machine | None = None
+) -> dict[str, str | None]:
     """Versions for the report, read without importing torch; the torch checks add
-    what only an import can tell (``torch.version.hip``) through their details."""
-    py = python or this_python()
-    triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := py.dists.get(d)) is not None), None)
-    out: dict[str, str | None] = {
-        "rocmkit": __version__,
-        "python": py.version,
-        "python_executable": str(py.executable),
-        "torch": py.dists.get("torch"),
-        "triton": triton,
-        "hip": None,
-        "cuda": None,
-    }
+    what only an import can tell (``torch.version.hip``) through their details.
+
+    A report of a capture is the captured node's: its Python as captured, and no torch or
+    Triton (a capture does not record them), never this machine's."""
+    if machine is not None and machine.source != "live":
+        out: dict[str, str | None] = {"rocmkit": __version__, "python": machine.host.python}
+        out |= dict.fromkeys(("python_executable", "torch", "triton", "hip", "cuda"))
+    else:
+        py = python or this_python()
+        triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := py.dists.get(d)) is not None), None)
+        out = {
+            "rocmkit": __version__,
+            "python": py.version,
+            "python_executable": str(py.executable),
+            "torch": py.dists.get("torch"),
+            "triton": triton,
+            "hip": None,
+            "cuda": None,
+        }
     for r in results:
         found = r.details.get("versions")
         if isinstance(found, dict):
@@ -478,20 +487,6 @@ def gpu_model(machine: Machine, backend: str, selected: Sequence[Check]) -> Sku 
     return load_skus().for_machine(machine)
 
 
-def make_plan(machine: Machine) -> Plan | None:
-    """The plan resolve would make for this machine, where one can be made.
-
-    Nothing fitting (NoPlanError) is a normal answer here; so, for the doctor, is any
-    other failure of resolve: the plan is context for the report, and `rocmkit resolve`
-    is where its errors are shown."""
-    try:
-        from rocmkit.resolve import Constraints, resolve
-
-        return resolve(machine, Constraints())
-    except Exception:
-        return None
-
-
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -501,6 +496,7 @@ def doctor(
     opts: RunOptions,
     *,
     plan: Plan | None = None,
+    plan_error: str | None = None,
     cache_dir: Path,
     environ: Mapping[str, str] | None = None,
     on_start: Progress | None = None,
@@ -568,8 +564,9 @@ def doctor(
     return Report(
         machine=machine.to_dict(),
         plan=plan.to_dict() if plan else None,
+        plan_error=plan_error,
         results=tuple(results),
-        versions=versions(results, py),
+        versions=versions(results, py, machine),
         started_at=started,
         finished_at=now_iso(),
         host_id=host_id(hostname) if live else f"{hostname}-capture",

@@ -36,11 +36,15 @@ def _status(s: Status, colour: bool) -> str:
 
 
 class Progress:
-    """One stderr line per check as it finishes (checks can take minutes)."""
+    """One stderr line per result as checks finish (checks can take minutes).
+
+    The counter counts results, not checks: a check that reports several sub-results
+    (``attention.sdpa.*``) takes one number each, and the total grows by as many, so the last
+    line reads ``[N/N]`` and N is the number of rows in the report."""
 
     def __init__(self, total: int, stream: TextIO | None = None, colour: bool | None = None) -> None:
-        self.total = total
-        self.done = 0
+        self.total = total  # results expected: one per selected check until a check reports more
+        self.done = 0  # results printed
         self.stream = stream or sys.stderr
         self.colour = self.stream.isatty() if colour is None else colour
 
@@ -51,10 +55,11 @@ class Progress:
             self.stream.flush()
 
     def result(self, chk: Check, results: list[CheckResult]) -> None:
-        self.done += 1
+        self.total += max(0, len(results) - 1)
         # On a terminal, wipe the "... running" line that start() left.
         clear = "\x1b[2K" if self.stream.isatty() else ""
         for r in results:
+            self.done += 1
             self.stream.write(
                 f"{clear}[{self.done}/{self.total}] {_status(r.status, self.colour)} {r.name} "
                 f"({r.duration_s:.2f} s) {r.message}\n"
