@@ -152,7 +152,7 @@ def judge_cache(c: CacheDir, env: Mapping[str, str], mounts: str | None, min_fre
     elif not os.access(base, os.W_OK):
         problems.append(f"{c.name} cache {c.path} ({how}) is not writable by this user ({base} is not)")
     job = next((env[v] for v in JOB_IDS if env.get(v)), None)
-    per_job = bool(job) and job in str(c.path)
+    per_job = job is not None and job in str(c.path)
     volatile = kind in VOLATILE_FS
     temp = _in_temp(c.path, env)
     if (volatile or per_job or temp) and not c.configured:
@@ -313,7 +313,7 @@ def cache_speed(ctx: CheckContext) -> CheckResult:
         Figure(name="compiled_step.cold", value=round(cold["step_s"], 3), unit="s"),
         Figure(name="compiled_step.warm", value=round(warm["step_s"], 3), unit="s", reference=round(cold["step_s"], 3)),
     )
-    details = {"cold": cold, "warm": warm, "ratio": ratio, "filled": fill, "where": where,
+    details: dict[str, Any] = {"cold": cold, "warm": warm, "ratio": ratio, "filled": fill, "where": where,
                "duration_s_inner": round(time.monotonic() - started, 2)}
     head = (f"one compiled step: cold {cold['step_s']:.1f} s, warm {warm['step_s']:.1f} s ({ratio:.0%} of cold) "
             f"with {where}")
