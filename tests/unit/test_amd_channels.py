@@ -185,3 +185,14 @@ def test_amd_urls_are_the_ones_amds_build_scripts_publish_to() -> None:
     assert (m.channels["amd"].legacy_url or "-") in (rock / "RELEASES.md").read_text()
     rfc = (rock / "docs" / "rfcs" / "RFC0012-Repo-Structure.md").read_text()
     assert "<stream>.repo.amd.com/rocm/whl/" in rfc and "<stream>.repo.amd.com/rocm/whl-next/" in rfc
+
+
+def test_amd_plans_round_trip_through_the_plan_schema() -> None:
+    machine = Machine(gpus=tuple(Gpu(vendor="amd", index=i, arch=a) for i, a in enumerate(("gfx942", "gfx1100"))))
+    plan = go(machine, "amd-rc", rocm="7.14")
+    assert Plan.from_dict(plan.to_dict()) == plan
+    # Many targets: the backend stays a short name, target_archs keeps them all.
+    many = ("gfx1010", "gfx1030", "gfx1100", "gfx1101", "gfx1151", "gfx1201", "gfx908", "gfx90a", "gfx942")
+    plan = go(Machine(gpus=tuple(Gpu(vendor="amd", index=i, arch=a) for i, a in enumerate(many))), "amd-nightly")
+    assert plan.backend == "amd-nightly-9-targets" and len(plan.target_archs) == 9
+    assert Plan.from_dict(plan.to_dict()) == plan
