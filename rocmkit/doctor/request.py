@@ -8,6 +8,9 @@ from pathlib import Path
 from rocmkit.arch import BACKENDS
 from rocmkit.errors import UsageError
 
+FORMATS = ("table", "json", "npd")
+WARM_CHECKS = ("env.caches", "compile.cache_speed", "triton.codegen")
+
 
 @dataclass(frozen=True, kw_only=True)
 class DoctorRequest:
@@ -28,6 +31,10 @@ class DoctorRequest:
     fresh: bool = False
     list_only: bool = False
     verbose: bool = False
+    output_format: str = "table"  # table, json, npd (node-problem-detector's plugin protocol)
+    strict: bool = False  # warnings (a figure below its floor) fail
+    image_build: bool = False  # device nodes, groups and driver are not applicable
+    warm_caches: bool = False  # fill the jobs' compile caches (image build or prolog)
 
     def __post_init__(self) -> None:
         if not 0 <= self.level <= 3:
@@ -36,6 +43,10 @@ class DoctorRequest:
             raise UsageError(f"--backend {self.backend!r} is not one of {', '.join(BACKENDS)}", "pick one")
         if self.isolation not in ("fork", "spawn"):
             raise UsageError(f"--isolation {self.isolation!r} is not fork or spawn", "pick one")
+        if self.output_format not in FORMATS:
+            raise UsageError(f"--format {self.output_format!r} is not one of {', '.join(FORMATS)}", "pick one")
+        if self.output_format != "table" and self.as_json:
+            raise UsageError("--json and --format are two ways to say one thing", "give one of them")
         if self.jobs is not None and self.jobs < 1:
             raise UsageError(f"--jobs {self.jobs} is not a positive count", "give e.g. 2")
         if self.list_only:
@@ -46,6 +57,15 @@ class DoctorRequest:
                     f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
                 )
         parse_settings(self.settings)  # a malformed --set fails now, not after detection
+
+    @property
+    def selection(self) -> tuple[str, ...]:
+        """``--only``, plus what ``--warm-caches`` runs: the cache checks and the Triton AOT builds."""
+        return (*self.only, *WARM_CHECKS) if self.warm_caches else self.only
+
+    @property
+    def fmt(self) -> str:
+        return "json" if self.as_json else self.output_format
 
     @property
     def reports(self) -> tuple[Path, ...]:

@@ -12,6 +12,8 @@ def requirements_text(plan: Plan) -> str:
     lines = [f"# {SCHEMA}: backend {plan.backend}, channel {plan.channel}"]
     if plan.torch_version:
         lines[0] += f", torch {plan.torch_version}"
+    if plan.jax_version:
+        lines[0] += f", jax {plan.jax_version}"
     if plan.python:
         lines.append(f"# for Python {plan.python}")
     for key, value in plan.env.items():
@@ -38,6 +40,12 @@ def source_build_command(package: WithPackage) -> str:
 
 def summary_text(plan: Plan) -> str:
     what = f"torch {plan.torch_version}" if plan.torch_version else ", ".join(plan.requirements[:1])
+    if plan.framework == "jax":
+        what = f"jax {plan.jax_version}"
+    elif plan.framework == "torch+jax":
+        what += f" + jax {plan.jax_version}"
+    elif plan.framework == "torch-xla":
+        what = f"torch-xla {plan.jax_version or plan.torch_version}"
     out = [f"Plan: {what} (backend {plan.backend}, channel {plan.channel}, Python {plan.python or '?'})", ""]
     out.append("Requirements:")
     out += [f"  {r}" for r in plan.requirements]

@@ -23,9 +23,12 @@ class ResolveRequest:
     channel: str = "stable"
     index_base: str | None = None
     offline: bool = False  # plan from the data alone; do not ask the index what it serves now
+    strict_data: bool = False  # only confirmed builds (not those known only from build lists)
     as_json: bool = False
     fmt: str = "summary"  # one of FORMATS
     fresh: bool = False  # ignore the cached detection and output
+    framework: str = "torch"  # torch | jax | torch-xla | torch,jax
+    jax_version: str | None = None
     # --with: packages resolved into the plan (xformers, flash-attn, bitsandbytes: matrices/companions.toml)
     with_packages: tuple[str, ...] = ()
 
@@ -38,7 +41,9 @@ class ResolveRequest:
         from rocmkit.companions.wanted import requirements_of
 
         object.__setattr__(self, "with_packages", requirements_of(self.with_packages))
-        self.constraints()
+        cons = self.constraints()
+        if self.with_packages and "torch" not in cons.frameworks:
+            raise UsageError("--with resolves packages beside torch", "add torch to --framework (torch,jax)")
 
     def constraints(self) -> Constraints:
         return Constraints(
@@ -49,4 +54,7 @@ class ResolveRequest:
             cuda=self.cuda,
             index_base=self.index_base or None,
             cpu=self.cpu,
+            strict_data=self.strict_data,
+            framework=self.framework,
+            jax=self.jax_version,
         ).validated()
