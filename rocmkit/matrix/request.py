@@ -23,6 +23,7 @@ class RefreshRequest:
     recording: Path | None = None
     test_infra: Path | None = None
     therock: Path | None = None
+    pytorch: Path | None = None  # a clone of pytorch/pytorch (manywheel/build.sh)
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -48,7 +49,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
 
     source_dir = req.directory or matrices_dir()
     upstream = recorded_upstream(req.recording) if req.recording else {}
-    upstream.update(clone_upstream(req.test_infra, req.therock))
+    upstream.update(clone_upstream(req.test_infra, req.therock, req.pytorch))
     read_on = None
     jax_read_on = None
     jax_names = jax_projects(source_dir)
@@ -67,6 +68,8 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         jax_pages=jax_pages, jax_read_on=jax_read_on,
     )
     result = plan_refresh(source_dir, inputs)
+    for line in result.summary:
+        message(f"changed: {line}")
     data(result.diff())
     for note in result.outcome.notes:
         message(f"note: {note}")
