@@ -26,6 +26,8 @@ class Constraints:
     channel: str = "stable"  # stable | nightly | amd | amd-rc | amd-nightly (therock)
     cuda: str | None = None  # "12.4" or "cu124"; forces a CUDA build
     index_base: str | None = None  # replaces https://download.pytorch.org/whl (env ROCMKIT_INDEX_BASE)
+    # Where index_base came from when not an option (the session names ROCMKIT_INDEX_BASE): for the reason.
+    index_base_from: str | None = None
     cpu: bool = False  # force CPU wheels
     # Only facts a source confirms: a build known only from upstream's build lists (not yet
     # seen on an index) is never planned unless --rocm/--cuda names it.

@@ -8,7 +8,6 @@ from the matrix only; every choice adds a reason, every doubt a warning.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from rocmkit.errors import NoPlanError
@@ -27,7 +26,6 @@ from rocmkit.resolve.releases import (
     usable,
 )
 
-INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"
 
 def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None = None) -> Plan:
     """The plan for ``machine``; raises NoPlanError (with the fix) when nothing fits."""
@@ -35,9 +33,10 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
     m = matrix or load_matrix()
     notes = Notes(matrix=m)
     python = cons.python or f"{sys.version_info.major}.{sys.version_info.minor}"
-    base = cons.index_base or os.environ.get(INDEX_BASE_ENV) or None
-    if base and not cons.index_base:
-        notes.why(f"index base {base} from {INDEX_BASE_ENV} replaces {m.pytorch_base}")
+    # The index base is read from the environment once, by the session (rocmkit.session).
+    base = cons.index_base
+    if base and cons.index_base_from:
+        notes.why(f"index base {base} from {cons.index_base_from} replaces {m.pytorch_base}")
     elif base:
         notes.why(f"index base {base} replaces {m.pytorch_base}")
 

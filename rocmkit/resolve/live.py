@@ -20,15 +20,15 @@ Answers are cached in ``<cache>/indexes/`` with their ETag: a fresh entry (under
 ``TTL_S``) is used without a request, an older one is revalidated with
 ``If-None-Match``; an index that did not answer is remembered for ``DOWN_TTL_S``, so
 an offline ``resolve`` pays for the attempt once. ``ROCMKIT_OFFLINE=1`` (or
-``resolve --offline``) skips all of it.
+``resolve --offline``) skips all of it (the session, :mod:`rocmkit.session`, decides).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
-import os
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
@@ -46,10 +46,7 @@ from rocmkit.pkgindex.http import ACCEPT, http_get
 from rocmkit.pkgindex.pages import IndexFile, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
-from rocmkit.util.atomicio import write_text_atomic
 
-OFFLINE_ENV = "ROCMKIT_OFFLINE"
-INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"  # as rocmkit.resolve.core reads it
 TIMEOUT_S = 2.0
 TTL_S = 15 * 60
 DOWN_TTL_S = 5 * 60
@@ -58,10 +55,6 @@ _ROUNDS = 6  # each round reads only indexes not read before, so this bounds not
 
 Build = tuple[str, str]  # ("2.13.0+cpu", "3.11")
 PURE = "py3"  # a Build's Python for a wheel any CPython 3 installs (torchaudio 2.11.1: py3-none-...)
-
-
-def offline_requested() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,19 +97,22 @@ def _cache_file(cache: Path, url: str) -> Path:
 
 
 def _read_cache(path: Path) -> dict[str, object] | None:
+    from rocmkit.util.trust import load_cached
+
+    # Only an entry of this user's (or root's) in a folder nobody else can write.
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(load_cached(path) or b"null")
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 
 
 def _write_cache(path: Path, entry: dict[str, object]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(entry))
-    except OSError:
-        pass  # a read-only cache folder costs a request next time, nothing else
+    from rocmkit.util.trust import store_cached
+
+    # A read-only cache folder costs a request next time, nothing else.
+    with contextlib.suppress(OSError):
+        store_cached(path, json.dumps(entry).encode())
 
 
 def _cached_builds(entry: dict[str, object]) -> frozenset[Build]:
@@ -373,8 +369,7 @@ def _check_torch(
                 ],
             )
         if direct:
-            base = constraints.index_base or os.environ.get(INDEX_BASE_ENV) or None
-            served = _served_by_index(m, seen, base, python)
+            served = _served_by_index(m, seen, constraints.index_base, python)
         else:
             served = _served_by_any(frozenset().union(*(s.builds for s in answering)), python)
         m = _keep(m, served)

@@ -38,7 +38,7 @@ def test_two_arch_capture_gets_one_device_extra_per_arch() -> None:
     assert plan.index_urls == ("https://repo.amd.com/rocm/whl-next/",)
     assert plan.env == {} and plan.target_archs == ("gfx1036", "gfx908")
     # The stable index URL is unconfirmed in channels.toml, and the plan says so.
-    assert any("relies on an unconfirmed fact: amd's index" in w for w in plan.warnings)
+    assert any("relies on an unconfirmed fact: the amd channel's index" in w for w in plan.warnings)
     for req in plan.requirements:
         Requirement(req)  # every line is a valid PEP 508 requirement
 
