@@ -159,3 +159,12 @@ def test_check_sources_catches_a_wrong_compatible_release_pin(tmp_path: Path) ->
     assert report.not_stated == [
         "torch.toml release 2.15.0 variant cu132: triton triton~=3.8.0, but PyPI's wheel requires triton~=3.9.0"
     ]
+
+
+def test_the_summary_shows_the_fallback() -> None:
+    from rocmkit.resolve.render import summary_text
+
+    text = summary_text(plan_for("mi300x8-rocm-smi-stas00"))
+    assert "Fallback (installed instead if the index answers without the planned build):\n" in text
+    assert "  torch==2.14.0+rocm7.2\n" in text
+    assert "Fallback" not in summary_text(plan_for("mi300x8-rocm-smi-stas00", strict_data=True))
