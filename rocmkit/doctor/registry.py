@@ -43,6 +43,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.compiled",
     "rocmkit.doctor.checks.caches",
     "rocmkit.doctor.checks.distributed",
+    "rocmkit.doctor.checks.companions",
 )
 
 # "live": looks at this running machine or Python (not at a capture's facts).
