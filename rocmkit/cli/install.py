@@ -28,6 +28,9 @@ from rocmkit.install.request import InstallRequest
     "--channel", type=click.Choice(["stable", "nightly", "therock"]), default="stable", show_default=True
 )
 @click.option("--cpu", is_flag=True, help="Resolve CPU wheels whatever the machine has.")
+@click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
+    help="What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT), PyTorch/XLA, or torch and jax.")
+@click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release to resolve (with --framework jax).")
 @click.option("--index-base", envvar="ROCMKIT_INDEX_BASE",
     help="Replace https://download.pytorch.org/whl in index URLs (mirror).")
 @click.option("--installer", type=click.Choice(["auto", "uv", "pip"]), default="auto", show_default=True)
@@ -69,13 +72,14 @@ from rocmkit.install.request import InstallRequest
 )
 @request(InstallRequest)
 def cli(req: InstallRequest) -> None:
-    """Install the resolved torch/triton builds into a virtual environment.
+    """Install the resolved torch/triton (or jax: --framework jax) builds into a virtual environment.
 
     \b
     Records the environment first and restores it exactly if any step fails;
     guards torch against later `pip install`s; verifies the result.
     \b
     rocmkit install --venv ~/venvs/rocm            resolve for this machine, install
+    rocmkit install --framework jax --venv V       jax + jaxlib + the plugin for this GPU
     rocmkit install --plan plan.json --venv V      install a saved plan
     rocmkit install --lock torch.lock --venv V     write a hashed lock (no install)
     rocmkit install --from-lock torch.lock --venv V

@@ -36,6 +36,8 @@ class InstallRequest:
     rocm: str | None = None
     channel: str = "stable"
     cpu: bool = False
+    framework: str = "torch"  # torch | jax | torch-xla | torch,jax
+    jax_version: str | None = None
     index_base: str | None = None
     installer: str = "auto"
     with_packages: tuple[str, ...] = ()
@@ -77,9 +79,9 @@ class InstallRequest:
             raise UsageError(
                 "--lock writes a lock from a plan; it does not combine with --from-lock/--wheelhouse"
             )
-        resolving = self.torch or self.rocm or self.cpu or self.capture
+        resolving = self.torch or self.rocm or self.cpu or self.capture or self.framework != "torch" or self.jax_version
         if self.installs_exact_list and resolving:
-            raise UsageError("a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--capture do not apply")
+            raise UsageError("a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--capture do not apply (nor --framework, --jax)")
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
             ("--timeout", self.install_timeout),
@@ -94,7 +96,7 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cpu/--capture do not apply",
+                "a plan file fixes the builds; --torch/--rocm/--cpu/--capture do not apply (nor --framework, --jax)",
                 "drop them, or drop --plan to resolve afresh",
             )
         if self.no_companions and self.installs_exact_list:
@@ -256,12 +258,15 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
         channel=req.channel,
         cpu=req.cpu,
         index_base=req.index_base,
+        framework=req.framework,
+        jax=req.jax_version,
     )
     machine = load_machine(req.capture)
     plan = resolve(machine, constraints)
     from rocmkit.resolve.live import check_plan, offline_requested, seen_lines
 
-    if offline_requested():
+    if offline_requested() or constraints.frameworks != ("torch",):
+        # The live check knows torch's indexes only; jax's pins are checked by the installer.
         return plan, opts, None
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
     from rocmkit.matrix import load_matrix
