@@ -51,6 +51,10 @@ class Plan:
     # may leave them out (--no-companions, or a fallback source lacking them); torch and
     # its Triton pin never are. Empty (plans from older rocmkits): every requirement is required.
     companions: tuple[str, ...] = ()
+    # When the planned build is known only from upstream's build lists (not yet seen on an
+    # index): the requirements of the newest confirmed build on the *same* index, which
+    # install uses (loudly) when that index answers without the planned one. Empty: none.
+    fallback: tuple[str, ...] = ()
     # What the plan installs: "torch" (the default, and plans from older rocmkits), "jax",
     # "torch-xla", or "torch+jax" (one venv with both, both pinned and guarded).
     framework: str = "torch"

@@ -203,6 +203,9 @@ def check_plan_dict(data: dict[str, Any], allow_env: frozenset[str] = frozenset(
         "target_archs": _texts(data.get("target_archs"), "target_archs"),
         "unsupported_gpus": _texts(data.get("unsupported_gpus"), "unsupported_gpus", free=True),
         "companions": companions,
+        "fallback": tuple(
+            check_requirement(r, f"fallback[{i}]") for i, r in enumerate(_texts(data.get("fallback"), "fallback"))
+        ),
         "framework": _framework(data.get("framework", "torch")),
         "jax_version": _text(data.get("jax_version"), "jax_version", optional=True),
         "with_packages": check_with_packages(data.get("with_packages"), allow_env),

@@ -128,7 +128,10 @@ def header_of(
 def _append(path: Path, record: dict[str, Any]) -> None:
     line = json.dumps(record, sort_keys=True) + "\n"
     # O_APPEND and one write per row: a row is either wholly in the file or not at all.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # Never through a symlink (--results may name a path in a folder others can write).
+    from rocmkit.util.trust import append_fd
+
+    fd = append_fd(path, mode=0o644)
     try:
         os.write(fd, line.encode("utf-8"))
         os.fsync(fd)

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit import __version__
-from rocmkit.util.atomicio import write_text_atomic
 from rocmkit.util.envvars import relevant_raw
+from rocmkit.util.trust import load_cached, store_cached
 
 if TYPE_CHECKING:
     from rocmkit.machine import Machine
@@ -168,7 +168,8 @@ def machine_at(
     path = cache_dir / "detect" / f"{key}.json"
     if key is not None and not fresh:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            # Only an entry of this user's (or root's) in a folder nobody else can write.
+            data = json.loads(load_cached(path) or b"{}")
             stored_at = float(data["stored_at"])
             if data.get("schema") == SCHEMA and 0 <= now() - stored_at < MAX_AGE_S:
                 return Machine.from_dict(data["machine"]), stored_at, True
@@ -184,9 +185,8 @@ def machine_at(
     if key is not None and machine.source == "live":
         # A cache we cannot write is a slower rerun, never a failed doctor.
         with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
             payload = {"schema": SCHEMA, "stored_at": started, "machine": machine.to_dict()}
-            write_text_atomic(path, json.dumps(payload))
+            store_cached(path, json.dumps(payload).encode())
     return machine, started, False
 
 
@@ -197,10 +197,12 @@ def cached_plan(
     *,
     fresh: bool = False,
     environ: Mapping[str, str] | None = None,
+    variant: str = "",
 ) -> Plan | None:
     """The plan resolve makes for ``machine``, cached beside it: the key adds the machine
-    itself and a checksum of the matrix files, so new data or another machine resolves
-    again. Saves a rerun of the doctor importing and running resolve."""
+    itself, a checksum of the matrix files and ``variant`` (the constraints, the target
+    Python), so new data, another machine or other options resolve again. Saves a rerun
+    importing and running resolve."""
     from rocmkit.matrix.compiled import matrix_key
     from rocmkit.plan import Plan
     from rocmkit.util.paths import matrices_dir
@@ -210,18 +212,18 @@ def cached_plan(
     if key is None or machine.source != "live":
         return make(machine)
     facts = json.dumps(machine.to_dict(), sort_keys=True).encode()
-    name = f"{key}-plan-{matrix_key(matrices_dir())}-{zlib.crc32(facts):08x}.json"
+    asked = hashlib.sha256(variant.encode()).hexdigest()[:12]
+    name = f"{key}-plan-{matrix_key(matrices_dir())}-{zlib.crc32(facts):08x}-{asked}.json"
     path = cache_dir / "detect" / name
     if not fresh:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(load_cached(path) or b"{}")
             if data.get("schema") == SCHEMA:
                 return Plan.from_dict(data["plan"]) if data["plan"] is not None else None
         except Exception:  # absent, unreadable, or a plan this rocmkit no longer accepts
             pass
     plan = make(machine)
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
         payload = {"schema": SCHEMA, "plan": plan.to_dict() if plan is not None else None}
-        write_text_atomic(path, json.dumps(payload))
+        store_cached(path, json.dumps(payload).encode())
     return plan

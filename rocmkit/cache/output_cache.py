@@ -120,9 +120,12 @@ class Recording:
         if FRESH in self.argv:
             return False
         from rocmkit.cache.detect_cache import MAX_AGE_S
+        from rocmkit.util.trust import load_cached
 
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            # Only an entry of this user's (or root's) in a folder nobody else can write: a
+            # replay prints what the entry says, as if this machine had said it.
+            data = json.loads(load_cached(self.path) or b"{}")
             if data.get("schema") != SCHEMA or not 0 <= self.now() - float(data["detected_at"]) < MAX_AGE_S:
                 return False
             chunks = [(bool(e), str(t)) for e, t in data["chunks"]]
@@ -150,13 +153,12 @@ class Recording:
         # click strips colour codes when not writing to a terminal: a replay would not.
         if any("\x1b" in text for _, text in self.chunks):
             return
-        from rocmkit.util.atomicio import write_text_atomic
+        from rocmkit.util.trust import store_cached
 
         payload = {"schema": SCHEMA, "argv": self.argv, "detected_at": detected_at, "chunks": self.chunks}
         # A cache that cannot be written is a slower rerun, never a failed command.
         with contextlib.suppress(OSError):
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_text_atomic(self.path, json.dumps(payload))
+            store_cached(self.path, json.dumps(payload).encode())
 
 
 def start(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Recording | None:

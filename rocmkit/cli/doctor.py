@@ -17,8 +17,9 @@ from rocmkit.cli.request import OUT, request
 from rocmkit.doctor.request import DoctorRequest
 
 if TYPE_CHECKING:
-
     from rocmkit.doctor.result import Report
+    from rocmkit.plan import Plan
+    from rocmkit.session import Session
 
 
 @click.command("doctor")
@@ -63,6 +64,9 @@ if TYPE_CHECKING:
 @click.option("--strict", is_flag=True, help="Warnings (a figure below its floor, a slow cache) fail (exit 1).")
 @click.option("--image-build", is_flag=True, help="Inside an image build: device nodes, groups and driver are "
     "not applicable (also assumed when ROCMKIT_GFX is set and /dev/kfd does not exist).")
+@click.option("--warm-caches", is_flag=True, help="Fill the compile caches the jobs will use (an image build, a "
+    "Slurm prolog): checks them (env.caches), compiles a training step into them cold then warm "
+    "(compile.cache_speed) and the Triton kernels for this node's archs (triton.codegen).")
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
 @request(DoctorRequest)
@@ -92,8 +96,7 @@ def cli(req: DoctorRequest) -> None:
 def _run(req: DoctorRequest) -> None:
     from rocmkit.doctor.registry import check_modules, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
-    from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
-    from rocmkit.util.paths import cache_dir
+    from rocmkit.doctor.run import RunOptions, discover, doctor, select
 
     found = discover(check_modules())
     if req.list_only:
@@ -102,38 +105,34 @@ def _run(req: DoctorRequest) -> None:
             OUT.warning(r.message)
         return
     # Bad names fail here, before detection and the plan take their time.
-    picked = select(found.checks, level=req.level, only=req.only, skip=req.skip)
+    picked = select(found.checks, level=req.level, only=req.selection, skip=req.skip)
 
     from rocmkit.doctor.run import for_frameworks, frameworks_for
     from rocmkit.pyenv import select_python
 
     python = select_python(venv=req.venv, python=req.python_path)
-    total = len(for_frameworks(picked, frameworks_for(python, req.frameworks), req.only))
+    total = len(for_frameworks(picked, frameworks_for(python, req.frameworks), req.selection))
     from rocmkit.install.flow import recover_for_python
 
     # An install killed in this venv (kill -9) left a journal: undo it before checking.
     recover_for_python(python.executable, OUT.message)
     if not python.own:
         OUT.message(f"checking the Python at {python.executable} ({python.version})")
-    if req.capture is None:
-        from rocmkit.cache.detect_cache import cached_machine, cached_plan
+    from rocmkit.session import Session
 
-        # Detection facts are cached per boot and driver state, and the plan with them:
-        # a rerun skips the probes and resolve.
-        machine, _ = cached_machine(cache_dir(), fresh=req.fresh)
-        plan = cached_plan(cache_dir(), machine, make_plan, fresh=req.fresh)
-    else:
-        from rocmkit.detect import load_machine
-
-        machine = load_machine(req.capture)
-        plan = make_plan(machine)
+    # Detection facts are cached per boot and driver state, and the plan with them: a rerun
+    # skips the probes and resolve. The plan is the one `rocmkit resolve --python X.Y` prints
+    # for the checked Python, held to what the index serves unless offline.
+    session = Session(capture=req.capture, fresh=req.fresh, python=python.short_version)
+    machine = session.machine()
+    plan, plan_error = _plan(session)
     opts = RunOptions(
         level=req.level,
-        only=req.only,
+        only=req.selection,
         skip=req.skip,
         backend=req.backend,  # type: ignore[arg-type]  # checked by the request
         timeout_scale=req.timeout_scale,
-        options=req.options,
+        options={**req.options, "caches.warm": True} if req.warm_caches else req.options,
         isolation=req.isolation,  # type: ignore[arg-type]  # checked by the request
         jobs=req.jobs,
         fresh=req.fresh,
@@ -149,13 +148,28 @@ def _run(req: DoctorRequest) -> None:
         machine,
         opts,
         plan=plan,
-        cache_dir=cache_dir(),
+        plan_error=plan_error,
+        cache_dir=session.cache_dir,
         on_start=progress.start,
         on_result=progress.result,
         checks=found,
         python=python,
     )
     sys.exit(_write_reports(req, report))
+
+
+def _plan(session: Session) -> tuple[Plan | None, str | None]:
+    """The plan, or why there is none: said on stderr and recorded in the report, never
+    swallowed (the checks still run: a machine without a plan is worth checking)."""
+    from rocmkit.errors import RocmkitError
+    from rocmkit.resolve.constraints import Constraints
+
+    try:
+        return session.plan(Constraints()), None
+    except RocmkitError as exc:
+        why = exc.one_line().removeprefix("error: ")
+        OUT.warning(f"no plan for this machine: {why}")
+        return None, why
 
 
 def _write_reports(req: DoctorRequest, report: Report) -> int:

@@ -8,6 +8,7 @@ import click
 
 from rocmkit.cli.request import OUT, request
 from rocmkit.install.request import InstallRequest
+from rocmkit.resolve.constraints import CHANNELS
 
 
 @click.command("install")
@@ -25,13 +26,16 @@ from rocmkit.install.request import InstallRequest
 @click.option("--torch", help="Torch release to resolve (e.g. 2.5).")
 @click.option("--rocm", help="ROCm version to resolve for (e.g. 6.2).")
 @click.option(
-    "--channel", type=click.Choice(["stable", "nightly", "therock"]), default="stable", show_default=True
+    "--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
+    help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly)."
 )
 @click.option("--cpu", is_flag=True, help="Resolve CPU wheels whatever the machine has.")
 @click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
     help="What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT), PyTorch/XLA, or torch and jax.")
 @click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release to resolve (with --framework jax).")
-@click.option("--index-base", envvar="ROCMKIT_INDEX_BASE",
+@click.option("--strict-data", is_flag=True,
+    help="Resolve only builds a source confirms (no build known only from upstream's build lists).")
+@click.option("--index-base",
     help="Replace https://download.pytorch.org/whl in index URLs (mirror).")
 @click.option("--installer", type=click.Choice(["auto", "uv", "pip"]), default="auto", show_default=True)
 @click.option("--with", "with_packages", multiple=True, metavar="PKG",

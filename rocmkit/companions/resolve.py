@@ -27,7 +27,7 @@ def backend_kind(backend: str) -> tuple[str, str | None]:
     """("rocm", "7.2") / ("cuda", "12.8") / ("cpu", None) from a plan's backend name."""
     if backend.startswith("rocm"):
         return "rocm", backend[len("rocm") :] or None
-    if backend.startswith("therock"):
+    if backend.startswith(("therock", "amd-")):  # AMD's channels: "amd-nightly-gfx942"
         return "rocm", None
     match = re.fullmatch(r"cu(\d+)(\d)", backend)
     if match:

@@ -34,6 +34,7 @@ from rocmkit.errors import RocmkitError
 from rocmkit.proc.result_file import write_result
 from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv, run_json, shim_path
+from rocmkit.util.trust import compile_cache_dirs
 
 REQUEST_SCHEMA = "rocmkit.doctor.request/1"
 # How many trailing stderr lines of a dead child go into the report.
@@ -52,8 +53,10 @@ def child_env(
     cache = Path(ctx.cache_dir)
     # A user's own cache location wins; otherwise keep every compile cache in one
     # place that `rocmkit` can report on and clear.
-    env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    # Never a compile cache another user can write (compiled .so files are loaded and run):
+    # then a private folder for this run (env.cache_dir fails and says why).
+    for var, folder in compile_cache_dirs(cache).items():
+        env.setdefault(var, folder)
     env.update(fresh_env(ctx))
     if ctx.backend == "cpu":
         # Must be in the environment before anything imports triton: Triton reads

@@ -9,6 +9,7 @@ from rocmkit.arch import BACKENDS
 from rocmkit.errors import UsageError
 
 FORMATS = ("table", "json", "npd")
+WARM_CHECKS = ("env.caches", "compile.cache_speed", "triton.codegen")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +35,7 @@ class DoctorRequest:
     strict: bool = False  # warnings (a figure below its floor) fail
     image_build: bool = False  # device nodes, groups and driver are not applicable
     framework: str | None = None  # torch, jax or torch,jax; default: what the checked Python has
+    warm_caches: bool = False  # fill the jobs' compile caches (image build or prolog)
 
     def __post_init__(self) -> None:
         if not 0 <= self.level <= 3:
@@ -64,6 +66,11 @@ class DoctorRequest:
     @property
     def frameworks(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(f.strip() for f in (self.framework or "").split(",") if f.strip()))
+
+    @property
+    def selection(self) -> tuple[str, ...]:
+        """``--only``, plus what ``--warm-caches`` runs: the cache checks and the Triton AOT builds."""
+        return (*self.only, *WARM_CHECKS) if self.warm_caches else self.only
 
     @property
     def fmt(self) -> str:

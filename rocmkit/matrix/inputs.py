@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rocmkit.errors import DataError, NetworkError
 from rocmkit.matrix.generate import Inputs
-from rocmkit.matrix.upstream import testinfra, therock
+from rocmkit.matrix.upstream import pytorch, testinfra, therock
 from rocmkit.matrix.upstream.history import git_head, git_history, recorded_history
 from rocmkit.matrix.upstream.testinfra import Snapshot
 from rocmkit.pkgindex.pages import (
@@ -73,7 +73,9 @@ def recorded_upstream(folder: Path) -> dict[str, object]:
     """The test-infra and TheRock parts of a recording."""
     ti = folder / "test-infra"
     rock = folder / "therock"
+    pt = folder / "pytorch"
     return {
+        "build_scripts": tuple(recorded_history(pt, pytorch.BUILD_SH_PATH)) if pt.is_dir() else (),
         "build_history": tuple(recorded_history(ti, testinfra.BUILD_MATRIX_PATH)),
         "release_versions": _one(ti, testinfra.RELEASE_VERSIONS_PATH),
         "therock_releases": _one(rock, therock.RELEASES_PATH),

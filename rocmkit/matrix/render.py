@@ -28,6 +28,8 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
         "confirmed",
         "unconfirmed",
         "note",
+        "not_built",
+        "not_built_sources",
         "variants",
     ),
     "rocm_index": (
@@ -41,8 +43,13 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
     ),
     "channel": (
         "name",
+        "aliases",
         "kind",
+        "stream",
         "url",
+        "all_arch_url",
+        "legacy_url",
+        "layout_from",
         "description",
         "indexes",
         "torch_min",

@@ -4,15 +4,91 @@ transport)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocmkit.errors import NetworkError
 
 if TYPE_CHECKING:
+    from http.client import HTTPResponse
+    from urllib.request import Request
 
-    pass
+
+# -- redirects -----------------------------------------------------------------
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def plain_http(url: str) -> bool:
+    """A plain-http URL off the loopback interface (anyone on the path can change what it says)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme == "http" and (parts.hostname or "") not in LOOPBACK
+
+
+# None: redirects are followed as urllib (and pip) follow them. Inside same_host_redirects():
+# only to the host asked, or to a host the user named. Process-wide, so that the threads a
+# refresh reads with obey it too.
+_ALLOWED_HOSTS: frozenset[str] | None = None
+
+
+@contextmanager
+def same_host_redirects(allowed: Iterable[str] = ()) -> Iterator[None]:
+    """While in effect, a redirect to another host than the one asked (or from https to http)
+    is a :class:`NetworkError` unless its host is in ``allowed``: data read for rocmkit's own
+    matrices must come from where the user pointed it, or from a host the user named."""
+    global _ALLOWED_HOSTS
+    saved = _ALLOWED_HOSTS
+    _ALLOWED_HOSTS = frozenset(h.strip().lower() for h in allowed if h.strip())
+    try:
+        yield
+    finally:
+        _ALLOWED_HOSTS = saved
+
+
+def open_url(req: Request, *, timeout: float) -> HTTPResponse:
+    """``urlopen(req)`` under the redirect rule in effect (:func:`same_host_redirects`)."""
+    from urllib.request import build_opener, urlopen
+
+    allowed = _ALLOWED_HOSTS
+    if allowed is None:
+        resp: HTTPResponse = urlopen(req, timeout=timeout)
+        return resp
+    opener = build_opener(_redirect_guard(allowed))
+    guarded: HTTPResponse = opener.open(req, timeout=timeout)
+    return guarded
+
+
+def _redirect_guard(allowed: frozenset[str]) -> Any:
+    from urllib.parse import urljoin, urlsplit
+    from urllib.request import HTTPRedirectHandler
+
+    from rocmkit.util.redact import redact_text
+
+    class Guard(HTTPRedirectHandler):
+        def redirect_request(  # type: ignore[override]
+            self, req: Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+        ) -> Request | None:
+            old, new = urlsplit(req.full_url), urlsplit(urljoin(req.full_url, newurl))
+            host = (new.hostname or "").lower()
+            if host != (old.hostname or "").lower() and host not in allowed:
+                raise NetworkError(
+                    f"{redact_text(req.full_url)} redirected (HTTP {code}) to another host, {host} "
+                    f"({redact_text(newurl)}); rocmkit does not follow it unless asked",
+                    f"pass --allow-redirect {host} if you trust that host, or point rocmkit at it directly",
+                )
+            if old.scheme == "https" and new.scheme != "https":
+                raise NetworkError(
+                    f"{redact_text(req.full_url)} redirected (HTTP {code}) to plain {new.scheme}: "
+                    f"{redact_text(newurl)}",
+                    "point rocmkit at an https index that does not downgrade",
+                )
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    return Guard()
 
 
 # -- HTTP ----------------------------------------------------------------------
@@ -50,12 +126,12 @@ def http_get(
     silence); no answer, a trickle past the deadline or a too-large body raise NetworkError.
     """
     from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
+    from urllib.request import Request
 
     deadline = time.monotonic() + timeout
     req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
     try:
-        resp = urlopen(req, timeout=timeout)
+        resp = open_url(req, timeout=timeout)
     except HTTPError as exc:
         return Response(url=url, status=exc.code, body=b"", content_type=exc.headers.get("Content-Type", ""))
     except (URLError, TimeoutError, OSError, ValueError) as exc:

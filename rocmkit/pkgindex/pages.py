@@ -209,8 +209,10 @@ def project_page(index_url: str, project: str, *, timeout: float) -> ProjectPage
         return None
     if resp.status != 200:
         raise NetworkError(f"{page} answered HTTP {resp.status}", "check the index URL")
-    files = parse_project_page(page, resp.body, resp.content_type)
-    return ProjectPage(url=page, files=tuple(files), etag=resp.etag)
+    # Where the page really came from (after any redirect): its links are relative to it, and
+    # the matrices' source lines name it.
+    files = parse_project_page(resp.url, resp.body, resp.content_type)
+    return ProjectPage(url=resp.url, files=tuple(files), etag=resp.etag)
 
 
 # -- metadata ------------------------------------------------------------------

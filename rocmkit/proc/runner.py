@@ -422,7 +422,11 @@ def _run_streaming(
     """Stream merged output line by line to a log and/or a callback, with the same timeout rules."""
     import selectors
 
-    log = open(log_path, "a", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
+    from rocmkit.util.trust import open_append
+
+    # Never through a symlink: a build log path in a folder others can write must not
+    # turn into a write anywhere else.
+    log = open_append(Path(log_path)) if log_path is not None else None
     kept: list[str] = []
     kept_size = 0
     proc: subprocess.Popen[bytes] | None = None

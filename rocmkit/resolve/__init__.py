@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rocmkit.resolve.constraints import CHANNELS, Constraints
-    from rocmkit.resolve.core import INDEX_BASE_ENV, resolve
+    from rocmkit.resolve.core import resolve
 
-__all__ = ["CHANNELS", "INDEX_BASE_ENV", "Constraints", "resolve"]
+__all__ = ["CHANNELS", "Constraints", "resolve"]
 
 _WHERE = {
     "CHANNELS": "rocmkit.resolve.constraints",
     "Constraints": "rocmkit.resolve.constraints",
-    "INDEX_BASE_ENV": "rocmkit.resolve.core",
     "resolve": "rocmkit.resolve.core",
 }
 

@@ -11,7 +11,10 @@ from rocmkit.errors import UsageError
 # part would pass a regex only to overflow int() later.
 _RELEASE = r"[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?"
 
-CHANNELS = ("stable", "nightly", "therock")
+# PyTorch's two channels, then AMD's three (matrices/channels.toml); "therock" is the old
+# name of amd-nightly and still accepted.
+CHANNELS = ("stable", "nightly", "amd", "amd-rc", "amd-nightly", "therock")
+AMD_CHANNELS = ("amd", "amd-rc", "amd-nightly", "therock")
 FRAMEWORKS = ("torch", "jax", "torch-xla")
 
 
@@ -20,10 +23,15 @@ class Constraints:
     torch: str | None = None  # "2.5" (newest 2.5.x) or "2.5.1" (exact)
     rocm: str | None = None  # "6.2" or "6.2.4"; forces a ROCm build
     python: str | None = None  # "3.11"; default: the running interpreter
-    channel: str = "stable"  # stable | nightly | therock
+    channel: str = "stable"  # stable | nightly | amd | amd-rc | amd-nightly (therock)
     cuda: str | None = None  # "12.4" or "cu124"; forces a CUDA build
     index_base: str | None = None  # replaces https://download.pytorch.org/whl (env ROCMKIT_INDEX_BASE)
+    # Where index_base came from when not an option (the session names ROCMKIT_INDEX_BASE): for the reason.
+    index_base_from: str | None = None
     cpu: bool = False  # force CPU wheels
+    # Only facts a source confirms: a build known only from upstream's build lists (not yet
+    # seen on an index) is never planned unless --rocm/--cuda names it.
+    strict_data: bool = False
     framework: str = "torch"  # torch | jax | torch-xla | torch,jax (what to plan for)
     jax: str | None = None  # "0.10" (newest 0.10.x) or "0.10.2"; with --framework jax
 
@@ -67,6 +75,11 @@ class Constraints:
                 "give the root that holds the indexes, like http://mirror.example/whl",
             )
         return self
+
+    @property
+    def amd_channel(self) -> bool:
+        """One of AMD's own channels (repo.amd.com and its rc and nightly streams)."""
+        return self.channel in AMD_CHANNELS
 
     @property
     def frameworks(self) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ class ResolveRequest:
     channel: str = "stable"
     index_base: str | None = None
     offline: bool = False  # plan from the data alone; do not ask the index what it serves now
+    strict_data: bool = False  # only confirmed builds (not those known only from build lists)
     as_json: bool = False
     fmt: str = "summary"  # one of FORMATS
     fresh: bool = False  # ignore the cached detection and output
@@ -53,6 +54,7 @@ class ResolveRequest:
             cuda=self.cuda,
             index_base=self.index_base or None,
             cpu=self.cpu,
+            strict_data=self.strict_data,
             framework=self.framework,
             jax=self.jax_version,
         ).validated()

@@ -158,9 +158,16 @@ class Log:
             syslog.syslog(syslog.LOG_ERR if error else syslog.LOG_INFO, line)
         elif self.target:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            from rocmkit.errors import UntrustedError
+            from rocmkit.util.trust import open_append
+
             try:
-                with Path(self.target).open("a", encoding="utf-8") as f:
+                # Never through a symlink: slurmd runs this as root, and /var/log/slurm may
+                # be writable by the slurm user.
+                with open_append(Path(self.target)) as f:
                     f.write(f"{stamp} {self.tag}: {line}\n")
+            except UntrustedError as exc:
+                print(f"{self.tag}: refusing to write the log: {exc.message}", file=sys.stderr)
             except OSError as exc:
                 print(f"{self.tag}: cannot write the log {self.target}: {exc}", file=sys.stderr)
 

@@ -61,8 +61,17 @@ class ConfigRequest:
     python_path: str | None = None
     slurm_conf: str | None = None  # the hooks export SLURM_CONF (slurmd passes no environment)
     hook_args: tuple[str, ...] = ()
+    force: bool = False  # --force: write root-run hooks even into a folder another user can write
 
     def __post_init__(self) -> None:
+        if self.hook_args and not self.hook_args[0].startswith("-"):
+            # `config --write /etc/slurm`: the folder landed among the hooks' arguments (the doctor
+            # takes no positional argument), and the hooks would have been written elsewhere.
+            first = self.hook_args[0]
+            raise UsageError(
+                f"{first} is not an option for the hooks: --write takes no value, and the folder is --dir",
+                f"pass --dir {first}" + (" --write" if self.write else ""),
+            )
         if not self.folder.is_absolute():
             raise UsageError(
                 f"--dir {self.folder} is not an absolute path", "slurmd needs one, e.g. --dir /etc/slurm"
@@ -70,7 +79,16 @@ class ConfigRequest:
         if self.slurm_conf is not None and not Path(self.slurm_conf).is_absolute():
             raise UsageError(f"--slurm-conf {self.slurm_conf} is not an absolute path", "pass the full path")
         if self.write and not self.folder.is_dir():
-            raise UsageError(f"folder {self.folder} does not exist", "create it, or pass --dir")
+            raise UsageError(
+                f"--dir {self.folder} does not exist", "create it, or pass --dir with the folder for the hooks"
+            )
+
+    def unsafe_folder(self) -> str | None:
+        """Why --dir is no place for scripts slurmd runs as root (another user could replace
+        them: that user would run code as root on every node), or None."""
+        from rocmkit.util.trust import folder_problem
+
+        return folder_problem(self.folder)
 
     def hook_config(self) -> HookConfig:
         from rocmkit.proc.runner import which

@@ -326,7 +326,9 @@ def run_recipe(
                 _write_state(build_dir, recipe, records)
                 if result.status in {"absent", "error"}:
                     # Nothing reached the log: say why here.
-                    with open(log, "a", encoding="utf-8") as fh:
+                    from rocmkit.util.trust import open_append
+
+                    with open_append(Path(log)) as fh:
                         fh.write(f"rocmkit: {result.describe()}\n")
                 tail = log_tail(log)
                 if tail:

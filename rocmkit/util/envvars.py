@@ -18,6 +18,8 @@ RELEVANT_ENV = (
     "ROCM_HOME",
     "HIP_PATH",
     "PYTORCH_ROCM_ARCH",
+    "ROCM_BOOTSTRAP_FORCE_GFX_ARCH",  # AMD's rocm-bootstrap (detect/overrides.py)
+    "ROCM_BOOTSTRAP_DISABLE_DETECTION",
     "TRITON_INTERPRET",
     "VIRTUAL_ENV",
     "CONDA_PREFIX",

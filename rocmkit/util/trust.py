@@ -24,10 +24,13 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from functools import lru_cache
 from pathlib import Path
-from typing import IO
 
-from rocmkit.errors import UntrustedError
+# Not typing.TYPE_CHECKING: the output cache's replay (milliseconds) reads through here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 _WRITABLE = stat.S_IWGRP | stat.S_IWOTH
 
@@ -62,12 +65,12 @@ def folder_problem(path: Path) -> str | None:
     for p in (real, *real.parents):
         try:
             st = os.stat(p)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
             return f"{p} cannot be checked ({exc.strerror})"
         if not stat.S_ISDIR(st.st_mode):
-            return f"{p} is not a folder"
+            continue  # nothing can be made (or planted) below a file: a write error, not trust
         reason = stat_problem(st, folder=True)
         if reason:
             return f"{p} is {reason}" if p == real else f"{p}, a folder above it, is {reason}"
@@ -76,6 +79,8 @@ def folder_problem(path: Path) -> str | None:
 
 def check_folder(path: Path, what: str, fix: str) -> None:
     """:func:`folder_problem` as an :class:`UntrustedError` (exit 13) naming ``what``."""
+    from rocmkit.errors import UntrustedError
+
     reason = folder_problem(path)
     if reason:
         raise UntrustedError(f"{what} {path} is not safe to trust: {reason}", fix)
@@ -145,14 +150,17 @@ def read_trusted(path: Path, *, max_bytes: int) -> bytes | None:
         os.close(fd)
 
 
-def open_append(path: Path, *, mode: int = 0o644) -> IO[str]:
-    """``path`` opened for appending text, never through a symlink and only if it is a
-    regular file; :class:`UntrustedError` otherwise (OSError for what the disk says)."""
+def append_fd(path: Path, *, mode: int = 0o644) -> int:
+    """A descriptor of ``path`` opened for appending (made with ``mode`` if missing), never
+    through a symlink, and only if it is a regular file with no other hard link;
+    :class:`UntrustedError` otherwise (OSError for what the disk says)."""
+    import errno
+
+    from rocmkit.errors import UntrustedError
+
     try:
         fd = _open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
     except OSError as exc:
-        import errno
-
         if exc.errno == errno.ELOOP:
             raise UntrustedError(
                 f"{path} is a symlink; rocmkit does not append through one (it could point anywhere)",
@@ -160,9 +168,71 @@ def open_append(path: Path, *, mode: int = 0o644) -> IO[str]:
             ) from exc
         raise
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
         os.close(fd)
-        raise UntrustedError(f"{path} is not a regular file", "pass the path of a plain file")
-    # Blocking writes from here on (O_NONBLOCK only guarded the open).
+        what = "is not a regular file" if not stat.S_ISREG(st.st_mode) else "has other hard links"
+        raise UntrustedError(f"{path} {what}; rocmkit does not append to it", "pass the path of a plain file")
+    # Blocking writes from here on (O_NONBLOCK only guarded the open against a FIFO).
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return fd
+
+
+def open_append(path: Path, *, mode: int = 0o644) -> IO[str]:
+    """:func:`append_fd` as a text file (UTF-8)."""
+    return os.fdopen(append_fd(path, mode=mode), "a", encoding="utf-8")
+
+
+# -- rocmkit's cache ------------------------------------------------------------------------
+
+# A detection, plan or output entry is a few KiB; an index page entry well under a MiB.
+MAX_CACHE_ENTRY = 16 * 1024 * 1024
+CACHE_FIX = (
+    "make the folder yours and writable by you alone (chown, chmod 700), or point "
+    "ROCMKIT_CACHE_DIR at a folder only you (or root) can write"
+)
+
+
+def load_cached(path: Path, *, max_bytes: int = MAX_CACHE_ENTRY) -> bytes | None:
+    """A cache entry rocmkit wrote, or None: absent, or in a folder another user can write
+    (that folder, or one above it), or not a regular file of this user's or root's."""
+    if folder_problem(path.parent):
+        return None
+    return read_trusted(path, max_bytes=max_bytes)
+
+
+def store_cached(path: Path, data: bytes) -> bool:
+    """Write a cache entry 0600 in a 0700 folder (it may hold host facts); nothing in a folder
+    another user can write. True when written; OSError for what the disk says."""
+    if folder_problem(path.parent):
+        return False
+    from rocmkit.util.atomicio import write_bytes_atomic
+
+    private_folder(path.parent)
+    write_bytes_atomic(path, data, mode=0o600)
+    return True
+
+
+COMPILE_CACHES = {"TRITON_CACHE_DIR": "triton", "TORCHINDUCTOR_CACHE_DIR": "inductor"}
+
+
+@lru_cache(maxsize=8)
+def _private_scratch(cache: str) -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="rocmkit-compile-")
+
+
+def compile_cache_dirs(cache: Path) -> dict[str, str]:
+    """Where Triton and inductor keep their compiled kernels (``.so`` files they load and
+    run): under ``cache`` when it is safe to load from, else in a private folder made for
+    this run (0700, empty), so that nothing another user put there is ever loaded."""
+    out: dict[str, str] = {}
+    for var, name in COMPILE_CACHES.items():
+        folder = Path(cache) / name
+        if folder_problem(folder) is None:
+            with contextlib.suppress(OSError):
+                private_folder(folder)
+            out[var] = str(folder)
+        else:
+            out[var] = str(Path(_private_scratch(str(cache))) / name)
+    return out

@@ -663,14 +663,28 @@ DEFAULT_CACHE_MIN_FREE_BYTES = 2 * GIB
     "env.cache_dir",
     options={"cache_min_free_bytes": "free bytes the cache folder needs"},
     level=0,
-    description="rocmkit's cache folder (Triton and inductor compile caches) is writable and has room.",
+    description="rocmkit's cache folder (Triton and inductor compile caches) is safe (no other user can "
+    "write it), writable and has room.",
     needs=("live",),
 )
 def cache_dir(ctx: CheckContext) -> CheckResult:
     import shutil
     import tempfile
 
+    from rocmkit.util.trust import CACHE_FIX, folder_problem
+
     path = Path(ctx.cache_dir)
+    # Compiled kernels (.so files) and detection facts are loaded back from here: a folder
+    # another user can write would let that user run code as whoever runs the doctor.
+    unsafe = folder_problem(path)
+    if unsafe:
+        return result(
+            Status.FAIL,
+            f"the cache folder {path} is not safe to load compiled kernels from: {unsafe}; this run "
+            "compiled into a private temporary folder and used no cached detection",
+            CACHE_FIX,
+            path=str(path),
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".rocmkit-probe-"):
