@@ -64,10 +64,13 @@ class CheckRequest:
     offline: bool = False  # with_sources: recorded sources only
     ti_clone: Path | None = None  # a clone of pytorch/test-infra
     rock_clone: Path | None = None  # a clone of ROCm/TheRock
+    pt_clone: Path | None = None  # a clone of pytorch/pytorch
 
     def __post_init__(self) -> None:
-        if not self.with_sources and (self.recording or self.offline or self.ti_clone or self.rock_clone):
-            raise UsageError("--from, --offline, --test-infra and --therock go with --sources", "add --sources")
+        if not self.with_sources and (
+            self.recording or self.offline or self.ti_clone or self.rock_clone or self.pt_clone
+        ):
+            raise UsageError("--from, --offline, --test-infra, --therock and --pytorch go with --sources", "add --sources")
 
 
 def check_data(req: CheckRequest, out: Output) -> None:
@@ -98,7 +101,8 @@ def _check_sources(m: Matrix, req: CheckRequest, out: Output) -> None:
     from rocmkit.matrix.sourcecheck import Sources, check_sources
     from rocmkit.util.paths import shipped_matrices_dir
 
-    clones = {k: v for k, v in (("test-infra", req.ti_clone), ("TheRock", req.rock_clone)) if v is not None}
+    named = (("test-infra", req.ti_clone), ("TheRock", req.rock_clone), ("pytorch", req.pt_clone))
+    clones = {k: v for k, v in named if v is not None}
     recording = req.recording
     if recording is None:
         checkout = shipped_matrices_dir().parent / "tests" / "data" / "upstream"

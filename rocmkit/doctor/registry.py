@@ -41,6 +41,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.attention",
     "rocmkit.doctor.checks.models",
     "rocmkit.doctor.checks.compiled",
+    "rocmkit.doctor.checks.caches",
     "rocmkit.doctor.checks.distributed",
 )
 

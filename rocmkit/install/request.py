@@ -78,9 +78,11 @@ class InstallRequest:
             raise UsageError(
                 "--lock writes a lock from a plan; it does not combine with --from-lock/--wheelhouse"
             )
-        resolving = self.torch or self.rocm or self.cpu or self.capture
+        resolving = self.torch or self.rocm or self.cpu or self.capture or self.strict_data
         if self.installs_exact_list and resolving:
-            raise UsageError("a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--capture do not apply")
+            raise UsageError(
+                "a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+            )
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
             ("--timeout", self.install_timeout),
@@ -95,7 +97,7 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cpu/--capture do not apply",
+                "a plan file fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply",
                 "drop them, or drop --plan to resolve afresh",
             )
         if self.no_companions and self.installs_exact_list:

@@ -121,8 +121,11 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
             why = f"AMD has no device-{g.arch} package" if g.arch else "its gfx arch is unknown"
             unsupported.append(f"{g.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
             notes.warn(f"{g.label} will not work with {chan.name}: {why}; HIP_VISIBLE_DEVICES={visible} hides it")
+    backend = f"amd-{chan.stream or chan.name}-" + "-".join(archs)
+    if len(backend) > 64:  # a plan's backend is a short name (planschema); target_archs lists them all
+        backend = f"amd-{chan.stream or chan.name}-{len(archs)}-targets"
     return Plan(
-        backend=f"amd-{chan.stream or chan.name}-" + "-".join(archs),
+        backend=backend,
         channel=chan.name,
         requirements=tuple(reqs),
         companions=companions_of(reqs),
