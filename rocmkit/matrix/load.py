@@ -496,6 +496,7 @@ def _parse_channels(
         "all_arch_url",
         "legacy_url",
         "layout_from",
+        "rocm",
     )
     names: dict[str, Channel] = {}
     for i, data in enumerate(rows(doc, "channel", file=file)):
@@ -532,6 +533,7 @@ def _parse_channels(
             all_arch_url=row.opt_string("all_arch_url"),
             legacy_url=row.opt_string("legacy_url"),
             layout_from=row.opt_release("layout_from"),
+            rocm=row.opt_release("rocm"),
             sources=row.source_keys(),
             unconfirmed=row.unconfirmed(),
         )
