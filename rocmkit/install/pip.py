@@ -100,18 +100,26 @@ class PipInstaller:
     def _spec_args(self, spec: InstallSpec) -> list[str]:
         return [*requirement_args(spec), *self._source_args(spec.sources), *option_args(spec)]
 
+    def _env(self, spec: InstallSpec) -> dict[str, str]:
+        env = {**self.env, **spec.env}
+        if spec.build_constraints:
+            # pip (before 25.3's --build-constraint) has no option for the isolated build
+            # environment; that inner pip inherits the environment, so PIP_CONSTRAINT reaches it.
+            env["PIP_CONSTRAINT"] = " ".join(str(f) for f in spec.build_constraints)
+        return env
+
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
         args = ["install", *self._spec_args(spec)]
         if spec.reinstall:
             args.append("--force-reinstall")
-        return run(self._pip(*args), timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+        return run(self._pip(*args), timeout=self.limits.install_timeout_s, env=self._env(spec), on_line=on_line)
 
     def _report(self, spec: InstallSpec, *extra: str) -> tuple[list[dict[str, Any]], CommandResult]:
         with tempfile.TemporaryDirectory(prefix="rocmkit-pip-") as tmp:
             report = Path(tmp) / "report.json"
             argv = self._pip("install", "--dry-run", "--quiet", "--report", str(report), *extra)
             argv += self._spec_args(spec)
-            result = run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
+            result = run(argv, timeout=QUERY_TIMEOUT_S, env=self._env(spec))
             if not result.ok or not report.is_file():
                 return [], result
             items = json.loads(report.read_text()).get("install", [])

@@ -85,25 +85,30 @@ class UvInstaller:
         return args
 
     def _spec_args(self, spec: InstallSpec) -> list[str]:
+        build = [a for f in spec.build_constraints for a in ("--build-constraints", str(f))]
         return [
             "--python",
             str(self.target.executable),
             *requirement_args(spec),
             *self._source_args(spec.sources),
             *option_args(spec),
+            *build,
         ]
+
+    def _env(self, spec: InstallSpec) -> dict[str, str]:
+        return {**self.env, **spec.env}
 
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
         argv = [self.uv, "pip", "install", *self._spec_args(spec)]
         if spec.reinstall:
             argv.append("--reinstall")
-        return run(argv, timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+        return run(argv, timeout=self.limits.install_timeout_s, env=self._env(spec), on_line=on_line)
 
     def dry_run(self, spec: InstallSpec) -> tuple[Changes, CommandResult]:
         result = run(
             [self.uv, "pip", "install", "--dry-run", *self._spec_args(spec)],
             timeout=QUERY_TIMEOUT_S,
-            env=self.env,
+            env=self._env(spec),
         )
         install: list[tuple[str, str]] = []
         remove: list[tuple[str, str]] = []
