@@ -42,6 +42,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.models",
     "rocmkit.doctor.checks.compiled",
     "rocmkit.doctor.checks.caches",
+    "rocmkit.doctor.checks.apu",
     "rocmkit.doctor.checks.distributed",
 )
 
