@@ -117,3 +117,21 @@ def test_doctor_request_framework() -> None:
     assert DoctorRequest(framework="torch,jax").frameworks == ("torch", "jax")
     with pytest.raises(UsageError):
         DoctorRequest(framework="tensorflow")
+
+
+def test_jax_matmul_is_held_to_the_gemm_floor_of_the_gpu() -> None:
+    from rocmkit.doctor.result import CheckResult, Figure
+    from rocmkit.doctor.sku import apply_floors, load_skus
+
+    sku = load_skus().find("MI300X")
+    floor = sku.get("gemm_bf16_tflops")
+    assert floor is not None
+    slow = CheckResult(name="jax.matmul", level=2, status=Status.PASS, message="4096x4096 on rocm",
+                       figures=(Figure(name="matmul.bf16", value=floor / 2, unit="TFLOP/s"),))
+    (judged,) = apply_floors([slow], sku, backend="rocm")
+    assert judged.status is Status.WARN
+    assert judged.figures[0].floor == floor and judged.figures[0].below_floor
+    fast = replace(slow, figures=(Figure(name="matmul.bf16", value=floor * 1.1, unit="TFLOP/s"),))
+    assert apply_floors([fast], sku, backend="rocm")[0].status is Status.PASS
+    # On the CPU no GPU floor applies.
+    assert apply_floors([slow], sku, backend="cpu")[0].status is Status.PASS
