@@ -80,6 +80,62 @@ TAIL_BYTES = 64 * 1024  # end of central directory + the directory of a wheel wi
 _CHUNK = 64 * 1024
 
 
+def _basic(user: str, password: str) -> str:
+    import base64
+
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def _netrc_auth(host: str) -> str | None:
+    """``~/.netrc`` (or ``$NETRC``) credentials for ``host``, as pip and uv would use them."""
+    import netrc
+    import os
+
+    path = os.environ.get("NETRC") or None
+    try:
+        found = netrc.netrc(path).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        return None
+    if not found or found[2] is None:
+        return None
+    return _basic(found[0], found[2])
+
+
+def _request(url: str, headers: Mapping[str, str]) -> Any:
+    """A urllib Request for ``url`` with its credentials (from the URL, this process's
+    memory of them, or ~/.netrc) in an Authorization header that no redirect carries on,
+    and none in the URL itself (urllib cannot parse ``user:token@host``)."""
+    from urllib.request import Request
+
+    from rocmkit.redact import conceal, origin_credentials, reveal
+
+    parts = urlsplit(reveal(conceal(url)))
+    netloc = parts.netloc
+    userinfo = ""
+    if "@" in netloc:
+        userinfo, _, netloc = netloc.rpartition("@")
+    if ":" not in userinfo:
+        # None in the URL (a file the index linked) or a user name only: what this process
+        # was given for the host, else ~/.netrc.
+        userinfo = origin_credentials(parts.scheme, netloc) or ""
+    auth: str | None = None
+    if ":" in userinfo:
+        user, _, password = userinfo.partition(":")
+        auth = _basic(unquote(user), unquote(password))
+    elif parts.hostname:
+        auth = _netrc_auth(parts.hostname)
+    req = Request(parts._replace(netloc=netloc).geturl(), headers=dict(headers))
+    if auth is not None:
+        req.add_unredirected_header("Authorization", auth)
+    return req
+
+
+def _shown(url: str) -> str:
+    from rocmkit.redact import redact_text
+
+    return redact_text(url)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Response:
     url: str
@@ -104,24 +160,25 @@ def http_get(
     silence); no answer, a trickle past the deadline or a too-large body raise NetworkError.
     """
     from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
+    from urllib.request import urlopen
 
     deadline = time.monotonic() + timeout
-    req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
+    shown = _shown(url)
     try:
+        req = _request(url, {"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
         resp = urlopen(req, timeout=timeout)
     except HTTPError as exc:
         return Response(url=url, status=exc.code, body=b"", content_type=exc.headers.get("Content-Type", ""))
     except (URLError, TimeoutError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
+        reason = _shown(str(getattr(exc, "reason", exc)))
         raise NetworkError(
-            f"{url} does not answer: {reason}", "check the URL and the network, or raise --timeout"
+            f"{shown} does not answer: {reason}", "check the URL and the network, or raise --timeout"
         ) from None
     with resp:
         length = resp.headers.get("Content-Length")
         if length and (length.isascii() and length.isdigit()) and int(length) > max_bytes:
             raise NetworkError(
-                f"{url} answered {int(length)} bytes, more than the {max_bytes} a simple page may be",
+                f"{shown} answered {int(length)} bytes, more than the {max_bytes} a simple page may be",
                 "check that the URL is a package index",
             )
         chunks: list[bytes] = []
@@ -130,7 +187,7 @@ def http_get(
             while True:
                 if time.monotonic() > deadline:
                     raise NetworkError(
-                        f"{url} did not finish answering within {timeout:g} s",
+                        f"{shown} did not finish answering within {timeout:g} s",
                         "check the network or the mirror, or raise --timeout",
                     )
                 chunk = resp.read1(_CHUNK) if hasattr(resp, "read1") else resp.read(_CHUNK)
@@ -139,12 +196,12 @@ def http_get(
                 size += len(chunk)
                 if size > max_bytes:
                     raise NetworkError(
-                        f"{url} sent more than {max_bytes} bytes", "check that the URL is a package index"
+                        f"{shown} sent more than {max_bytes} bytes", "check that the URL is a package index"
                     )
                 chunks.append(chunk)
         except (TimeoutError, OSError) as exc:
             raise NetworkError(
-                f"{url} stopped answering: {exc}", "check the network or the mirror, or raise --timeout"
+                f"{shown} stopped answering: {exc}", "check the network or the mirror, or raise --timeout"
             ) from None
         return Response(
             url=resp.geturl() or url,
@@ -169,10 +226,10 @@ class Reach:
 def reach(url: str, *, timeout: float, accept: str = "text/html") -> Reach:
     """GET ``url`` and read one byte: does anything answer within ``timeout``?"""
     from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
+    from urllib.request import urlopen
 
-    req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
     try:
+        req = _request(url, {"Accept": accept, "User-Agent": USER_AGENT})
         with urlopen(req, timeout=timeout) as resp:
             resp.read(1)
             return Reach(url=url, status=resp.status, reason="answers")
@@ -379,12 +436,20 @@ class ProjectPage:
 
 def project_page(index_url: str, project: str, *, timeout: float) -> ProjectPage | None:
     """``<index_url>/<project>/`` read and parsed; None when the index has no such project (404)."""
-    page = index_url.rstrip("/") + f"/{canonical(project)}/"
+    from rocmkit.redact import conceal
+
+    # Masked from here on: page and file URLs end up in caches and messages.
+    page = conceal(index_url).rstrip("/") + f"/{canonical(project)}/"
     resp = http_get(page, timeout=timeout, accept=ACCEPT)
     if resp.status == 404:
         return None
+    if resp.status in (401, 403):
+        raise NetworkError(
+            f"{_shown(page)} refused rocmkit (HTTP {resp.status}): missing or wrong credentials",
+            "give the user and token in the URL's user:password part, or in ~/.netrc",
+        )
     if resp.status != 200:
-        raise NetworkError(f"{page} answered HTTP {resp.status}", "check the index URL")
+        raise NetworkError(f"{_shown(page)} answered HTTP {resp.status}", "check the index URL")
     files = parse_project_page(page, resp.body, resp.content_type)
     return ProjectPage(url=page, files=tuple(files), etag=resp.etag)
 
@@ -429,19 +494,20 @@ _LOCAL = b"PK\x03\x04"
 
 def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes | None:
     from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
+    from urllib.request import urlopen
 
-    req = Request(url, headers={"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
     deadline = time.monotonic() + timeout
     try:
+        req = _request(url, {"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
         resp = urlopen(req, timeout=timeout)
     except HTTPError as exc:
         if exc.code == 416:
             return None
-        raise NetworkError(f"{url} answered HTTP {exc.code}", "check the index") from None
+        raise NetworkError(f"{_shown(url)} answered HTTP {exc.code}", "check the index") from None
     except (URLError, TimeoutError, OSError, ValueError) as exc:
         raise NetworkError(
-            f"{url} does not answer: {getattr(exc, 'reason', exc)}", "check the network, or raise --timeout"
+            f"{_shown(url)} does not answer: {_shown(str(getattr(exc, 'reason', exc)))}",
+            "check the network, or raise --timeout",
         ) from None
     with resp:
         if resp.status != 206:
@@ -451,7 +517,7 @@ def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes 
         size = 0
         while True:
             if time.monotonic() > deadline:
-                raise NetworkError(f"{url} did not finish answering within {timeout:g} s", "raise --timeout")
+                raise NetworkError(f"{_shown(url)} did not finish answering within {timeout:g} s", "raise --timeout")
             chunk = resp.read(_CHUNK)
             if not chunk:
                 break
@@ -478,12 +544,12 @@ def metadata_by_range(url: str, filename: str, *, timeout: float) -> str | None:
 def _metadata_from_tail(url: str, filename: str, tail: bytes, *, timeout: float) -> str | None:
     at = tail.rfind(_EOCD)
     if at < 0 or len(tail) < at + 22:
-        raise NetworkError(f"{url} is not a zip file (no end of central directory)", "check the index")
+        raise NetworkError(f"{_shown(url)} is not a zip file (no end of central directory)", "check the index")
     (_, _, _, _, entries, cd_size, cd_offset, _) = struct.unpack("<4sHHHHIIH", tail[at : at + 22])
     if cd_offset == 0xFFFFFFFF or entries == 0xFFFF:
         loc = tail.rfind(_EOCD64_LOC, 0, at)
         if loc < 0:
-            raise NetworkError(f"{url}: zip64 wheel without a zip64 locator", "check the index")
+            raise NetworkError(f"{_shown(url)}: zip64 wheel without a zip64 locator", "check the index")
         (eocd64_off,) = struct.unpack("<Q", tail[loc + 8 : loc + 16])
         eocd64 = _range_get(url, f"{eocd64_off}-{eocd64_off + 55}", timeout=timeout, max_bytes=56)
         if eocd64 is None:

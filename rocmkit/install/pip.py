@@ -30,6 +30,7 @@ from rocmkit.install.base import (
     base_env,
     option_args,
     requirement_args,
+    revealed,
     uninstall_args,
 )
 from rocmkit.packages import canonical
@@ -85,33 +86,46 @@ class PipInstaller:
         return [*head, *args, "--timeout", f"{self.limits.net_timeout_s:g}", "--retries", "0"]
 
     @staticmethod
-    def _source_args(sources: Sources) -> list[str]:
+    def _source_args(sources: Sources) -> tuple[list[str], dict[str, str]]:
+        """The source options, and the variables that carry them instead when a URL holds credentials."""
+        real, secret = revealed(sources)
         args: list[str] = []
-        if sources.no_index or sources.offline:
+        env: dict[str, str] = {}
+        if real.no_index or real.offline:
             args.append("--no-index")
-        elif sources.index_urls:
-            args += ["--index-url", sources.index_urls[0]]
-            for url in sources.index_urls[1:]:
+        elif real.index_urls and secret:
+            # pip reads PIP_<OPTION> like the option itself; several values are space-separated.
+            env["PIP_INDEX_URL"] = real.index_urls[0]
+            if real.index_urls[1:]:
+                env["PIP_EXTRA_INDEX_URL"] = " ".join(real.index_urls[1:])
+        elif real.index_urls:
+            args += ["--index-url", real.index_urls[0]]
+            for url in real.index_urls[1:]:
                 args += ["--extra-index-url", url]
-        for link in sources.find_links:
-            args += ["--find-links", link]
-        return args
+        if real.find_links and secret:
+            env["PIP_FIND_LINKS"] = " ".join(real.find_links)
+        else:
+            for link in real.find_links:
+                args += ["--find-links", link]
+        return args, env
 
-    def _spec_args(self, spec: InstallSpec) -> list[str]:
-        return [*requirement_args(spec), *self._source_args(spec.sources), *option_args(spec)]
+    def _spec_args(self, spec: InstallSpec) -> tuple[list[str], dict[str, str]]:
+        sources, env = self._source_args(spec.sources)
+        return [*requirement_args(spec), *sources, *option_args(spec)], {**self.env, **env}
 
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
-        args = ["install", *self._spec_args(spec)]
+        spec_args, env = self._spec_args(spec)
+        args = ["install", *spec_args]
         if spec.reinstall:
             args.append("--force-reinstall")
-        return run(self._pip(*args), timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+        return run(self._pip(*args), timeout=self.limits.install_timeout_s, env=env, on_line=on_line)
 
     def _report(self, spec: InstallSpec, *extra: str) -> tuple[list[dict[str, Any]], CommandResult]:
         with tempfile.TemporaryDirectory(prefix="rocmkit-pip-") as tmp:
             report = Path(tmp) / "report.json"
-            argv = self._pip("install", "--dry-run", "--quiet", "--report", str(report), *extra)
-            argv += self._spec_args(spec)
-            result = run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
+            spec_args, env = self._spec_args(spec)
+            argv = self._pip("install", "--dry-run", "--quiet", "--report", str(report), *extra, *spec_args)
+            result = run(argv, timeout=QUERY_TIMEOUT_S, env=env)
             if not result.ok or not report.is_file():
                 return [], result
             items = json.loads(report.read_text()).get("install", [])
@@ -147,5 +161,6 @@ class PipInstaller:
         return run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
 
     def download(self, spec: InstallSpec, dest: Path, *, on_line: LineSink = None) -> CommandResult:
-        argv = self._pip("download", "--dest", str(dest), "--only-binary", ":all:", *self._spec_args(spec))
-        return run(argv, timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+        spec_args, env = self._spec_args(spec)
+        argv = self._pip("download", "--dest", str(dest), "--only-binary", ":all:", *spec_args)
+        return run(argv, timeout=self.limits.install_timeout_s, env=env, on_line=on_line)

@@ -17,6 +17,7 @@ from rocmkit.install.base import (
     base_env,
     option_args,
     requirement_args,
+    revealed,
     uninstall_args,
 )
 from rocmkit.install.venv import find_uv
@@ -66,45 +67,51 @@ class UvInstaller:
             )
 
     @staticmethod
-    def _source_args(sources: Sources) -> list[str]:
+    def _source_args(sources: Sources) -> tuple[list[str], dict[str, str]]:
+        """The source options, and the variables that carry them instead when a URL holds credentials."""
+        real, secret = revealed(sources)
         args: list[str] = []
-        if sources.no_index or sources.offline:
+        env: dict[str, str] = {}
+        if real.no_index or real.offline:
             args.append("--no-index")
-        elif sources.index_urls:
+        elif real.index_urls:
             # uv ranks --extra-index-url above --index-url and stops at the first index
             # holding a name; the plan's order (torch's index first) must win, so each
             # index is named in order with --index, the last one as the default.
-            *ranked, last = sources.index_urls
-            for url in ranked:
-                args += ["--index", url]
-            args += ["--default-index", last]
-        if sources.offline:
+            *ranked, last = real.index_urls
+            if secret:
+                # UV_INDEX is --index's variable: space-separated, earlier ones first.
+                if ranked:
+                    env["UV_INDEX"] = " ".join(ranked)
+                env["UV_DEFAULT_INDEX"] = last
+            else:
+                for url in ranked:
+                    args += ["--index", url]
+                args += ["--default-index", last]
+        if real.offline:
             args.append("--offline")
-        for link in sources.find_links:
-            args += ["--find-links", link]
-        return args
+        if real.find_links and secret:
+            env["UV_FIND_LINKS"] = ",".join(real.find_links)
+        else:
+            for link in real.find_links:
+                args += ["--find-links", link]
+        return args, env
 
-    def _spec_args(self, spec: InstallSpec) -> list[str]:
-        return [
-            "--python",
-            str(self.target.executable),
-            *requirement_args(spec),
-            *self._source_args(spec.sources),
-            *option_args(spec),
-        ]
+    def _spec_args(self, spec: InstallSpec) -> tuple[list[str], dict[str, str]]:
+        sources, env = self._source_args(spec.sources)
+        args = ["--python", str(self.target.executable), *requirement_args(spec), *sources, *option_args(spec)]
+        return args, {**self.env, **env}
 
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
-        argv = [self.uv, "pip", "install", *self._spec_args(spec)]
+        spec_args, env = self._spec_args(spec)
+        argv = [self.uv, "pip", "install", *spec_args]
         if spec.reinstall:
             argv.append("--reinstall")
-        return run(argv, timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+        return run(argv, timeout=self.limits.install_timeout_s, env=env, on_line=on_line)
 
     def dry_run(self, spec: InstallSpec) -> tuple[Changes, CommandResult]:
-        result = run(
-            [self.uv, "pip", "install", "--dry-run", *self._spec_args(spec)],
-            timeout=QUERY_TIMEOUT_S,
-            env=self.env,
-        )
+        spec_args, env = self._spec_args(spec)
+        result = run([self.uv, "pip", "install", "--dry-run", *spec_args], timeout=QUERY_TIMEOUT_S, env=env)
         install: list[tuple[str, str]] = []
         remove: list[tuple[str, str]] = []
         for line in (result.stdout + "\n" + result.stderr).splitlines():
@@ -117,6 +124,7 @@ class UvInstaller:
 
     def lock(self, spec: InstallSpec) -> tuple[list[Locked], CommandResult]:
         reqs = "\n".join(spec.requirements) + "\n"
+        spec_args, env = self._spec_args(InstallSpec(sources=spec.sources, constraints=spec.constraints))
         argv = [
             self.uv,
             "pip",
@@ -126,9 +134,9 @@ class UvInstaller:
             "--no-header",
             "--no-annotate",
             "--quiet",
-            *[a for a in self._spec_args(InstallSpec(sources=spec.sources, constraints=spec.constraints))],
+            *spec_args,
         ]
-        result = run(argv, timeout=QUERY_TIMEOUT_S, env=self.env, input_text=reqs)
+        result = run(argv, timeout=QUERY_TIMEOUT_S, env=env, input_text=reqs)
         locked: list[Locked] = []
         if not result.ok:
             return locked, result

@@ -25,8 +25,14 @@ class RefreshRequest:
     therock: Path | None = None
 
     def __post_init__(self) -> None:
+        from rocmkit.redact import check_url, conceal
+
         if self.timeout <= 0:
             raise UsageError(f"--timeout {self.timeout:g} is not a positive number of seconds", "give e.g. 20")
+        # Credentials in either URL reach the index; only the masked URL is kept and shown.
+        object.__setattr__(self, "index_base", conceal(check_url("--index", self.index_base)))
+        if self.simple_url is not None:
+            object.__setattr__(self, "simple_url", conceal(check_url("--simple", self.simple_url)))
 
 
 def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Callable[[str], None]) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rocmkit.errors import UsageError
 
@@ -12,6 +13,7 @@ from rocmkit.errors import UsageError
 _RELEASE = r"[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?"
 
 CHANNELS = ("stable", "nightly", "therock")
+INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,12 +43,8 @@ class Constraints:
         forced = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]
         if len(forced) > 1:
             raise UsageError(f"{' and '.join(forced)} cannot be combined", "choose one backend")
-        if self.index_base is not None and not re.match(r"^(https?|file)://", self.index_base):
-            raise UsageError(
-                f"index base {self.index_base!r} is not a URL",
-                "give the root that holds the indexes, like http://mirror.example/whl",
-            )
-        return self
+        base = index_base_of(self)
+        return self if base == self.index_base else replace(self, index_base=base)
 
     @property
     def rocm_version(self) -> str | None:
@@ -58,3 +56,17 @@ class Constraints:
         if self.cuda is None:
             return None
         return self.cuda if self.cuda.startswith("cu") else "cu" + self.cuda.replace(".", "")
+
+
+def index_base_of(cons: Constraints) -> str | None:
+    """The mirror that replaces download.pytorch.org (``--index-base``, else
+    ``ROCMKIT_INDEX_BASE``), checked, with any credentials in it masked: the plan, its
+    reasons and every cache and report hold the masked URL; the installers and rocmkit's
+    HTTP client get the real one back (:func:`rocmkit.redact.reveal`)."""
+    from rocmkit.redact import check_url, conceal
+
+    base = cons.index_base or os.environ.get(INDEX_BASE_ENV) or None
+    if base is None:
+        return None
+    what = "--index-base" if cons.index_base else INDEX_BASE_ENV
+    return conceal(check_url(what, base))

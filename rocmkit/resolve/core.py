@@ -8,7 +8,6 @@ from the matrix only; every choice adds a reason, every doubt a warning.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from rocmkit.errors import NoPlanError
@@ -16,11 +15,10 @@ from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
 from rocmkit.plan import Plan
 from rocmkit.resolve import cuda, rocm
-from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.constraints import INDEX_BASE_ENV, Constraints, index_base_of
 from rocmkit.resolve.explain import Notes
 from rocmkit.resolve.releases import candidate_releases, companions_of, requirements_for
 
-INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"
 
 def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None = None) -> Plan:
     """The plan for ``machine``; raises NoPlanError (with the fix) when nothing fits."""
@@ -28,7 +26,7 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
     m = matrix or load_matrix()
     notes = Notes(matrix=m)
     python = cons.python or f"{sys.version_info.major}.{sys.version_info.minor}"
-    base = cons.index_base or os.environ.get(INDEX_BASE_ENV) or None
+    base = index_base_of(cons)
     if base and not cons.index_base:
         notes.why(f"index base {base} from {INDEX_BASE_ENV} replaces {m.pytorch_base}")
     elif base:

@@ -44,10 +44,9 @@ from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease
 from rocmkit.packages import ACCEPT, IndexFile, canonical, http_get, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
-from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.constraints import Constraints, index_base_of
 
 OFFLINE_ENV = "ROCMKIT_OFFLINE"
-INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"  # as rocmkit.resolve.core reads it
 TIMEOUT_S = 2.0
 TTL_S = 15 * 60
 DOWN_TTL_S = 5 * 60
@@ -139,6 +138,10 @@ def _read_folder(source: str, folder: Path, *, is_index: bool) -> Seen:
 
 def observe_one(source: str, *, is_index: bool = True, timeout: float, cache: Path | None) -> Seen:
     """Read ``<source>/torch/`` (an index) or ``source`` (a find-links folder or page)."""
+    from rocmkit.redact import conceal
+
+    # Masked from here on (a pip.conf index may carry a token): the URL lands in the cache and the reasons.
+    source = conceal(source)
     folder = _folder(source)
     if folder is not None:
         return _read_folder(source, folder, is_index=is_index)
@@ -167,6 +170,13 @@ def observe_one(source: str, *, is_index: bool = True, timeout: float, cache: Pa
             etag, detail = resp.etag, "answered"
         elif resp.status == 404:
             builds, etag, detail = frozenset(), None, "has no torch (404)"
+        elif resp.status in (401, 403):
+            # Not cached: the user fixes the credentials and runs again.
+            return Seen(
+                url=source,
+                answered=False,
+                detail=f"refused rocmkit (HTTP {resp.status}: check the user and token in the URL, or ~/.netrc)",
+            )
         else:
             raise NetworkError(f"{page} answered HTTP {resp.status}")
     except NetworkError as exc:
@@ -275,7 +285,7 @@ def check_plan(
                 ],
             )
         if direct:
-            base = constraints.index_base or os.environ.get(INDEX_BASE_ENV) or None
+            base = index_base_of(constraints)
             served = _served_by_index(m, seen, base, python)
         else:
             served = _served_by_any(frozenset().union(*(s.builds for s in answering)), python)
