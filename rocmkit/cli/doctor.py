@@ -64,7 +64,7 @@ def cli(req: DoctorRequest) -> None:
     \b
     Exit codes: 0 pass, 1 a check failed, 2 warnings only, 3 a check could not run.
     """
-    from rocmkit.doctor.registry import check_modules, list_lines, unknown_options
+    from rocmkit.doctor.registry import check_modules, check_option_values, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
     from rocmkit.paths import cache_dir
@@ -77,6 +77,7 @@ def cli(req: DoctorRequest) -> None:
         return
     # Bad names fail here, before detection and the plan take their time.
     total = len(select(found.checks, level=req.level, only=req.only, skip=req.skip))
+    check_option_values(req.options, found.checks.values())  # --set shm_min_bytes=abc: exit 4, now
 
     from rocmkit.pyenv import select_python
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,10 @@ class DoctorRequest:
             raise UsageError(f"--backend {self.backend!r} is not one of {', '.join(BACKENDS)}", "pick one")
         if self.isolation not in ("fork", "spawn"):
             raise UsageError(f"--isolation {self.isolation!r} is not fork or spawn", "pick one")
+        if not (math.isfinite(self.timeout_scale) and self.timeout_scale > 0):
+            raise UsageError(
+                f"--timeout-scale {self.timeout_scale} is not a positive number", "give e.g. 2 (twice the time)"
+            )
         if self.jobs is not None and self.jobs < 1:
             raise UsageError(f"--jobs {self.jobs} is not a positive count", "give e.g. 2")
         if self.list_only:

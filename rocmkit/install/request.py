@@ -101,6 +101,10 @@ class InstallRequest:
                 "a lock or wheelhouse installs its exact list; --no-companions does not apply",
                 "make the lock or wheelhouse with --no-companions instead",
             )
+        if self.venv is not None:
+            check_venv_path(self.venv)
+        if self.venv_base is not None:
+            check_base_python(self.venv_base)
         from rocmkit.install.companions import with_packages_of
 
         object.__setattr__(
@@ -139,6 +143,46 @@ class InstallRequest:
         )
 
 
+# Kernel and device file systems: nothing can be made there, whatever the permissions say
+# (root may "write" to /proc's folders as far as access(2) is concerned).
+_VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def check_venv_path(venv: Path) -> None:
+    """``--venv`` can be a virtual environment: an existing folder, or a path whose nearest
+    existing parent is a folder on a real file system (checked before a dry run says it
+    "would create" it, and before a real run tries)."""
+    path = venv.absolute()
+    resolved = path.resolve()
+    if any(resolved == root or resolved.is_relative_to(root) for root in _VIRTUAL_ROOTS):
+        raise UsageError(
+            f"--venv {venv} is under {next(r for r in _VIRTUAL_ROOTS if resolved.is_relative_to(r))}, "
+            "a kernel file system: no environment can be made there",
+            "pass a folder on a disk, e.g. --venv ~/venvs/torch",
+        )
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--venv {venv} is a file, not a folder", "pass a folder (made if missing)")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"--venv {venv}: {parent} is a file, not a folder", "pass a path under a folder")
+
+
+def check_base_python(value: str) -> None:
+    """``--python``: an interpreter's path, or a CPython 3 version uv can find (3.12, 3.12.4)."""
+    import re
+
+    if "/" in value:
+        path = Path(value)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise UsageError(f"--python {value}: no Python interpreter there", "pass an existing python, or a version like 3.12")
+        return
+    if not re.fullmatch(r"3\.[0-9]{1,3}(\.[0-9]{1,3})?", value):
+        raise UsageError(
+            f"--python {value!r} is neither a path nor a Python 3 version",
+            "pass a version like 3.12, or the path of a python",
+        )
+
+
 def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str] = frozenset()) -> Plan:
     """A saved plan (``rocmkit resolve --json``), its PyTorch indexes moved to ``index_base``."""
     from rocmkit.matrix import load_matrix
@@ -150,10 +194,14 @@ def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str]
     except DataError as exc:
         raise DataError(exc.message, "pass the output of `rocmkit resolve --json`") from exc
     plan = Plan.from_dict(data, allow_env=allow_env)
+    from rocmkit.redact import conceal
+
+    # A hand-written plan may carry a mirror's token: kept in memory, masked everywhere else.
+    urls = tuple(conceal(u) for u in plan.index_urls)
     if index_base:
         m = load_matrix()
-        plan = dataclasses.replace(plan, index_urls=tuple(m.rebase(u, index_base) for u in plan.index_urls))
-    return plan
+        urls = tuple(m.rebase(u, conceal(index_base)) for u in urls)
+    return plan if urls == plan.index_urls else dataclasses.replace(plan, index_urls=urls)
 
 
 def check_inputs(req: InstallRequest, say: Say) -> None:
@@ -164,7 +212,10 @@ def check_inputs(req: InstallRequest, say: Say) -> None:
         # Read where the URLs are used (flow.checked_sources), as the environment variable is.
         os.environ[ALLOW_ENV] = "1"
     if req.index_base:
-        check_source_urls([req.index_base], say)
+        from rocmkit.redact import check_url, conceal
+
+        check_source_urls([check_url("--index-base", req.index_base)], say)
+        conceal(req.index_base)  # its credentials, for the lock or wheelhouse URLs that mask them
     if req.plan_file is not None:
         load_plan_file(req.plan_file, req.index_base, req.allowed_env)
     if req.from_lock is not None:
@@ -192,7 +243,9 @@ def carry_out(req: InstallRequest, say: Say) -> Outcome:
         target = probe(Path(sys.executable))
     elif req.dry_run and req.venv is not None and not venv_interpreter(req.venv.absolute()).exists():
         # Nothing to dry-run against: plan for the Python the venv would be made from.
-        target = probe(Path(sys.executable))
+        from rocmkit.install.venv import base_interpreter
+
+        target = probe(base_interpreter(req.venv_base))
         would_create = req.venv.absolute()
     else:
         target, created = select_target(
@@ -279,6 +332,10 @@ def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say
     from rocmkit.redact import redact_text
 
     plan, opts, spec = _plan(req, target, say)
+    if req.with_packages:
+        from rocmkit.install.companions import check_against_plan
+
+        check_against_plan(req.with_packages, plan)
     urls = f" from {redact_text(', '.join(plan.index_urls))}" if plan.index_urls else ""
     say(f"rocmkit: plan {plan.backend}: {' '.join(plan.requirements)}{urls}")
     for warning in plan.warnings:

@@ -78,4 +78,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
     written = write_refresh(target, result, source_dir=source_dir)
     message(f"wrote {', '.join(written)}")
     if req.directory is None:
+        from rocmkit.paths import stamp_overlay
+
+        stamp_overlay(target)
         message(f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)")

@@ -30,6 +30,12 @@ class HookRequest:
     max_age: float = 24.0  # hours
     log_target: str | None = None
 
+    def __post_init__(self) -> None:
+        from rocmkit.slurm.scontrol import slurm_value
+
+        if self.node is not None:
+            slurm_value("--node", self.node)
+
     def doctor_args(self) -> tuple[str, ...]:
         """The same choices, as arguments for the `rocmkit doctor` the checks run."""
         args: list[str] = []
@@ -63,6 +69,11 @@ class ConfigRequest:
     hook_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        from rocmkit.slurm.scontrol import slurm_value
+
+        # Each lands in a slurm.conf line (HealthCheckNodeState=..., Prolog=DIR/...).
+        slurm_value("--node-state", self.node_state)
+        slurm_value("--dir", str(self.folder))
         if not self.folder.is_absolute():
             raise UsageError(
                 f"--dir {self.folder} is not an absolute path", "slurmd needs one, e.g. --dir /etc/slurm"

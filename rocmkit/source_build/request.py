@@ -87,7 +87,7 @@ def plan_build(req: BuildRequest) -> BuildPlan:
     rocm_path = os.environ.get("ROCM_PATH") or "/opt/rocm"
     machine = None
     if req.archs:
-        target = target_from_args(req.archs, be)
+        target = target_from_args(req.archs, be, load_matrix())
     else:
         machine = load_machine(req.capture)
         target = target_from_machine(machine, be, load_matrix().nvidia_compute_capability)
