@@ -25,7 +25,11 @@ class DataFile:
 
 def data_files() -> tuple[DataFile, ...]:
     # Imported here, not at the top: the registry sits above every feature that owns a file.
+    from rocmkit.companions.data import parse_companions
     from rocmkit.containers.images import parse_images
+    from rocmkit.matrix.amd_targets import FILE as AMD_TARGETS
+    from rocmkit.matrix.amd_targets import parse_amd_targets
+    from rocmkit.matrix.jaxdata import parse_jax
     from rocmkit.matrix.load import FILES, parse_matrix
     from rocmkit.source_build.refs import read_build_matrix
 
@@ -33,6 +37,9 @@ def data_files() -> tuple[DataFile, ...]:
         DataFile(names=FILES, used_by="detect, resolve, install, doctor, matrix", load=parse_matrix),
         DataFile(names=("build.toml",), used_by="build", load=lambda d: read_build_matrix(d / "build.toml")),
         DataFile(names=("images.toml",), used_by="docker", load=lambda d: parse_images(d / "images.toml")),
+        DataFile(names=("jax.toml",), used_by="resolve, install, doctor (--framework jax, torch-xla)", load=parse_jax),
+        DataFile(names=("companions.toml",), used_by="resolve --with, install --with, doctor", load=parse_companions),
+        DataFile(names=(AMD_TARGETS,), used_by="detect, resolve", load=parse_amd_targets),
     )
 
 
@@ -64,7 +71,7 @@ def check_data(req: CheckRequest, out: Output) -> None:
     """Load and validate every registered data file; with ``with_sources``, audit the facts."""
     from rocmkit.matrix.model import Matrix
     from rocmkit.matrix.show import summary_lines, unconfirmed_lines
-    from rocmkit.paths import matrices_dir
+    from rocmkit.util.paths import matrices_dir
 
     folder = req.directory or matrices_dir()
     matrix: Matrix | None = None
@@ -86,7 +93,7 @@ def check_data(req: CheckRequest, out: Output) -> None:
 def _check_sources(m: Matrix, req: CheckRequest, out: Output) -> None:
     from rocmkit.errors import DataError
     from rocmkit.matrix.sourcecheck import Sources, check_sources
-    from rocmkit.paths import shipped_matrices_dir
+    from rocmkit.util.paths import shipped_matrices_dir
 
     clones = {k: v for k, v in (("test-infra", req.ti_clone), ("TheRock", req.rock_clone)) if v is not None}
     recording = req.recording

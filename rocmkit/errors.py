@@ -20,6 +20,8 @@ Exit codes (documented in README.md):
 10   interrupted (Ctrl-C, SIGTERM, SIGHUP); an install restores the environment
 11   another rocmkit install holds this environment's lock
 12   cannot write: the disk is full or the file system is read-only
+13   untrusted: a file or folder rocmkit would act on (an install journal, a cache
+     folder) is not safe: a symlink, another user's, writable by others, or edited
 ==== ==========================================================
 """
 
@@ -102,6 +104,13 @@ class StorageError(RocmkitError):
     """A write failed for want of space or of a writable file system."""
 
     exit_code = 12
+
+
+class UntrustedError(RocmkitError):
+    """A file or folder rocmkit would load or act on is not safe to trust (owner, mode,
+    a symlink, a journal edited since its install wrote it): nothing was written or stopped."""
+
+    exit_code = 13
 
 
 class Terminated(KeyboardInterrupt):

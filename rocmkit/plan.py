@@ -16,6 +16,24 @@ SCHEMA = "rocmkit.plan/1"
 
 
 @dataclass(frozen=True, kw_only=True)
+class WithPackage:
+    """A package asked for with ``--with``, as resolved for this plan.
+
+    ``how``: "wheel" (a prebuilt build for this torch and GPU, from ``index_url``), "source"
+    (built here against the environment's own torch: no build isolation, ``build_requires``
+    installed first, ``build_env`` set), or "index" (a plain package, e.g. transformers, from the
+    plan's indexes under the guard)."""
+
+    name: str  # canonical distribution name
+    requirement: str  # "xformers==0.0.35"
+    how: str = "index"
+    index_url: str | None = None
+    build_env: dict[str, str] = field(default_factory=dict)
+    build_requires: tuple[str, ...] = ()
+    pins_torch: bool = False  # its native code is tied to this torch build: the guard pins it too
+
+
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     backend: str  # "rocm6.2", "cu128", "cpu", "therock-gfx1151"
     channel: str = "stable"  # stable | nightly | therock
@@ -33,6 +51,17 @@ class Plan:
     # may leave them out (--no-companions, or a fallback source lacking them); torch and
     # its Triton pin never are. Empty (plans from older rocmkits): every requirement is required.
     companions: tuple[str, ...] = ()
+    # When the planned build is known only from upstream's build lists (not yet seen on an
+    # index): the requirements of the newest confirmed build on the *same* index, which
+    # install uses (loudly) when that index answers without the planned one. Empty: none.
+    fallback: tuple[str, ...] = ()
+    # What the plan installs: "torch" (the default, and plans from older rocmkits), "jax",
+    # "torch-xla", or "torch+jax" (one venv with both, both pinned and guarded).
+    framework: str = "torch"
+    jax_version: str | None = None  # "0.10.2": jax, jaxlib and the plugin's release
+    # ``--with`` packages as resolved (``rocmkit resolve --with``); their reasons and warnings are
+    # among ``reasons`` and ``warnings``, the variables they read at import among ``env``.
+    with_packages: tuple[WithPackage, ...] = ()
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -58,6 +87,7 @@ class Plan:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise DataError(f"not a {SCHEMA} object", "pass the output of `rocmkit resolve --json`")
         fields = check_plan_dict(data, allow_env)
+        fields["with_packages"] = tuple(WithPackage(**item) for item in fields["with_packages"])
         return cls(**fields)
 
     def _index_args(self) -> list[str]:

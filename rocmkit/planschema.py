@@ -26,7 +26,13 @@ from rocmkit.errors import DataError
 FIX = "regenerate it with `rocmkit resolve --json`"
 
 # What resolve emits, and the visibility variables of every runtime.
-ENV_ALLOW_EXACT = frozenset({"HSA_OVERRIDE_GFX_VERSION"})
+ENV_ALLOW_EXACT = frozenset({"HSA_OVERRIDE_GFX_VERSION", "FLASH_ATTENTION_TRITON_AMD_ENABLE"})
+# What a ``--with`` source build may set for its compiler (matrices/companions.toml's build_env):
+# a plan's build_env runs in the build, so ``LD_PRELOAD`` from a stranger's plan would run code.
+BUILD_ENV_ALLOW = frozenset(
+    {"GPU_ARCHS", "PYTORCH_ROCM_ARCH", "MAX_JOBS", "FLASH_ATTENTION_TRITON_AMD_ENABLE", "TORCH_CUDA_ARCH_LIST"}
+)
+WITH_HOW = ("wheel", "source", "index")
 ENV_ALLOW_PATTERN = re.compile(r"^[A-Z][A-Z0-9_]*_VISIBLE_DEVICES$")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # No way a value could need these; newlines and NULs only serve to break out of a file.
@@ -113,6 +119,55 @@ def check_env(value: Any, allow: frozenset[str]) -> dict[str, str]:
     return env
 
 
+def check_with_packages(value: Any, allow: frozenset[str]) -> list[dict[str, Any]]:
+    """``with_packages``: each item's fields checked; their build_env names from
+    :data:`BUILD_ENV_ALLOW` (or ``--allow-env``)."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple) or len(value) > MAX_ITEMS:
+        raise DataError(f"plan field 'with_packages' must be a list of at most {MAX_ITEMS} objects", FIX)
+    keys = {"name", "requirement", "how", "index_url", "build_env", "build_requires", "pins_torch"}
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(value):
+        where = f"with_packages[{i}]"
+        if not isinstance(item, dict) or not set(item) <= keys or "name" not in item or "requirement" not in item:
+            raise DataError(f"plan field {where!r} must be an object with name and requirement", FIX)
+        how = item.get("how", "index")
+        if how not in WITH_HOW:
+            raise DataError(f"plan field '{where}.how' is {str(how)[:20]!r}, not one of {', '.join(WITH_HOW)}", FIX)
+        index_url = _text(item.get("index_url"), f"{where}.index_url", optional=True)
+        build_env = item.get("build_env") or {}
+        if not isinstance(build_env, dict) or len(build_env) > MAX_ITEMS:
+            raise DataError(f"plan field '{where}.build_env' must be an object of names to strings", FIX)
+        for name in build_env:
+            if not isinstance(name, str) or not IDENTIFIER.match(name) or (
+                name not in BUILD_ENV_ALLOW and name not in allow
+            ):
+                raise DataError(
+                    f"plan field '{where}.build_env' sets {str(name)[:60]!r}, which rocmkit does not set for a build",
+                    f"if you trust this plan, pass --allow-env {str(name)[:60]}",
+                )
+            _text(build_env[name], f"{where}.build_env.{name}")
+        pins = item.get("pins_torch", False)
+        if not isinstance(pins, bool):
+            raise DataError(f"plan field '{where}.pins_torch' must be true or false", FIX)
+        out.append(
+            {
+                "name": _text(item["name"], f"{where}.name"),
+                "requirement": check_requirement(str(_text(item["requirement"], f"{where}.requirement")), where),
+                "how": how,
+                "index_url": check_url(index_url, f"{where}.index_url") if index_url else None,
+                "build_env": dict(build_env),
+                "build_requires": tuple(
+                    check_requirement(r, f"{where}.build_requires[{j}]")
+                    for j, r in enumerate(_texts(item.get("build_requires"), f"{where}.build_requires"))
+                ),
+                "pins_torch": pins,
+            }
+        )
+    return out
+
+
 def check_plan_dict(data: dict[str, Any], allow_env: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The keyword arguments of :class:`rocmkit.plan.Plan`, checked."""
     if "backend" not in data:
@@ -148,4 +203,19 @@ def check_plan_dict(data: dict[str, Any], allow_env: frozenset[str] = frozenset(
         "target_archs": _texts(data.get("target_archs"), "target_archs"),
         "unsupported_gpus": _texts(data.get("unsupported_gpus"), "unsupported_gpus", free=True),
         "companions": companions,
+        "fallback": tuple(
+            check_requirement(r, f"fallback[{i}]") for i, r in enumerate(_texts(data.get("fallback"), "fallback"))
+        ),
+        "framework": _framework(data.get("framework", "torch")),
+        "jax_version": _text(data.get("jax_version"), "jax_version", optional=True),
+        "with_packages": check_with_packages(data.get("with_packages"), allow_env),
     }
+
+
+FRAMEWORKS = ("torch", "jax", "torch-xla", "torch+jax")
+
+
+def _framework(value: Any) -> str:
+    if value not in FRAMEWORKS:
+        raise DataError(f"plan field 'framework' is not one of {', '.join(FRAMEWORKS)}: {str(value)[:40]!r}", FIX)
+    return str(value)

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from rocmkit.errors import RocmkitError, ToolError, UsageError
 from rocmkit.packages import TRITON_DISTRIBUTIONS
-from rocmkit.result_file import RESULT_ENV
-from rocmkit.runner import CommandResult, run
+from rocmkit.proc.result_file import RESULT_ENV
+from rocmkit.proc.runner import CommandResult, run
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -47,8 +47,8 @@ PROBE_TIMEOUT_S = 30.0
 
 
 def child_writer() -> str:
-    """:mod:`rocmkit.result_file`'s text, which :class:`Inline` code runs first."""
-    from rocmkit import result_file
+    """:mod:`rocmkit.proc.result_file`'s text, which :class:`Inline` code runs first."""
+    from rocmkit.proc import result_file
 
     return Path(result_file.__file__).read_text(encoding="utf-8") + "\n"
 
@@ -56,7 +56,7 @@ def child_writer() -> str:
 @dataclass(frozen=True)
 class Inline:
     """Standard-library code run as a script, for an interpreter that may lack
-    rocmkit: it ends by calling ``write_result(data)`` (:mod:`rocmkit.result_file`)."""
+    rocmkit: it ends by calling ``write_result(data)`` (:mod:`rocmkit.proc.result_file`)."""
 
     code: str
 
@@ -96,8 +96,8 @@ def run_json(
 
     A file that exists is complete (it is renamed into place), even when the child then
     crashed or hung in its exit handlers; ``proc`` says how it ended either way. It is read
-    bounded (:mod:`rocmkit.safeload`): a damaged or hostile file is ``error``, not a traceback."""
-    from rocmkit.safeload import load_json_file
+    bounded (:mod:`rocmkit.util.safeload`): a damaged or hostile file is ``error``, not a traceback."""
+    from rocmkit.util.safeload import load_json_file
 
     with tempfile.TemporaryDirectory(prefix="rocmkit-run-") as tmp:
         result_path = Path(tmp) / "result.json"
@@ -241,7 +241,7 @@ def this_python() -> PyEnv:
 
 def probe_script() -> Path:
     """The probe every interpreter is asked with (standard library only)."""
-    return Path(__file__).resolve().parent / "pyenv_probe.py"
+    return Path(__file__).resolve().parent / "proc" / "pyenv_probe.py"
 
 
 def probe(python: str | Path) -> PyEnv:
@@ -268,7 +268,7 @@ def probe(python: str | Path) -> PyEnv:
 
 
 def from_facts(data: Any, python: str | Path | None = None) -> PyEnv:
-    """The record from :mod:`rocmkit.pyenv_probe`'s answer. The interpreter keeps the path
+    """The record from :mod:`rocmkit.proc.pyenv_probe`'s answer. The interpreter keeps the path
     it was asked by (a venv's bin/python, not the base interpreter it links to); a bare
     name (``python3``) becomes the path the child ran from."""
     try:

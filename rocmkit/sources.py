@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from rocmkit.atomicio import write_text_atomic
-from rocmkit.boundedio import BoundedReadError, inside, read_bounded
-from rocmkit.envvars import relevant_raw
 from rocmkit.errors import CaptureError, DataError, storage_error
-from rocmkit.runner import CommandResult, run
-from rocmkit.runner import Status as RunStatus
+from rocmkit.proc.runner import CommandResult, run
+from rocmkit.proc.runner import Status as RunStatus
+from rocmkit.util.atomicio import write_text_atomic
+from rocmkit.util.boundedio import BoundedReadError, inside, read_bounded
+from rocmkit.util.envvars import relevant_raw
 
 # argv[0] of the pseudo-commands rocmkit answers itself (device permissions, its Python).
 BUILTIN = "<rocmkit>"
@@ -105,7 +105,7 @@ TIMEOUTS: dict[str, float] = {
 def relevant_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The variables that matter to detection and checks, with credentials masked: the
     result goes into snapshots (``env.json``), ``detect --json`` and doctor reports."""
-    from rocmkit.redact import redact_env
+    from rocmkit.util.redact import redact_env
 
     return redact_env(relevant_raw(environ))
 
@@ -254,7 +254,7 @@ class CaptureSource:
         return f"capture:{self.path}"
 
     def _load_env(self) -> dict[str, str]:
-        from rocmkit.safeload import loads_json
+        from rocmkit.util.safeload import loads_json
 
         env_file = self.path / "env.json"
         if not env_file.exists() and not env_file.is_symlink():

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rocmkit.errors import DataError
-from rocmkit.paths import shipped_matrices_dir
+from rocmkit.util.paths import shipped_matrices_dir
 
 SuiteName = Literal["builtin", "huggingface", "timm"]
 SUITES: tuple[SuiteName, ...] = ("builtin", "huggingface", "timm")

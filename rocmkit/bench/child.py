@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
     else:
         print("usage: python -m rocmkit.bench.child (run SPEC OUT | probe OUT [MODULE...])", file=sys.stderr)
         return 2
-    from rocmkit.result_file import write_result
+    from rocmkit.proc.result_file import write_result
 
     write_result(result, out)  # renamed into place: the parent never reads half a file
     return 0

@@ -115,7 +115,11 @@ def compare(
     *,
     min_change: float = DEFAULT_MIN_CHANGE,
     references: Sequence[Reference] = (),
+    notes: Sequence[str] = (),
 ) -> Comparison:
+    """Run A against run B, model by model. ``notes`` (what loading them set aside) lead the
+    notes; runs of another device, backend or torch/Triton are said to be unlike, since their
+    ratios then measure the change of machine or build as much as of the code."""
     rows_a = {m.name: m for m in a.models}
     rows_b = {m.name: m for m in b.models}
     order = list(rows_a) + [n for n in rows_b if n not in rows_a]
@@ -128,19 +132,25 @@ def compare(
             diffs.append(ModelDiff(name=name, a=ma, b=None, verdict="only in A"))
         else:
             diffs.append(diff_model(ma, mb, min_change))
-    notes = tuple(
-        f"{what} differs: {va} vs {vb}"
+    differ = [
+        f"{what} {va} vs {vb}"
         for what, va, vb in (
             ("suite", a.suite, b.suite),
             ("mode", a.mode, b.mode),
             ("dtype", a.dtype, b.dtype),
             ("size", a.size, b.size),
             ("compile mode", a.compile_mode, b.compile_mode),
+            ("device", a.device, b.device),
+            ("backend", a.backend, b.backend),
+            ("torch", a.versions.get("torch"), b.versions.get("torch")),
+            ("triton", a.versions.get("triton"), b.versions.get("triton")),
         )
         if va != vb
-    )
+    ]
+    unlike = (f"unlike runs: {'; '.join(differ)}",) if differ else ()
+    all_notes = (*notes, *unlike)
     matching = tuple(r for r in references if r.suite == b.suite and r.mode == b.mode)
-    return Comparison(a=a, b=b, models=tuple(diffs), min_change=min_change, references=matching, notes=notes)
+    return Comparison(a=a, b=b, models=tuple(diffs), min_change=min_change, references=matching, notes=all_notes)
 
 
 # ---------------------------------------------------------------- references

@@ -3,7 +3,7 @@
 A model's child spends five seconds or more importing torch, dynamo and inductor
 (and two to four more for transformers) before it builds anything: across the
 55 models of the HuggingFace list, minutes of every run. One prefork worker
-(:mod:`rocmkit.prefork`) per run imports them once, with the run's environment
+(:mod:`rocmkit.proc.prefork`) per run imports them once, with the run's environment
 (compile caches, threads, hidden GPUs), and forks one process per model. Each
 model keeps its own process: a crash, a hang (its group killed at the timeout),
 an OOM kill or endless output ends that model's row only. Sequential, like the
@@ -23,8 +23,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rocmkit.prefork import OUTPUT_CAP_BYTES, PreforkProcess, PreforkUnavailable, tail_text
-from rocmkit.runner import CommandResult
+from rocmkit.proc.prefork import OUTPUT_CAP_BYTES, PreforkProcess, PreforkUnavailable, tail_text
+from rocmkit.proc.runner import CommandResult
 
 MAX_RESTARTS = 2
 # What every model's child imports before it builds the model: torch.compile's machinery.

@@ -86,14 +86,17 @@ class BenchRequest:
         return Shard.parse(self.shard_text) if self.shard_text else None
 
     def default_results_path(self) -> Path:
-        from rocmkit.paths import cache_dir
+        from rocmkit.util.paths import cache_dir
 
         shard = self.shard
         part = f"-shard{shard.index}of{shard.count}" if shard else ""
         key = f"{self.suite_name}-{self.mode}-{self.dtype}-{self.size or 'auto'}{part}"
+        from rocmkit.util.trust import CACHE_FIX, check_folder, private_folder
+
+        # Rows here are read back (--resume): never from a folder another user can write.
         folder = cache_dir() / "bench"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder / f"{key}.jsonl"
+        check_folder(folder, "rocmkit's bench results folder", CACHE_FIX)
+        return private_folder(folder) / f"{key}.jsonl"
 
     @property
     def names(self) -> tuple[str, ...]:

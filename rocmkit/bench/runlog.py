@@ -14,6 +14,7 @@ I-th (round robin keeps big and small models spread over the shards);
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -23,11 +24,14 @@ from typing import Any, TypeVar
 
 from rocmkit.bench.results import ModelResult, SuiteResult
 from rocmkit.errors import DataError, UsageError
-from rocmkit.safeload import loads_json
+from rocmkit.util.safeload import loads_json
 
 SCHEMA = "rocmkit.bench.rows/1"
-# The header fields two files must share to be resumed or merged as one run.
-SAME_RUN = ("suite", "mode", "dtype", "size", "repeat", "compile_mode", "backend")
+# The header fields two files must share to be resumed or merged as one run: what was run, and
+# where (a row from another device or another torch/Triton is another experiment, whatever its
+# model name says).
+SAME_RUN = ("suite", "mode", "dtype", "size", "repeat", "compile_mode", "backend", "device")
+SAME_VERSIONS = ("torch", "triton")
 
 T = TypeVar("T")
 
@@ -58,10 +62,43 @@ class Shard:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SetAside:
+    """A row read but not used, and why (another run's, or a model this file is not for)."""
+
+    name: str
+    line: int
+    why: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunLog:
     header: dict[str, Any]
     rows: tuple[ModelResult, ...]
     path: Path | None = None
+    set_aside: tuple[SetAside, ...] = ()
+
+    def set_aside_text(self) -> str:
+        """One line naming the rows left out, for stderr ("" when none were)."""
+        if not self.set_aside:
+            return ""
+        shown = "; ".join(f"{s.name} (line {s.line}: {s.why})" for s in self.set_aside[:5])
+        more = f"; and {len(self.set_aside) - 5} more" if len(self.set_aside) > 5 else ""
+        return f"{self.path or 'results file'}: {len(self.set_aside)} row(s) set aside, not counted: {shown}{more}"
+
+
+def _versions(header: dict[str, Any]) -> dict[str, Any]:
+    versions = header.get("versions")
+    return versions if isinstance(versions, dict) else {}
+
+
+def run_id(header: dict[str, Any]) -> str:
+    """The run a row belongs to: a digest of what was run and where (the same-run fields, and
+    torch's and Triton's versions). Every row carries it; a row with another id was appended
+    from another run (another device, backend or build) and is set aside on reading, so it
+    cannot move this run's geomean."""
+    versions = _versions(header)
+    key = [str(header.get(k)) for k in SAME_RUN] + [str(versions.get(k)) for k in SAME_VERSIONS]
+    return hashlib.sha256("\x1f".join(key).encode("utf-8")).hexdigest()[:16]
 
 
 def header_of(
@@ -85,13 +122,16 @@ def header_of(
         "shard": shard,
         "models": list(models),  # what this file is to hold
         "order": list(order),  # the whole selection, before sharding: the merged order
-    }
+    } | {"run": run_id(d)}
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:
     line = json.dumps(record, sort_keys=True) + "\n"
     # O_APPEND and one write per row: a row is either wholly in the file or not at all.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # Never through a symlink (--results may name a path in a folder others can write).
+    from rocmkit.util.trust import append_fd
+
+    fd = append_fd(path, mode=0o644)
     try:
         os.write(fd, line.encode("utf-8"))
         os.fsync(fd)
@@ -104,7 +144,10 @@ def start(path: Path, header: dict[str, Any], rows: Sequence[ModelResult] = ()) 
 
     Written to a temporary file and renamed, so a kill here leaves the old file whole.
     """
-    lines = [json.dumps(header, sort_keys=True)] + [json.dumps({"row": r.to_dict()}, sort_keys=True) for r in rows]
+    stamp = header.get("run")
+    lines = [json.dumps(header, sort_keys=True)] + [
+        json.dumps({"row": r.to_dict(), "run": stamp}, sort_keys=True) for r in rows
+    ]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
@@ -116,9 +159,10 @@ def start(path: Path, header: dict[str, Any], rows: Sequence[ModelResult] = ()) 
         ) from exc
 
 
-def append_row(path: Path, row: ModelResult) -> None:
+def append_row(path: Path, row: ModelResult, *, run: str | None) -> None:
+    """Append ``row``, stamped with its run's id (the header's ``run``)."""
     try:
-        _append(path, {"row": row.to_dict()})
+        _append(path, {"row": row.to_dict(), "run": run})
     except OSError as exc:
         raise UsageError(f"cannot append to results file {path}: {exc.strerror}", "check the disk") from exc
 
@@ -141,6 +185,10 @@ def parse(lines: Iterable[str], where: str) -> RunLog:
             "pass a file written by `rocmkit bench models --results`",
         )
     rows: dict[str, ModelResult] = {}
+    aside: list[SetAside] = []
+    stamp = header.get("run")  # None in files written before rows were stamped
+    meant = header.get("models")
+    meant_for = set(meant) if isinstance(meant, list) and all(isinstance(m, str) for m in meant) else None
     pending: list[str] = list(it)
     for n, line in enumerate(pending, start=2):
         if not line.strip():
@@ -156,8 +204,15 @@ def parse(lines: Iterable[str], where: str) -> RunLog:
         if not isinstance(record, dict) or not isinstance(record.get("row"), dict):
             raise DataError(f"{where}: line {n} is not a row")
         row = ModelResult.from_dict(record["row"])
+        if stamp is not None and record.get("run") != stamp:
+            why = "no run stamp" if record.get("run") is None else "from another run (device, backend or versions)"
+            aside.append(SetAside(name=row.name, line=n, why=why))
+            continue
+        if meant_for is not None and row.name not in meant_for:
+            aside.append(SetAside(name=row.name, line=n, why="not a model of this file's header"))
+            continue
         rows[row.name] = row  # a model run twice (a resumed retry) keeps its latest row
-    return RunLog(header=header, rows=tuple(rows.values()))
+    return RunLog(header=header, rows=tuple(rows.values()), set_aside=tuple(aside))
 
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # thousands of rows; anything larger was not written by rocmkit
@@ -175,7 +230,7 @@ def read(path: Path) -> RunLog:
             f"cannot read {path}: {exc}", "pass a results file written by `rocmkit bench models`"
         ) from exc
     log = parse(text.splitlines(), str(path))
-    return RunLog(header=log.header, rows=log.rows, path=path)
+    return replace(log, path=path)
 
 
 def to_suite(header: dict[str, Any], rows: Iterable[ModelResult], *, finished_at: str = "") -> SuiteResult:
@@ -210,7 +265,11 @@ def to_suite(header: dict[str, Any], rows: Iterable[ModelResult], *, finished_at
 
 
 def mismatch(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    return [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in SAME_RUN if a.get(k) != b.get(k)]
+    """How two headers differ in what was run and where ([] when they are one run)."""
+    va, vb = _versions(a), _versions(b)
+    return [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in SAME_RUN if a.get(k) != b.get(k)] + [
+        f"{k} {va.get(k)!r} vs {vb.get(k)!r}" for k in SAME_VERSIONS if va.get(k) != vb.get(k)
+    ]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,11 +15,12 @@ def duration_text(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def load_saved(path: Path) -> SuiteResult:
-    """A saved run: the ``--json`` document, or a ``--results`` JSON-lines file."""
+def load_saved(path: Path, notes: list[str] | None = None) -> SuiteResult:
+    """A saved run: the ``--json`` document, or a ``--results`` JSON-lines file. Rows of a
+    results file that belong to another run are left out and named in ``notes``."""
     from rocmkit.bench import runlog
     from rocmkit.errors import DataError
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     try:
         with path.open("rb") as fh:
@@ -28,6 +29,8 @@ def load_saved(path: Path) -> SuiteResult:
         raise DataError(f"cannot read {path}: {exc.strerror}", "pass a file that exists") from exc
     if first.lstrip().startswith(b"{") and runlog.SCHEMA.encode() in first:
         log = runlog.read(path)
+        if log.set_aside and notes is not None:
+            notes.append(log.set_aside_text())
         return runlog.to_suite(log.header, log.rows)
     try:
         data = load_json_file(path, str(path))

@@ -5,7 +5,7 @@ then each model runs in its own child with a timeout. A model that fails to
 compile, hangs or crashes becomes its own row (``compile_error``, ``timeout``,
 ``error``) and the others go on. The children are forks of one warm worker
 (:mod:`rocmkit.bench.forks`, ``isolation="fork"``), or fresh interpreters through
-:func:`rocmkit.runner.run` (``isolation="spawn"``, where no worker can run, and in
+:func:`rocmkit.proc.runner.run` (``isolation="spawn"``, where no worker can run, and in
 tests that hand in their own ``runner``).
 """
 
@@ -30,9 +30,10 @@ from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
 from rocmkit.bench.results import ModelResult, SuiteResult
 from rocmkit.errors import RocmkitError, ToolError, UsageError
-from rocmkit.paths import cache_dir
-from rocmkit.runner import CommandResult, run
-from rocmkit.safeload import load_json_file
+from rocmkit.proc.runner import CommandResult, run
+from rocmkit.util.paths import cache_dir
+from rocmkit.util.safeload import load_json_file
+from rocmkit.util.trust import compile_cache_dirs
 
 Device = Literal["auto", "cpu", "cuda"]
 Isolation = Literal["fork", "spawn"]
@@ -89,8 +90,9 @@ def child_env(
 ) -> dict[str, str]:
     """The child's environment: compile caches under rocmkit's cache, GPUs hidden for a CPU run."""
     env = dict(environ)
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
-    env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
+    # Never a compile cache another user can write (compiled .so files are loaded and run).
+    for var, folder in compile_cache_dirs(cache).items():
+        env.setdefault(var, folder)
     # The child must import this very rocmkit, even from a source checkout.
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -305,6 +307,12 @@ def run_suite(
         )
         done: dict[str, ModelResult] = {}
         if previous is not None and opts.results is not None:
+            if previous.set_aside:
+                # Rewriting the file without them would lose them; counting them would mix runs.
+                raise UsageError(
+                    f"--resume: {previous.set_aside_text()}",
+                    "move those lines to a file of their own, or start afresh without --resume",
+                )
             diff = runlog.mismatch(previous.header, header)
             if diff or previous.header.get("models") != header["models"]:
                 raise UsageError(
@@ -337,7 +345,7 @@ def run_suite(
             else:
                 row = _failed_row(spec.name, spec.suite, result, timeout)
             if opts.results is not None:
-                runlog.append_row(opts.results, row)
+                runlog.append_row(opts.results, row, run=header.get("run"))
             rows.append(row)
             if on_result is not None:
                 on_result(row)

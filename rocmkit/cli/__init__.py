@@ -2,7 +2,7 @@
 
 This module is the entry point and stays light: a rerun of ``rocmkit detect`` or an
 offline ``rocmkit resolve`` whose inputs did not change is answered from the output
-cache (:mod:`rocmkit.output_cache`) before click or any detection code is imported.
+cache (:mod:`rocmkit.cache.output_cache`) before click or any detection code is imported.
 Everything else goes to the click group in :mod:`rocmkit.cli.group`, which imports each
 subcommand's module only when it is invoked.
 """
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # Names the click group module holds, reachable here as before (``from rocmkit.cli import cli``).
 _GROUP_NAMES = ("cli", "COMMANDS", "INTERRUPTED_EXIT", "LazyGroup")
-# The commands whose output may be replayed (rocmkit.output_cache.COMMANDS, kept equal by a
+# The commands whose output may be replayed (rocmkit.cache.output_cache.COMMANDS, kept equal by a
 # test): any other command line does not import the output cache at all.
 CACHED_COMMANDS = ("detect", "resolve")
 
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> Any:
     output cache: an in-process call (tests, the API) may run with patched internals."""
     recording = None
     if argv is None and sys.argv[1:2] and sys.argv[1] in CACHED_COMMANDS:
-        from rocmkit import output_cache
+        from rocmkit.cache import output_cache
 
         recording = output_cache.start(sys.argv[1:])
         if recording is not None and recording.replay():

@@ -6,12 +6,16 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from rocmkit.bench.request import BenchRequest, CompareRequest
 from rocmkit.bench.saved import duration_text, load_saved
 from rocmkit.cli.request import OUT, request
+
+if TYPE_CHECKING:
+    from rocmkit.bench.results import SuiteResult
 
 
 @click.group(name="bench")
@@ -118,7 +122,7 @@ def models_cmd(req: BenchRequest) -> None:
         OUT.message(f"{row.name}: {row.status}{speed} ({row.duration_s:.0f} s)")
 
     if req.load_path is not None:
-        suite = load_saved(req.load_path)
+        suite = _load_warning(req.load_path)
     else:
         # Recorded in the result so a table can say exactly what produced it.
         argv = sys.argv[sys.argv.index("bench") :] if "bench" in sys.argv else ["bench", "models"]
@@ -149,6 +153,15 @@ def models_cmd(req: BenchRequest) -> None:
         sys.exit(1)
 
 
+def _load_warning(path: Path) -> SuiteResult:
+    """A saved run, warning on stderr about rows it set aside as another run's."""
+    notes: list[str] = []
+    suite = load_saved(path, notes)
+    for note in notes:
+        OUT.message(f"rocmkit: warning: {note}")
+    return suite
+
+
 @cli.command(name="merge")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Write the merged rocmkit.bench/1 JSON to stdout.")
@@ -163,7 +176,11 @@ def merge_cmd(files: tuple[Path, ...], as_json: bool, out_path: Path | None) -> 
     """
     from rocmkit.bench import results, runlog
 
-    merged = runlog.merge([runlog.read(f) for f in files])
+    logs = [runlog.read(f) for f in files]
+    for log in logs:
+        if log.set_aside:
+            OUT.message(f"rocmkit: warning: {log.set_aside_text()}")
+    merged = runlog.merge(logs)
     if merged.missing:
         more = " ..." if len(merged.missing) > 10 else ""
         OUT.message(
@@ -203,7 +220,9 @@ def compare_cmd(req: CompareRequest) -> None:
     from rocmkit.bench import compare
 
     refs = compare.load_references(req.reference_path)
-    c = compare.compare(load_saved(req.a_path), load_saved(req.b_path), min_change=req.min_change, references=refs)
+    notes: list[str] = []
+    a, b = load_saved(req.a_path, notes), load_saved(req.b_path, notes)
+    c = compare.compare(a, b, min_change=req.min_change, references=refs, notes=notes)
     if req.html_path is not None:
         OUT.file(req.html_path, compare.render_page(c))
     if req.as_json:

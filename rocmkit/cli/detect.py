@@ -40,7 +40,11 @@ def cli(as_json: bool, capture: Path | None, fresh: bool) -> None:
     # The table is drawn by rich, not through OUT: only the JSON is replayed.
     machine = machine_for(capture, fresh=fresh, replayable=as_json)
     if as_json:
-        OUT.json(machine.to_dict())
+        from rocmkit.detect.amd_names import amd_names
+
+        # AMD's names for each GPU's levels ride beside the machine record (Machine.from_dict
+        # ignores the key), as rocm-bootstrap-detect --hierarchy would print them.
+        OUT.json({**machine.to_dict(), "amd_targets": amd_names(machine)})
         return
     from rocmkit.detect.view import render
 

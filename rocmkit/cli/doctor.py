@@ -55,6 +55,12 @@ if TYPE_CHECKING:
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), help="Checks to run at once (GPU checks still run "
     "one at a time). Default: the usable cores with --isolation fork, 1 with spawn.")
 @click.option("--fresh", is_flag=True, help="Ignore every cache: detect again and compile every kernel and graph again.")
+@click.option("--format", "output_format", type=click.Choice(["table", "json", "npd"]), default="table",
+    show_default=True, help="npd: one status line (<= 80 chars) and node-problem-detector's exit codes "
+    "(0 OK, 1 problem, 2 unknown); see docs/npd.md.")
+@click.option("--strict", is_flag=True, help="Warnings (a figure below its floor, a slow cache) fail (exit 1).")
+@click.option("--image-build", is_flag=True, help="Inside an image build: device nodes, groups and driver are "
+    "not applicable (also assumed when ROCMKIT_GFX is set and /dev/kfd does not exist).")
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
 @request(DoctorRequest)
@@ -63,11 +69,29 @@ def cli(req: DoctorRequest) -> None:
 
     \b
     Exit codes: 0 pass, 1 a check failed, 2 warnings only, 3 a check could not run.
+    With --format npd: 0 OK, 1 a problem, 2 unknown (node-problem-detector's protocol).
     """
+    if req.fmt == "npd":
+        from rocmkit.errors import RocmkitError
+
+        try:
+            _run(req)
+        except RocmkitError as exc:
+            # NPD reads stdout and the exit status only: rocmkit failing to judge is "Unknown".
+            from rocmkit.doctor.reporters import npd
+
+            code, line = npd.unknown(exc.message)
+            OUT.data(line)
+            sys.exit(code)
+        return
+    _run(req)
+
+
+def _run(req: DoctorRequest) -> None:
     from rocmkit.doctor.registry import check_modules, check_option_values, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
-    from rocmkit.paths import cache_dir
+    from rocmkit.util.paths import cache_dir
 
     found = discover(check_modules())
     if req.list_only:
@@ -89,7 +113,7 @@ def cli(req: DoctorRequest) -> None:
     if not python.own:
         OUT.message(f"checking the Python at {python.executable} ({python.version})")
     if req.capture is None:
-        from rocmkit.detect_cache import cached_machine, cached_plan
+        from rocmkit.cache.detect_cache import cached_machine, cached_plan
 
         # Detection facts are cached per boot and driver state, and the plan with them:
         # a rerun skips the probes and resolve.
@@ -110,6 +134,7 @@ def cli(req: DoctorRequest) -> None:
         isolation=req.isolation,  # type: ignore[arg-type]  # checked by the request
         jobs=req.jobs,
         fresh=req.fresh,
+        image_build=req.image_build,
     )
     for key in unknown_options(opts.options, found.checks.values()):
         OUT.warning(
@@ -126,17 +151,25 @@ def cli(req: DoctorRequest) -> None:
         checks=found,
         python=python,
     )
-    _write_reports(req, report)
-    sys.exit(report.exit_code)
+    sys.exit(_write_reports(req, report))
 
 
-def _write_reports(req: DoctorRequest, report: Report) -> None:
+def _write_reports(req: DoctorRequest, report: Report) -> int:
+    """Write the reports; the exit code (``--strict``: warnings fail; npd: NPD's codes)."""
     from rocmkit.doctor.reporters import json as json_reporter
     from rocmkit.doctor.reporters import junit as junit_reporter
     from rocmkit.doctor.reporters import prom as prom_reporter
     from rocmkit.doctor.reporters import text
 
-    if req.as_json:
+    code = report.exit_code
+    if req.strict and code == 2:
+        code = 1
+    if req.fmt == "npd":
+        from rocmkit.doctor.reporters import npd
+
+        code, line = npd.status(report, strict=req.strict)
+        OUT.data(line)
+    elif req.fmt == "json":
         OUT.data(json_reporter.render(report), nl=False)
     else:
         OUT.data(text.render(report, colour=sys.stdout.isatty(), verbose=req.verbose), nl=False)
@@ -145,3 +178,4 @@ def _write_reports(req: DoctorRequest, report: Report) -> None:
             continue
         # 0644 whatever the umask: node_exporter's collector reads the .prom file as another user.
         OUT.file(path, render(report), mode=0o644, fix="choose a file in a folder you can write to")
+    return code

@@ -101,16 +101,20 @@ def drain_cmd(paths: tuple[Path, ...], as_json: bool) -> None:
 @cli.command("labels")
 @click.argument("report", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--prefix", default="rocmkit.io", show_default=True, help="Label key prefix.")
-def labels_cmd(report: Path, prefix: str) -> None:
-    """Print Kubernetes node labels (KEY=VALUE, one a line) for one doctor REPORT.
+@click.option("--apply-to-node", "node", metavar="NAME",
+    help="Inside a pod: set these labels on node NAME through the API (and remove rocmkit's stale ones).")
+def labels_cmd(report: Path, prefix: str, node: str | None) -> None:
+    """Print Kubernetes node labels (KEY=VALUE, one a line) for one doctor REPORT, or
+    set them on a node with --apply-to-node (the service account needs patch on nodes).
 
     \b
     kubectl label node "$NODE" $(rocmkit fleet labels report.json) --overwrite
+    rocmkit fleet labels report.json --apply-to-node "$NODE_NAME"    # in the pod
     """
     import re
 
-    from rocmkit.errors import UsageError
-    from rocmkit.fleet.labels import node_labels
+    from rocmkit.errors import DataError, UsageError
+    from rocmkit.fleet.labels import all_keys, node_labels
     from rocmkit.fleet.load import read_report
 
     # Kubernetes label key prefix: a DNS subdomain; kubectl would refuse every label otherwise.
@@ -120,6 +124,21 @@ def labels_cmd(report: Path, prefix: str) -> None:
             f"--prefix {prefix!r} is not a DNS subdomain, so kubectl would refuse the labels",
             "use lower-case letters, digits, '-' and '.', e.g. --prefix example.com",
         )
-    if not report.exists():
-        raise UsageError(f"{report} does not exist", "pass a file written by `rocmkit doctor --json`")
-    OUT.lines([f"{key}={value}" for key, value in node_labels(read_report(report), prefix).items()])
+    if node is None:
+        if not report.exists():
+            raise UsageError(f"{report} does not exist", "pass a file written by `rocmkit doctor --json`")
+        OUT.lines([f"{key}={value}" for key, value in node_labels(read_report(report), prefix).items()])
+        return
+    from rocmkit.fleet.kube import InCluster, label_patch, patch_node
+
+    where = InCluster.from_env()
+    try:
+        labels = node_labels(read_report(report), prefix)
+    except (DataError, UsageError) as exc:
+        # No readable report: the node is not known to pass, so it keeps no rocmkit label but
+        # doctor=unknown, and the error is still reported.
+        patch_node(node, label_patch({f"{prefix}/doctor": "unknown"}, all_keys(prefix)), where)
+        OUT.message(f"rocmkit: node {node} labelled {prefix}/doctor=unknown")
+        raise exc
+    patch_node(node, label_patch(labels, all_keys(prefix)), where)
+    OUT.message(f"rocmkit: node {node} labelled " + " ".join(f"{k}={v}" for k, v in labels.items()))

@@ -99,7 +99,7 @@ def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: Trace
     may quote a mirror URL, and tracebacks are pasted into bug reports."""
     import traceback
 
-    from rocmkit.redact import redact_text
+    from rocmkit.util.redact import redact_text
 
     sys.stderr.write(redact_text("".join(traceback.format_exception(kind, exc, tb))))
 
@@ -111,7 +111,7 @@ def run(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
     except RocmkitError as exc:
-        from rocmkit.redact import redact_text
+        from rocmkit.util.redact import redact_text
 
         # Errors end up in CI logs: a mirror's user:token in a URL never does.
         OUT.message(redact_text(exc.one_line()))

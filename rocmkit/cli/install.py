@@ -8,6 +8,7 @@ import click
 
 from rocmkit.cli.request import OUT, request
 from rocmkit.install.request import InstallRequest
+from rocmkit.resolve.constraints import CHANNELS
 
 
 @click.command("install")
@@ -25,9 +26,12 @@ from rocmkit.install.request import InstallRequest
 @click.option("--torch", help="Torch release to resolve (e.g. 2.5).")
 @click.option("--rocm", help="ROCm version to resolve for (e.g. 6.2).")
 @click.option(
-    "--channel", type=click.Choice(["stable", "nightly", "therock"]), default="stable", show_default=True
+    "--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
+    help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly)."
 )
 @click.option("--cpu", is_flag=True, help="Resolve CPU wheels whatever the machine has.")
+@click.option("--strict-data", is_flag=True,
+    help="Resolve only builds a source confirms (no build known only from upstream's build lists).")
 @click.option("--index-base", envvar="ROCMKIT_INDEX_BASE",
     help="Replace https://download.pytorch.org/whl in index URLs (mirror).")
 @click.option("--installer", type=click.Choice(["auto", "uv", "pip"]), default="auto", show_default=True)
@@ -60,6 +64,9 @@ from rocmkit.install.request import InstallRequest
     help="Let a plan or lock set NAME in bin/activate (beyond HSA_OVERRIDE_GFX_VERSION, *_VISIBLE_DEVICES).")
 @click.option("--allow-insecure-index", is_flag=True,
     help="Allow plain-http and file:// indexes (warned about). Env: ROCMKIT_ALLOW_INSECURE_INDEX=1.")
+@click.option("--fallback-index", is_flag=True, envvar="ROCMKIT_FALLBACK_INDEX",
+    help="When the plan's index does not answer (or it names none), take the exact planned builds "
+    "from your pip configuration's sources, with a WARNING naming them. Without it, install stops.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not stream pip/uv output.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the outcome as JSON (rocmkit.install/1) on stdout."

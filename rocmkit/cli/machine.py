@@ -1,5 +1,5 @@
 """The machine a command works on: a capture replayed, or this machine, detected or read
-from the detection cache (:mod:`rocmkit.detect_cache`)."""
+from the detection cache (:mod:`rocmkit.cache.detect_cache`)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ def machine_for(capture: Path | None, *, fresh: bool, replayable: bool = True) -
         from rocmkit.detect import load_machine
 
         return load_machine(capture)
-    from rocmkit import output_cache
-    from rocmkit.detect_cache import machine_at
-    from rocmkit.paths import cache_dir
+    from rocmkit.cache import output_cache
+    from rocmkit.cache.detect_cache import machine_at
+    from rocmkit.util.paths import cache_dir
 
     machine, detected_at, _ = machine_at(cache_dir(), fresh=fresh)
     if replayable:

@@ -70,7 +70,7 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> Non
     """Print the releases, or one release series, or what the matrix knows about one arch."""
     from rocmkit.matrix import load_matrix
     from rocmkit.matrix.show import gfx_lines, origin_line, releases_table, torch_lines
-    from rocmkit.paths import matrices_dir, matrices_origin
+    from rocmkit.util.paths import matrices_dir, matrices_origin
 
     m = load_matrix(directory)
     # Which data, and how old: a message (stderr), so stdout stays the table.

@@ -39,13 +39,13 @@ class Output:
     person reads while it runs (progress, notes, warnings) on stderr.
 
     ``tee``, when set, also receives every write as (to stderr, text): the output cache
-    (:mod:`rocmkit.output_cache`) stores that transcript and replays it on a rerun."""
+    (:mod:`rocmkit.cache.output_cache`) stores that transcript and replays it on a rerun."""
 
     def __init__(self) -> None:
         self.tee: list[tuple[bool, str]] | None = None
 
     def _echo(self, text: str, *, err: bool = False, nl: bool = True) -> None:
-        from rocmkit.redact import redact_text
+        from rocmkit.util.redact import redact_text
 
         # The one place rocmkit's output is rendered: a mirror's user:token in any URL (a plan's
         # index, an error naming a page, a pip.conf source) leaves as user:***, whatever made it.
@@ -76,9 +76,9 @@ class Output:
     def file(self, path: Path, text: str, *, mode: int | None = None, fix: str = "choose a writable path") -> None:
         """Write an output file the user named (--html, --out, --write), whole or not at all:
         a full disk or a read-only folder leaves no half page behind and is one error line."""
-        from rocmkit.atomicio import write_text_atomic
         from rocmkit.errors import StorageError, UsageError, storage_error
-        from rocmkit.redact import redact_text
+        from rocmkit.util.atomicio import write_text_atomic
+        from rocmkit.util.redact import redact_text
 
         try:
             write_text_atomic(path, redact_text(text), mode=mode)

@@ -8,7 +8,7 @@ import click
 
 from rocmkit.cli.request import OUT, request
 from rocmkit.resolve.constraints import CHANNELS
-from rocmkit.resolve.request import ResolveRequest
+from rocmkit.resolve.request import FORMATS, ResolveRequest
 
 
 @click.command("resolve")
@@ -23,20 +23,27 @@ from rocmkit.resolve.request import ResolveRequest
     "--cuda", metavar="X.Y", help="CUDA version of the wheels, 12.4 or cu124 (forces a CUDA build)."
 )
 @click.option("--cpu", is_flag=True, help="CPU wheels, whatever the GPUs.")
+@click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
+    help="What to plan: PyTorch, JAX (jax + jaxlib + the GPU plugin), PyTorch/XLA, or torch and jax in one venv.")
+@click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release (with --framework jax): 0.10 or 0.10.2.")
 @click.option("--python", metavar="X.Y", help="Target Python (default: the running one).")
 @click.option("--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
-    help="PyTorch releases, PyTorch nightlies, or AMD's TheRock multi-arch index.")
+    help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly).")
 @click.option("--index-base", metavar="URL", envvar="ROCMKIT_INDEX_BASE",
     help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.")
 @click.option("--offline", is_flag=True, envvar="ROCMKIT_OFFLINE",
     help="Plan from rocmkit's data only; do not ask the index what it serves now. Env: ROCMKIT_OFFLINE=1.")
+@click.option("--strict-data", is_flag=True,
+    help="Plan only builds a source confirms, never one known only from upstream's build lists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (schema rocmkit.plan/1).")
 @click.option("--fresh", is_flag=True,
     help="Detect again and resolve again: ignore (and refresh) the cached detection and plan.")
+@click.option("--with", "with_packages", multiple=True, metavar="PKG",
+    help="Resolve these beside torch (xformers,flash-attn,bitsandbytes: the build that fits; others from PyPI).")
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["summary", "json", "requirements"]),
+    type=click.Choice(FORMATS),
     default="summary",
     show_default=True,
     help="requirements: a requirements file with its --index-url lines.",
@@ -48,7 +55,7 @@ def cli(req: ResolveRequest) -> None:
 
     \b
     Exit codes: 0 plan printed, 4 bad argument or capture, 5 bad matrix data,
-    6 no plan fits (the message says what would).
+    6 no plan fits, or no build of a --with package fits (the message says what would).
     """
     from rocmkit.cli.machine import machine_for
     from rocmkit.resolve import resolve
@@ -59,13 +66,18 @@ def cli(req: ResolveRequest) -> None:
     machine = machine_for(req.capture, fresh=req.fresh, replayable=req.offline)
     constraints = req.constraints()
     plan = resolve(machine, constraints)
-    if not req.offline:
+    if not req.offline and constraints.frameworks == ("torch",):
         # What the index serves now: one request (2 s at most, cached) that settles
         # whether the planned build exists and whether a newer one does.
         from rocmkit.matrix import load_matrix
         from rocmkit.resolve.live import check_plan
 
         plan = check_plan(plan, machine, constraints, load_matrix())
+    if req.with_packages:
+        from rocmkit.companions.data import load_companions
+        from rocmkit.companions.resolve import resolve_with
+
+        plan = resolve_with(plan, machine, req.with_packages, load_companions())
     if req.as_json or req.fmt == "json":
         OUT.json(plan.to_dict())
     elif req.fmt == "requirements":

@@ -68,10 +68,11 @@ def healthcheck_cmd(req: HealthcheckRequest) -> None:
     (Reason "rocmkit: CHECK"), resume it when rocmkit drained it and all pass again.
 
     \b
-    Exit codes: 0 healthy, 1 a check failed (node drained), 3 the checks could not run.
+    Exit codes: 0 healthy, 1 a check failed (node drained), 3 the checks could not run
+    (a second such run in a row drains the node: "rocmkit: cannot check").
     Install it with `rocmkit slurm config --write /etc/slurm`.
     """
-    from rocmkit.slurm.hooks import Log, health_check, node_name, single_run
+    from rocmkit.slurm.hooks import Log, NodeMemo, health_check, node_name, single_run
     from rocmkit.slurm.request import quick_outcome
     from rocmkit.slurm.scontrol import Scontrol, slurm_value
 
@@ -84,7 +85,8 @@ def healthcheck_cmd(req: HealthcheckRequest) -> None:
         if not alone:
             log(f"{name}: the previous health check still runs: this one skipped")
             sys.exit(0)
-        result = health_check(name, quick_outcome(req, name), control, log, drain=not req.no_drain)
+        outcome = quick_outcome(req, name)
+        result = health_check(name, outcome, control, log, drain=not req.no_drain, memo=NodeMemo(name))
     sys.exit(result.exit_code)
 
 
@@ -94,13 +96,14 @@ def healthcheck_cmd(req: HealthcheckRequest) -> None:
 def prolog_cmd(req: HookRequest) -> None:
     """A Prolog (or Epilog): the fast checks before each job; exit 1 on a failure, so
     slurmd drains the node ("Prolog error") and requeues the job."""
-    from rocmkit.slurm.hooks import Log, node_name, prolog
+    from rocmkit.slurm.hooks import Log, NodeMemo, node_name, prolog
     from rocmkit.slurm.request import quick_outcome
 
     env = dict(os.environ)
     name = node_name(req.node, env)
     log = Log(req.log_target, "rocmkit-prolog")
-    sys.exit(prolog(name, quick_outcome(req, name), log, job=env.get("SLURM_JOB_ID")))
+    outcome = quick_outcome(req, name)
+    sys.exit(prolog(name, outcome, log, job=env.get("SLURM_JOB_ID"), memo=NodeMemo(name)))
 
 
 @cli.command("config")
@@ -113,6 +116,8 @@ def prolog_cmd(req: HookRequest) -> None:
     help="Where the hook scripts live on the nodes.",
 )
 @click.option("--write", is_flag=True, help="Also write the hook scripts into --dir (mode 755).")
+@click.option("--force", is_flag=True,
+    help="With --write: write even into a folder another user can write (refused otherwise).")
 @click.option("--prolog", "as_prolog", is_flag=True, help="Print the Prolog/Epilog variant instead.")
 @click.option(
     "--interval", type=click.IntRange(1), default=300, show_default=True, help="HealthCheckInterval, seconds."
@@ -144,6 +149,18 @@ def config_cmd(req: ConfigRequest) -> None:
 
     cfg = req.hook_config()
     if req.write:
+        unsafe = req.unsafe_folder()
+        if unsafe and not req.force:
+            from rocmkit.errors import UntrustedError
+
+            raise UntrustedError(
+                f"refusing to write the hook scripts slurmd runs as root into {req.folder}: {unsafe}, "
+                "so that user could replace them and run code as root",
+                "make the folder root's and writable by root alone (chown root, chmod go-w), pick "
+                "another --dir, or pass --force if you accept that",
+            )
+        if unsafe:
+            OUT.warning(f"--force: writing root-run hooks into {req.folder}, although {unsafe}")
         for name, text in scripts(cfg).items():
             OUT.file(req.folder / name, text, mode=0o755, fix="run as root")
             OUT.message(f"wrote {req.folder / name}")

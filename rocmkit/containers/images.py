@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from rocmkit.arch import GPU_BACKENDS, GpuBackend
 from rocmkit.errors import UsageError
 from rocmkit.matrix.fields import Row, check_keys, did_you_mean, parse_release, read_sources, read_toml, rows
-from rocmkit.paths import matrices_dir
+from rocmkit.util.paths import matrices_dir
 
 if TYPE_CHECKING:
     from rocmkit.matrix.model import TorchRelease

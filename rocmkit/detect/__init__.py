@@ -24,7 +24,7 @@ from rocmkit.detect.merge import (
     build_nvidia,
     merge,
 )
-from rocmkit.detect.overrides import Overrides, apply_overrides, parse_overrides
+from rocmkit.detect.overrides import BOOTSTRAP_VARS, Overrides, apply_overrides, parse_overrides
 from rocmkit.detect.sriov import mark_virtual
 from rocmkit.detect.visibility import apply_visibility
 from rocmkit.errors import UsageError
@@ -100,6 +100,7 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
         )
 
     gpus, rocm, nv_info = apply_overrides(gpus, rocm, nv_info, overrides, matrix)
+    problems += overrides.problems()
     final = apply_visibility(gpus, src_env, problems)
     return Machine(
         gpus=final,
@@ -129,7 +130,8 @@ def _check_captured_overrides(
 
 
 def _rocmkit_vars(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith("ROCMKIT_")}
+    """The override variables: rocmkit's own and AMD's rocm-bootstrap ones."""
+    return {k: v for k, v in env.items() if k.startswith("ROCMKIT_") or k in BOOTSTRAP_VARS}
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:

@@ -64,6 +64,10 @@ def render(machine: Machine, console: Console | None = None) -> None:
                 ", ".join(g.sources) or "-",
             )
         out.print(table)
+        from rocmkit.detect.amd_names import hierarchy_lines
+
+        for line in hierarchy_lines(machine):
+            out.print(f"AMD target / sub-family / family: {escape(line)}")
         if not machine.visible_gpus:
             out.print(f"[yellow]{NONE_VISIBLE_TEXT}[/yellow]")
     else:

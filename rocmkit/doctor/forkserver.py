@@ -1,5 +1,5 @@
 """The doctor's fork server: its checks run in forks of a prefork worker
-(:mod:`rocmkit.prefork`, :mod:`rocmkit.prefork_worker`).
+(:mod:`rocmkit.proc.prefork`, :mod:`rocmkit.proc.prefork_worker`).
 
 One worker per doctor run, in the checked Python, imports torch and Triton once;
 each isolated check then costs a fork instead of an interpreter start plus those
@@ -24,7 +24,7 @@ from typing import Any
 from rocmkit.doctor import isolate
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult
-from rocmkit.prefork import (
+from rocmkit.proc.prefork import (
     OUTPUT_CAP_BYTES,
     ForkOutcome,
     ForkRefused,
@@ -32,8 +32,8 @@ from rocmkit.prefork import (
     PreforkUnavailable,
     tail_text,
 )
+from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv, shim_path
-from rocmkit.runner import CommandResult
 
 # Restarts after the worker dies before the rest runs in spawned children instead.
 MAX_RESTARTS = 3

@@ -1,7 +1,7 @@
 """Run one check in a child process, so that a crash is that check's result.
 
 The parent (:func:`run_isolated`) starts ``python -m rocmkit.doctor.isolate``
-through :func:`rocmkit.runner.run` with the check's own timeout, hands it a JSON
+through :func:`rocmkit.proc.runner.run` with the check's own timeout, hands it a JSON
 request on stdin (check name, module, ``CheckContext.to_dict()``, where to
 write the result) and reads the result file back. A segfault, a hang (a GPU
 hang looks like one from here), the kernel's OOM killer or an exception in the
@@ -31,9 +31,10 @@ from typing import Any
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status, exception_line
 from rocmkit.errors import RocmkitError
+from rocmkit.proc.result_file import write_result
+from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv, run_json, shim_path
-from rocmkit.result_file import write_result
-from rocmkit.runner import CommandResult
+from rocmkit.util.trust import compile_cache_dirs
 
 REQUEST_SCHEMA = "rocmkit.doctor.request/1"
 # How many trailing stderr lines of a dead child go into the report.
@@ -52,8 +53,10 @@ def child_env(
     cache = Path(ctx.cache_dir)
     # A user's own cache location wins; otherwise keep every compile cache in one
     # place that `rocmkit` can report on and clear.
-    env.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    # Never a compile cache another user can write (compiled .so files are loaded and run):
+    # then a private folder for this run (env.cache_dir fails and says why).
+    for var, folder in compile_cache_dirs(cache).items():
+        env.setdefault(var, folder)
     env.update(fresh_env(ctx))
     if ctx.backend == "cpu":
         # Must be in the environment before anything imports triton: Triton reads
@@ -129,9 +132,9 @@ def results_from(data: Any) -> list[CheckResult] | None:
 
 
 def read_results(path: Path) -> list[CheckResult] | None:
-    """A fork's results, read bounded (:mod:`rocmkit.safeload`); None if it wrote none
+    """A fork's results, read bounded (:mod:`rocmkit.util.safeload`); None if it wrote none
     or a damaged file."""
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     if not path.is_file():
         return None

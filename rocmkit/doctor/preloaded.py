@@ -6,7 +6,7 @@ already loaded, so it reports the worker's measurement instead of ~0 s.
 
 from __future__ import annotations
 
-from rocmkit.prefork_worker import IMPORT_SECONDS
+from rocmkit.proc.prefork_worker import IMPORT_SECONDS
 
 
 def import_seconds(module: str, measured: float) -> float:

@@ -41,6 +41,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.kernels",
     "rocmkit.doctor.checks.attention",
     "rocmkit.doctor.checks.models",
+    "rocmkit.doctor.checks.compiled",
     "rocmkit.doctor.checks.distributed",
 )
 
@@ -59,6 +60,10 @@ class CheckContext:
     cache_dir: Path = Path(".")
     options: dict[str, Any] = field(default_factory=dict)  # thresholds, sizes, repeats
     fresh: bool = False  # ignore compile caches: every kernel and graph compiles again
+    level: int = 1  # the level asked for: a check may run longer at level 3 (compile.correctness)
+    # An image build (--image-build, or ROCMKIT_GFX set where no /dev/kfd exists): device
+    # nodes, groups and the driver are not applicable, since no GPU is attached to a build.
+    image_build: bool = False
     # The checked Python's facts, where it is not the one running the check (--venv, read
     # by its probe); None: read this process's own metadata. Not sent to children: a child
     # runs in the checked Python, whose metadata is its own.
@@ -73,6 +78,8 @@ class CheckContext:
             "cache_dir": str(self.cache_dir),
             "options": self.options,
             "fresh": self.fresh,
+            "level": self.level,
+            "image_build": self.image_build,
         }
 
     @classmethod
@@ -85,6 +92,8 @@ class CheckContext:
             cache_dir=Path(d.get("cache_dir", ".")),
             options=dict(d.get("options") or {}),
             fresh=bool(d.get("fresh", False)),
+            level=int(d.get("level", 1)),
+            image_build=bool(d.get("image_build", False)),
         )
 
 

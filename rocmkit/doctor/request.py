@@ -9,6 +9,8 @@ from pathlib import Path
 from rocmkit.arch import BACKENDS
 from rocmkit.errors import UsageError
 
+FORMATS = ("table", "json", "npd")
+
 
 @dataclass(frozen=True, kw_only=True)
 class DoctorRequest:
@@ -29,6 +31,9 @@ class DoctorRequest:
     fresh: bool = False
     list_only: bool = False
     verbose: bool = False
+    output_format: str = "table"  # table, json, npd (node-problem-detector's plugin protocol)
+    strict: bool = False  # warnings (a figure below its floor) fail
+    image_build: bool = False  # device nodes, groups and driver are not applicable
 
     def __post_init__(self) -> None:
         if not 0 <= self.level <= 3:
@@ -41,6 +46,10 @@ class DoctorRequest:
             raise UsageError(
                 f"--timeout-scale {self.timeout_scale} is not a positive number", "give e.g. 2 (twice the time)"
             )
+        if self.output_format not in FORMATS:
+            raise UsageError(f"--format {self.output_format!r} is not one of {', '.join(FORMATS)}", "pick one")
+        if self.output_format != "table" and self.as_json:
+            raise UsageError("--json and --format are two ways to say one thing", "give one of them")
         if self.jobs is not None and self.jobs < 1:
             raise UsageError(f"--jobs {self.jobs} is not a positive count", "give e.g. 2")
         if self.list_only:
@@ -51,6 +60,10 @@ class DoctorRequest:
                     f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
                 )
         parse_settings(self.settings)  # a malformed --set fails now, not after detection
+
+    @property
+    def fmt(self) -> str:
+        return "json" if self.as_json else self.output_format
 
     @property
     def reports(self) -> tuple[Path, ...]:
@@ -64,7 +77,7 @@ class DoctorRequest:
 def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:
     """``KEY=VALUE`` pairs; values that read as JSON (numbers, true/false) become those."""
     from rocmkit.errors import DataError
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     out: dict[str, object] = {}
     for item in settings:

@@ -170,6 +170,7 @@ class RunOptions:
     isolation: Isolation = "fork"
     jobs: int | None = None  # checks at once; default: the usable cores (1 with spawn)
     fresh: bool = False  # ignore every cache (compile caches here; detection in the CLI)
+    image_build: bool = False  # --image-build: device nodes, groups and driver are not applicable
 
 
 def run_checks(
@@ -454,6 +455,17 @@ def fork_server(selected: Sequence[Check], ctx: CheckContext, python: PyEnv) -> 
     return ForkServer(ctx, python=python, preload=preload, modules=modules)
 
 
+def image_build(machine: Machine) -> bool:
+    """A container image build, seen from inside: the GPU was named with ``ROCMKIT_GFX`` (the
+    documented way to check or resolve without a GPU at hand) and no ``/dev/kfd`` exists, since
+    ``docker build`` attaches no device. There the device nodes, groups and driver say nothing
+    about the nodes the image will run on. ``--image-build`` says so explicitly."""
+    if machine.source != "live" or not machine.overrides.get("ROCMKIT_GFX"):
+        return False
+    kfd = next((d for d in machine.host.devices if d.path == "/dev/kfd"), None)
+    return kfd is None or not kfd.exists
+
+
 def make_plan(machine: Machine) -> Plan | None:
     """The plan resolve would make for this machine, where one can be made.
 
@@ -502,6 +514,8 @@ def doctor(
         cache_dir=cache_dir,
         options=dict(opts.options),
         fresh=opts.fresh,
+        level=opts.level,
+        image_build=opts.image_build or image_build(machine),
         # Another Python's facts, from its probe; rocmkit's own are this process's metadata.
         python=None if py.own else py,
     )

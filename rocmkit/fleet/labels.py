@@ -21,6 +21,14 @@ def label_value(text: str) -> str | None:
     return value if value and _VALID.match(value) else None
 
 
+# Every label rocmkit sets (under its prefix): a label update removes those a report does not give.
+KEYS = ("doctor", "doctor-level", "gfx", "gpus", "rocm", "torch")
+
+
+def all_keys(prefix: str = DEFAULT_PREFIX) -> tuple[str, ...]:
+    return tuple(f"{prefix}/{key}" for key in KEYS)
+
+
 def node_labels(report: Report, prefix: str = DEFAULT_PREFIX) -> dict[str, str]:
     gpus = [g for g in report.machine.get("gpus", ()) if isinstance(g, dict) and g.get("visible", True)]
     archs = sorted({str(g["arch"]) for g in gpus if g.get("arch")})
@@ -33,6 +41,7 @@ def node_labels(report: Report, prefix: str = DEFAULT_PREFIX) -> dict[str, str]:
         "rocm": rocm,
         "torch": report.versions.get("torch"),
     }
+    assert tuple(raw) == KEYS
     out = {}
     for key, text in raw.items():
         value = label_value(text) if text else None

@@ -27,7 +27,7 @@ class LoadResult:
 
 def read_report(path: Path) -> Report:
     """One report file; anything unreadable is a DataError naming the file."""
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     # Bounded: a report comes from another node (size, nesting and NaN capped).
     try:
@@ -42,7 +42,7 @@ def read_report(path: Path) -> Report:
 
 def _is_report(path: Path) -> bool:
     # A cheap look before a full parse: folders of reports often hold other JSON too.
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     try:
         data = load_json_file(path, str(path))

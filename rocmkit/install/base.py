@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv
-from rocmkit.runner import CommandResult
 
 # Per-request network timeout handed to pip/uv: a dead index fails in seconds,
 # never in pip's default 15 s x 5 retries per file.
@@ -110,11 +110,11 @@ def option_args(spec: InstallSpec) -> list[str]:
 
 
 def revealed(sources: Sources) -> tuple[Sources, bool]:
-    """The sources with their real URLs (masked credentials put back, :func:`rocmkit.redact.reveal`),
+    """The sources with their real URLs (masked credentials put back, :func:`rocmkit.util.redact.reveal`),
     and whether any URL carries credentials: then the installer takes the URLs from its
     environment (``PIP_INDEX_URL``, ``UV_INDEX``), never from its argument list, which every
     user of the machine can read in ``ps`` and which rocmkit prints when a run fails."""
-    from rocmkit.redact import has_credentials, reveal
+    from rocmkit.util.redact import has_credentials, reveal
 
     real = Sources(
         index_urls=tuple(reveal(u) for u in sources.index_urls),

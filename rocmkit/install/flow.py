@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import RocmkitError, ToolError, UsageError, storage_error
 from rocmkit.install import guard, journal, lock, wheelhouse
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
@@ -37,10 +36,10 @@ from rocmkit.install.uv import UvInstaller
 from rocmkit.install.venv import find_uv
 from rocmkit.install.verify import verify
 from rocmkit.packages import canonical, parse_pin
-from rocmkit.paths import cache_dir
 from rocmkit.plan import Plan
+from rocmkit.proc.runner import CommandResult, on_child_started
 from rocmkit.pyenv import PyEnv
-from rocmkit.runner import CommandResult, on_child_started
+from rocmkit.util.atomicio import write_text_atomic
 
 InstallerChoice = Literal["auto", "uv", "pip"]
 Echo = Callable[[str], None]
@@ -56,6 +55,9 @@ class Options:
     break_system_packages: bool = False
     limits: Limits = field(default_factory=Limits)
     probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
+    # --fallback-index: a dead planned index may be replaced by the user's own pip sources
+    # (the exact build only, said with a WARNING); without it a dead index stops the install.
+    fallback_index: bool = False
     show_output: bool = True
     companions: bool = True  # False: --no-companions (torch and Triton only)
 
@@ -75,7 +77,7 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         # A report for logs and CI: a mirror's user:token never goes into it.
-        from rocmkit.redact import redact_text
+        from rocmkit.util.redact import redact_text
 
         return {
             "schema": "rocmkit.install/1",
@@ -180,7 +182,8 @@ def recover_for_python(python: Path, echo: Echo) -> bool:
     from rocmkit.pyenv import probe
 
     # venv/bin/python -> venv: checked before starting any process (the common case: none).
-    if not (python.parent.parent / journal.JOURNAL_NAME).is_file():
+    # lexists: a journal planted as a symlink is refused (said), not skipped.
+    if not journal.present(python.parent.parent / journal.JOURNAL_NAME):
         return False
     target = probe(python)
     try:
@@ -198,13 +201,9 @@ def recover_pending(target: PyEnv, installer: Installer, echo: Echo) -> bool:
 
 
 def _workdir() -> Path:
-    folder = cache_dir() / "install" / time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    return Path(tempfile.mkdtemp(prefix=folder.name + "-", dir=_mkdir(folder.parent)))
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    # mkdtemp: a fresh folder of mode 0700 in rocmkit's checked, private install folder.
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return Path(tempfile.mkdtemp(prefix=stamp + "-", dir=journal.install_folder()))
 
 
 def plan_sources(plan: Plan) -> Sources:
@@ -232,8 +231,9 @@ def checked_sources(
         python=target.short_version,
         timeout=opts.probe_timeout_s,
         companions=companions,
+        fallback=opts.fallback_index,
     )
-    from rocmkit.redact import redact_text
+    from rocmkit.util.redact import redact_text
 
     for message in decision.messages:
         echo(f"rocmkit: {redact_text(message)}")
@@ -403,7 +403,7 @@ def install(
     unguard = not guarded and target.is_venv and files.constraints.exists()
     spec = _with_break(spec, opts.break_system_packages)
     if opts.dry_run:
-        if journal.journal_path(target).exists():
+        if journal.present(journal.journal_path(target)):
             echo(
                 f"rocmkit: {target.prefix} holds the journal of an interrupted install; the next "
                 "install (or doctor) restores it first, and the dry run below does not see that"

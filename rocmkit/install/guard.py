@@ -24,11 +24,11 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import DataError
 from rocmkit.packages import COMPANIONS, TRITON_DISTRIBUTIONS, parse_pin
 from rocmkit.plan import Plan
 from rocmkit.planschema import FIX, IDENTIFIER
+from rocmkit.util.atomicio import write_text_atomic
 
 CONSTRAINTS_NAME = "rocmkit-constraints.txt"
 BEGIN = "# >>> rocmkit guard >>>"

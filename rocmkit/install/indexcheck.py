@@ -2,11 +2,14 @@
 
 pip's defaults (15 s timeout, 5 retries, per file) turn a dead index into
 minutes of silence. A short GET of the index's page for the first planned
-project says in seconds whether it answers. When one does not, rocmkit looks
-through the user's own pip configuration (find-links folders, a mirror
-index-url, extra indexes: the way air-gapped clusters are usually set up) for
-the exact planned wheels and uses that source, saying so; otherwise it stops
-with the index that failed and what to do.
+project says in seconds whether it answers. When one does not, rocmkit stops
+with the index that failed and what to do: the source of torch is never switched
+behind the user's back. Only when the user opts in (``--fallback-index``) does
+it look through the user's own pip configuration (find-links folders, a mirror
+index-url, extra indexes: the way air-gapped clusters are usually set up) for the
+exact planned wheels, and use that source with a WARNING that names it. A plan or
+lock that names no index at all is refused the same way (pip would take torch from
+PyPI, a CUDA build on Linux).
 """
 
 from __future__ import annotations
@@ -20,23 +23,17 @@ from pathlib import Path
 
 from rocmkit.errors import NetworkError
 from rocmkit.install.base import Sources
-from rocmkit.packages import (
-    IndexFile,
-    canonical,
-    files_from_html,
-    http_get,
-    parse_pin,
-    parse_wheel,
-    reach,
-    requirement_name,
-    wheel_matches,
-)
+from rocmkit.packages import canonical, parse_pin, requirement_name
+from rocmkit.pkgindex.http import http_get, reach
+from rocmkit.pkgindex.pages import IndexFile, files_from_html, parse_wheel, wheel_matches
 
 __all__ = ["decide_sources", "probe_index", "read_pip_config", "wheel_matches"]
 
 
 DEFAULT_PROBE_TIMEOUT_S = 5.0
 PYPI_SIMPLE = "https://pypi.org/simple"
+FALLBACK_FLAG = "--fallback-index"
+FALLBACK_ENV = "ROCMKIT_FALLBACK_INDEX"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,15 +193,19 @@ def decide_sources(
     timeout: float = DEFAULT_PROBE_TIMEOUT_S,
     user: UserPipConfig | None = None,
     companions: Sequence[str] = (),
+    fallback: bool = False,
 ) -> SourceDecision:
-    """Probe each index; substitute the user's own sources when one fails and they hold the pins.
+    """Probe each index; when one fails, stop (:class:`NetworkError`), or with ``fallback``
+    (``--fallback-index``) substitute the user's own sources when they hold the pins.
 
     ``companions`` (a subset of ``requirements``) are optional: when the user's sources
     hold every other pin but not them, they are left out (``SourceDecision.left_out``)
     instead of failing the whole install.
     """
-    if sources.offline or sources.no_index or not sources.index_urls:
+    if sources.offline or sources.no_index:
         return SourceDecision(sources=sources, probes=())
+    if not sources.index_urls:
+        return _no_index(sources, user, fallback)
     optional = set(companions)
     required = [r for r in requirements if r not in optional]
     pins = pinned(required)
@@ -213,6 +214,16 @@ def decide_sources(
     failed = [p for p in probes if not p.ok]
     if not failed:
         return SourceDecision(sources=sources, probes=probes)
+    if not fallback:
+        raise NetworkError(
+            f"package index {failed[0].describe()}; rocmkit does not take the planned builds "
+            "from another source unless asked",
+            "check the network or proxy; or point rocmkit at a mirror with --index-base URL "
+            f"(ROCMKIT_INDEX_BASE); or pass {FALLBACK_FLAG} ({FALLBACK_ENV}=1) to take the exact "
+            "planned builds from your pip configuration's sources, if one holds them; or, on a "
+            "connected node, run `rocmkit install --download-only --wheelhouse DIR` and install "
+            "here with `--wheelhouse DIR`",
+        )
     user = user if user is not None else read_pip_config()
     bad = {p.url for p in failed}
     # No index-url configured means pip's default, PyPI.
@@ -258,7 +269,7 @@ def decide_sources(
         )
         used = sorted(set(holders.values()))
         messages = tuple(
-            f"index {p.describe()}; using "
+            f"WARNING: {FALLBACK_FLAG}: index {p.describe()}; using "
             + ", ".join(f"{s} (from {user.origins.get(s, 'your pip configuration')})" for s in used)
             + f", which holds {', '.join(holders)}"
             for p in failed
@@ -273,4 +284,29 @@ def decide_sources(
         "check the network or proxy; or point rocmkit at a mirror with --index-base URL "
         "(ROCMKIT_INDEX_BASE); or, on a connected node, run `rocmkit install --download-only "
         "--wheelhouse DIR` and install here with `--wheelhouse DIR`",
+    )
+
+
+def _no_index(sources: Sources, user: UserPipConfig | None, fallback: bool) -> SourceDecision:
+    """A plan or lock that names no index: pip and uv would fall back to PyPI (whose Linux
+    torch is a CUDA build) or whatever their configuration names. Refused, unless asked;
+    then the user's sources are passed explicitly, and named."""
+    if not fallback:
+        raise NetworkError(
+            "the plan names no package index; pip or uv would take torch from their own default "
+            "source (PyPI's torch for Linux is a CUDA build)",
+            "re-resolve the plan (`rocmkit resolve --json > plan.json`), or pass --index-base URL, "
+            f"or pass {FALLBACK_FLAG} ({FALLBACK_ENV}=1) to install from your pip configuration's sources",
+        )
+    user = user if user is not None else read_pip_config()
+    indexes = tuple(dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls)))
+    links = tuple(dict.fromkeys((*sources.find_links, *user.find_links)))
+    default = {PYPI_SIMPLE: "pip's default"}
+    used = ", ".join(
+        f"{s} (from {user.origins.get(s, default.get(s, 'your pip configuration'))})"
+        for s in (*indexes, *user.find_links)
+    )
+    message = f"WARNING: {FALLBACK_FLAG}: the plan names no package index; using {used}"
+    return SourceDecision(
+        sources=Sources(index_urls=indexes, find_links=links), probes=(), messages=(message,)
     )

@@ -82,7 +82,7 @@ def _plan_digest(plan_json: str, pins: list[str]) -> str:
 
 def parse(path: Path, *, allow_env: frozenset[str] = frozenset()) -> LockFile:
     from rocmkit.errors import UsageError
-    from rocmkit.safeload import loads_json, read_text
+    from rocmkit.util.safeload import loads_json, read_text
 
     try:
         text = read_text(path, f"lock file {path}", max_bytes=MAX_LOCK_BYTES)

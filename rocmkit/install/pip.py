@@ -34,8 +34,8 @@ from rocmkit.install.base import (
     uninstall_args,
 )
 from rocmkit.packages import canonical
+from rocmkit.proc.runner import CommandResult, run
 from rocmkit.pyenv import PyEnv
-from rocmkit.runner import CommandResult, run
 
 MIN_OWN_PIP = (22, 3)
 

@@ -36,6 +36,7 @@ class InstallRequest:
     rocm: str | None = None
     channel: str = "stable"
     cpu: bool = False
+    strict_data: bool = False  # resolve only confirmed builds
     index_base: str | None = None
     installer: str = "auto"
     with_packages: tuple[str, ...] = ()
@@ -53,6 +54,7 @@ class InstallRequest:
     probe_timeout: float = 5.0
     allow_env: tuple[str, ...] = ()
     allow_insecure_index: bool = False
+    fallback_index: bool = False
     quiet: bool = False
     as_json: bool = False
 
@@ -140,6 +142,7 @@ class InstallRequest:
             probe_timeout_s=self.probe_timeout,
             show_output=not self.quiet,
             companions=not self.no_companions,
+            fallback_index=self.fallback_index,
         )
 
 
@@ -187,14 +190,14 @@ def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str]
     """A saved plan (``rocmkit resolve --json``), its PyTorch indexes moved to ``index_base``."""
     from rocmkit.matrix import load_matrix
     from rocmkit.plan import Plan
-    from rocmkit.safeload import load_json_file
+    from rocmkit.util.safeload import load_json_file
 
     try:
         data = load_json_file(path, f"plan {path}", max_bytes=4 * 1024 * 1024)
     except DataError as exc:
         raise DataError(exc.message, "pass the output of `rocmkit resolve --json`") from exc
     plan = Plan.from_dict(data, allow_env=allow_env)
-    from rocmkit.redact import conceal
+    from rocmkit.util.redact import conceal
 
     # A hand-written plan may carry a mirror's token: kept in memory, masked everywhere else.
     urls = tuple(conceal(u) for u in plan.index_urls)
@@ -212,7 +215,7 @@ def check_inputs(req: InstallRequest, say: Say) -> None:
         # Read where the URLs are used (flow.checked_sources), as the environment variable is.
         os.environ[ALLOW_ENV] = "1"
     if req.index_base:
-        from rocmkit.redact import check_url, conceal
+        from rocmkit.util.redact import check_url, conceal
 
         check_source_urls([check_url("--index-base", req.index_base)], say)
         conceal(req.index_base)  # its credentials, for the lock or wheelhouse URLs that mask them
@@ -296,7 +299,7 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
         spec = flow.locked_spec(parsed, Path(tempfile.mkdtemp(prefix="rocmkit-lock-")), req.with_packages)
         return plan, opts, spec
     if req.plan_file:
-        return load_plan_file(req.plan_file, req.index_base, req.allowed_env), opts, None
+        return _held(load_plan_file(req.plan_file, req.index_base, req.allowed_env), say), opts, None
     from rocmkit.detect import load_machine
     from rocmkit.resolve import Constraints, resolve
 
@@ -307,29 +310,44 @@ def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, 
         channel=req.channel,
         cpu=req.cpu,
         index_base=req.index_base,
+        strict_data=req.strict_data,
     )
     machine = load_machine(req.capture)
     plan = resolve(machine, constraints)
     from rocmkit.resolve.live import check_plan, offline_requested, seen_lines
 
     if offline_requested():
-        return plan, opts, None
+        return _held(plan, say), opts, None
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
     from rocmkit.matrix import load_matrix
 
-    # Where pip will look when the planned index does not answer: the user's own sources.
-    user = read_pip_config()
-    fallbacks = [(link, False) for link in user.find_links]
-    fallbacks += [(url, True) for url in dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))]
+    # Where pip will look when the planned index does not answer: the user's own sources, only
+    # with --fallback-index (without it, a dead index stops the install at the index check).
+    fallbacks: list[tuple[str, bool]] = []
+    if req.fallback_index:
+        user = read_pip_config()
+        fallbacks = [(link, False) for link in user.find_links]
+        indexes = dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
+        fallbacks += [(url, True) for url in indexes]
     checked = check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
     for seen in seen_lines(checked):
         say(f"rocmkit: {seen}")
-    return checked, opts, None
+    return _held(checked, say), opts, None
+
+
+def _held(plan: Plan, say: Say) -> Plan:
+    """A planned build known only from build lists, which its index answers without: its fallback."""
+    from rocmkit.install.fallback import hold_to_index
+
+    held, message = hold_to_index(plan)
+    if message:
+        say(f"rocmkit: {message}")
+    return held
 
 
 def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say) -> Outcome:
     from rocmkit.install import flow
-    from rocmkit.redact import redact_text
+    from rocmkit.util.redact import redact_text
 
     plan, opts, spec = _plan(req, target, say)
     if req.with_packages:

@@ -31,7 +31,7 @@ def is_url(text: str) -> bool:
 
 def check_source_urls(urls: Iterable[str], warn: Callable[[str], None], *, allow: bool | None = None) -> None:
     """Refuse (or, when allowed, warn about) every index URL that is neither https nor loopback http."""
-    from rocmkit.redact import redact_text
+    from rocmkit.util.redact import redact_text
 
     allowed = insecure_allowed() if allow is None else allow
     for url in urls:

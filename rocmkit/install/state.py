@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmkit.atomicio import write_bytes_atomic, write_text_atomic
 from rocmkit.errors import ToolError
 from rocmkit.packages import canonical, wheel_escape
 from rocmkit.pyenv import Inline, PyEnv, run_json
+from rocmkit.util.atomicio import write_bytes_atomic, write_text_atomic
 
 SCHEMA = "rocmkit.envstate/1"
 SNAPSHOT_TIMEOUT_S = 120.0

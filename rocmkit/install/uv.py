@@ -22,8 +22,8 @@ from rocmkit.install.base import (
 )
 from rocmkit.install.venv import find_uv
 from rocmkit.packages import parse_pin
+from rocmkit.proc.runner import CommandResult, run
 from rocmkit.pyenv import PyEnv
-from rocmkit.runner import CommandResult, run
 
 # `--index` / `--default-index` (uv 0.4.23).
 MIN_UV = (0, 4, 23)

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rocmkit.errors import ToolError, UnsafeEnvironmentError, UsageError
+from rocmkit.proc.runner import run, which
 from rocmkit.pyenv import PyEnv, probe, venv_interpreter
-from rocmkit.runner import run, which
 
 VENV_TIMEOUT_S = 120.0
 

@@ -69,7 +69,7 @@ def expected_backend(backend: str) -> tuple[str, str | None]:
     """("rocm", "6.2") / ("cuda", "12.8") / ("cpu", None) from a plan backend name."""
     if backend.startswith("rocm"):
         return "rocm", backend[len("rocm") :] or None
-    if backend.startswith("therock"):
+    if backend.startswith(("therock", "amd-")):
         return "rocm", None
     match = re.fullmatch(r"cu(\d+)(\d)", backend)
     if match:

@@ -14,13 +14,13 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import DataError, ToolError
 from rocmkit.install.base import InstallSpec, LineSink, Locked, Sources
 from rocmkit.install.lock import LockFile, parse, render
 from rocmkit.install.pip import PipInstaller
 from rocmkit.packages import canonical
 from rocmkit.plan import Plan
+from rocmkit.util.atomicio import write_text_atomic
 
 LOCK_NAME = "rocmkit-lock.txt"
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")

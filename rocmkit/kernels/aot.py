@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     out = compile_targets(args)
     if counts["hits"] or counts["misses"]:
         out["compile_cache"] = {"triton": counts}
-    from rocmkit.result_file import RESULT_ENV, write_result
+    from rocmkit.proc.result_file import RESULT_ENV, write_result
 
     if os.environ.get(RESULT_ENV):
         write_result(out)

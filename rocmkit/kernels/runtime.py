@@ -12,6 +12,8 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
+from rocmkit.util.trust import compile_cache_dirs
+
 
 class InterpreterNotActive(RuntimeError):
     """Triton was imported without TRITON_INTERPRET=1 in a process meant to run on the CPU."""
@@ -21,7 +23,8 @@ def prepare(backend: str, cache_dir: Path, environ: MutableMapping[str, str] | N
     """Point Triton's compile cache under rocmkit's cache folder (a user's own choice wins)
     and turn the interpreter on for the CPU backend. Returns the cache folder in use."""
     env = os.environ if environ is None else environ
-    env.setdefault("TRITON_CACHE_DIR", str(Path(cache_dir) / "triton"))
+    # Never a compile cache another user can write (compiled .so files are loaded and run).
+    env.setdefault("TRITON_CACHE_DIR", compile_cache_dirs(Path(cache_dir))["TRITON_CACHE_DIR"])
     if backend == "cpu":
         env["TRITON_INTERPRET"] = "1"
     return Path(env["TRITON_CACHE_DIR"])

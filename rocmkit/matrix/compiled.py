@@ -17,8 +17,6 @@ else can write to, is read; anything else is ignored (and parsed again).
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 import sys
 import zlib
 from pathlib import Path
@@ -32,6 +30,7 @@ if TYPE_CHECKING:
 SCHEMA = "rocmkit.matrix-compiled/1"
 _LOADER = ("load.py", "fields.py", "model.py")
 _MEMO: dict[str, Matrix] = {}
+_MAX_PICKLE = 64 * 1024 * 1024
 
 
 def matrix_key(directory: Path) -> str:
@@ -52,27 +51,15 @@ def matrix_key(directory: Path) -> str:
 
 
 def _cache_folder() -> Path:
-    from rocmkit.paths import cache_dir
+    from rocmkit.util.paths import cache_dir
 
     return cache_dir() / "matrix"
 
 
-def _trusted(path: Path) -> bool:
-    """Ours and writable by nobody else, as is the folder it is in."""
-    try:
-        for p in (path, path.parent):
-            st = p.stat()
-            if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                return False
-    except OSError:
-        return False
-    return True
-
-
 def load_matrix(directory: Path | None = None) -> Matrix:
-    """The matrix in ``directory`` (default: :func:`rocmkit.paths.matrices_dir`), from the
+    """The matrix in ``directory`` (default: :func:`rocmkit.util.paths.matrices_dir`), from the
     compiled cache when its files are unchanged, else loaded, validated and stored."""
-    from rocmkit.paths import matrices_dir
+    from rocmkit.util.paths import matrices_dir
 
     folder = (directory or matrices_dir()).resolve()
     key = matrix_key(folder)
@@ -83,10 +70,14 @@ def load_matrix(directory: Path | None = None) -> Matrix:
 
     path = _cache_folder() / f"{key}.pickle"
     matrix: Matrix | None = None
-    if _trusted(path):
+    from rocmkit.util.trust import load_cached
+
+    # Only a file of this user's (or root's), in folders nobody else can write, is unpickled.
+    raw = load_cached(path, max_bytes=_MAX_PICKLE)
+    if raw is not None:
         # A truncated or foreign file is a cache miss, never an error.
         with contextlib.suppress(Exception):
-            loaded = pickle.loads(path.read_bytes())
+            loaded = pickle.loads(raw)
             from rocmkit.matrix.model import Matrix
 
             matrix = loaded if isinstance(loaded, Matrix) else None
@@ -104,10 +95,9 @@ def _store(path: Path, matrix: Matrix) -> None:
 
     # A cache that cannot be written costs the next run a parse, nothing more.
     with contextlib.suppress(OSError, pickle.PicklingError):
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from rocmkit.atomicio import write_bytes_atomic
+        from rocmkit.util.trust import store_cached
 
-        write_bytes_atomic(path, pickle.dumps(matrix, protocol=pickle.HIGHEST_PROTOCOL), mode=0o600)
+        store_cached(path, pickle.dumps(matrix, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def clear() -> None:

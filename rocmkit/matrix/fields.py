@@ -188,7 +188,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         ) from None
     except OSError as exc:
         raise DataError(f"cannot read matrix file {path}: {exc.strerror}", "check its permissions") from None
-    from rocmkit.safeload import loads_toml
+    from rocmkit.util.safeload import loads_toml
 
     try:
         # Bounded (size, nesting, finite numbers): ROCMKIT_MATRICES_DIR and refreshed data are files too.

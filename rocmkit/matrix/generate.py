@@ -31,9 +31,10 @@ from packaging.version import Version
 
 from rocmkit.matrix.upstream import testinfra, therock
 from rocmkit.matrix.upstream.testinfra import ReleaseBuild, Snapshot, releases_from_history
-from rocmkit.packages import IndexFile, Metadata, ProjectPage, Wheel, torch_requirement
+from rocmkit.packages import torch_requirement
+from rocmkit.pkgindex.pages import IndexFile, Metadata, ProjectPage, Wheel
 
-GENERATED_PREFIXES = ("pypi_", "ti_", "therock_gen_")
+GENERATED_PREFIXES = ("pypi_", "ti_", "therock_gen_", "pt_")
 COMPANION_WINDOW_DAYS = 1  # a companion is published with its torch (same day, give or take)
 
 
@@ -47,6 +48,10 @@ class Inputs:
     release_versions: Snapshot | None = None
     therock_releases: Snapshot | None = None
     therock_matrix: Snapshot | None = None
+    build_scripts: tuple[Snapshot, ...] = ()  # pytorch/pytorch's manywheel/build.sh, oldest first
+    # jax.toml's inputs (rocmkit/matrix/jaxgen.py): the index pages of jax, jaxlib, the plugins, torch-xla
+    jax_pages: Mapping[str, ProjectPage] = field(default_factory=dict)
+    jax_read_on: str | None = None  # a recording's own date for those pages
 
 
 @dataclass(kw_only=True)
@@ -194,7 +199,9 @@ def generate(torch_doc: dict[str, Any], channels_doc: dict[str, Any], inputs: In
             pypi_cuda = None
         build = builds.get(version) or _series_build(builds, version)
         if build is not None:
-            row["variants"] = _variants(row.get("variants", []), build, version, pypi_cuda, src, out)
+            row["variants"] = _variants(
+                row.get("variants", []), build, version, pypi_cuda, src, out, tuple(row.get("not_built", ()))
+            )
             ti = _ti_source(build, version)
             row_sources = _add(row_sources, src(*ti))
         elif pypi_cuda:
@@ -228,6 +235,7 @@ def generate(torch_doc: dict[str, Any], channels_doc: dict[str, Any], inputs: In
             row["variants"] = [{"index": "cpu", "unconfirmed": ["*"]}]
             out.notes.append(f"torch {version}: no source lists its variants; cpu kept as unconfirmed")
     _ensure_rocm_indexes(tdoc, rows, out)
+    _rocm_archs_from_script(tdoc, inputs, src, out)
     tdoc["release"] = _release_sort(list(rows.values()))
     tdoc["sources"] = _sources_table(torch_doc.get("sources", {}), sources, used, tdoc)
     _channels(cdoc, inputs, builds, out)
@@ -355,10 +363,12 @@ def _variants(
     pypi_cuda: str | None,
     src: Callable[[str, str], str],
     out: Outcome,
+    not_built: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     by_index = {str(v["index"]): dict(v) for v in existing}
     ti_name, ti_text = _ti_source(build, version)
-    listed = list(build.build.indexes)
+    # A hand-kept `not_built` (with its source) wins over a build list that named the index.
+    listed = [i for i in build.build.indexes if i not in not_built]
     confirmed = build.channel == "release"
     result: dict[str, dict[str, Any]] = {}
     for index in listed:
@@ -378,6 +388,9 @@ def _variants(
             v.pop("linux_only", None)
         result[index] = v
     for index, v in by_index.items():
+        if index in not_built:
+            out.notes.append(f"torch {version}+{index}: dropped, the release row's not_built says it did not ship")
+            continue
         if _own_confirmed(v):
             v["sources"] = [s for s in v.get("sources", []) if not str(s).startswith("ti_")]
             result[index] = v  # a hand-kept fact with its own source (a Linux-only build, say)
@@ -433,6 +446,40 @@ def _ensure_rocm_indexes(tdoc: dict[str, Any], rows: dict[str, dict[str, Any]], 
     tdoc["rocm_index"] = [known[k] for k in sorted(known, key=_index_order)]
 
 
+def _rocm_archs_from_script(
+    tdoc: dict[str, Any], inputs: Inputs, src: Callable[[str, str], str], out: Outcome
+) -> None:
+    """The arch list of each ROCm index that pytorch's build script names by version (the 7.14
+    path): PYTORCH_ROCM_ARCH as that branch sets it. Indexes built by the script's catch-all
+    branch keep their measured lists (older wheels on them predate today's list)."""
+    from rocmkit.matrix.upstream import pytorch
+
+    if not inputs.build_scripts:
+        return
+    snap = inputs.build_scripts[-1]
+    for row in tdoc.get("rocm_index", []):
+        rocm = str(row["name"]).removeprefix("rocm")
+        if not pytorch.names_version(snap.text, rocm):
+            continue
+        archs = list(pytorch.rocm_archs(snap.text, rocm))
+        when = "commit date not recorded" if not snap.date[:1].isdigit() else f"committed {snap.date[:10]}"
+        key = src(
+            f"pt_{snap.commit[:8]}",
+            f"{snap.url(pytorch.BUILD_SH_PATH, pytorch.REPO_URL)} ({when}; PYTORCH_ROCM_ARCH of the ROCm "
+            "branches that name their version)",
+        )
+        if row.get("archs") != archs:
+            out.notes.append(f"{row['name']}: archs from {pytorch.BUILD_SH_PATH} at {snap.commit[:8]}: {', '.join(archs)}")
+        row["archs"] = archs
+        row["sources"] = [key]
+        rest = [u for u in row.get("unconfirmed", []) if u != "archs"]
+        if rest:
+            row["unconfirmed"] = rest
+        else:
+            row.pop("unconfirmed", None)
+        row.pop("note", None)
+
+
 def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBuild], out: Outcome) -> None:
     csrc: dict[str, str] = {
         k: v for k, v in cdoc.get("sources", {}).items() if not k.startswith(GENERATED_PREFIXES)
@@ -456,7 +503,10 @@ def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBui
                 nightly["unconfirmed"] = rest
             else:
                 nightly.pop("unconfirmed", None)
-    rock = chans.get("therock")
+    # AMD's nightly channel (named "therock" before AMD's stable and rc channels were added).
+    rock = chans.get("amd-nightly") or next(
+        (c for c in chans.values() if "therock" in c.get("aliases", [])), chans.get("therock")
+    )
     if rock is not None and inputs.therock_releases is not None:
         snap = inputs.therock_releases
         key = f"therock_gen_{snap.commit[:8]}"

@@ -18,10 +18,17 @@ from pathlib import Path
 
 from rocmkit.errors import DataError, NetworkError
 from rocmkit.matrix.generate import Inputs
-from rocmkit.matrix.upstream import testinfra, therock
+from rocmkit.matrix.upstream import pytorch, testinfra, therock
 from rocmkit.matrix.upstream.history import git_head, git_history, recorded_history
 from rocmkit.matrix.upstream.testinfra import Snapshot
-from rocmkit.packages import IndexFile, Metadata, ProjectPage, parse_metadata, project_page, read_metadata
+from rocmkit.pkgindex.pages import (
+    IndexFile,
+    Metadata,
+    ProjectPage,
+    parse_metadata,
+    project_page,
+    read_metadata,
+)
 
 PROJECTS = ("torch", "torchvision", "torchaudio")
 
@@ -66,7 +73,9 @@ def recorded_upstream(folder: Path) -> dict[str, object]:
     """The test-infra and TheRock parts of a recording."""
     ti = folder / "test-infra"
     rock = folder / "therock"
+    pt = folder / "pytorch"
     return {
+        "build_scripts": tuple(recorded_history(pt, pytorch.BUILD_SH_PATH)) if pt.is_dir() else (),
         "build_history": tuple(recorded_history(ti, testinfra.BUILD_MATRIX_PATH)),
         "release_versions": _one(ti, testinfra.RELEASE_VERSIONS_PATH),
         "therock_releases": _one(rock, therock.RELEASES_PATH),
@@ -102,7 +111,7 @@ def recording_meta(folder: Path) -> dict[str, str]:
 
 def recorded_index(folder: Path) -> tuple[dict[str, ProjectPage], Callable[[IndexFile], Metadata | None]]:
     """The recorded PEP 691 pages and METADATA files, read from disk (no server)."""
-    from rocmkit.packages import parse_project_page
+    from rocmkit.pkgindex.pages import parse_project_page
 
     pypi = folder / "pypi"
     base = recording_meta(folder)["index_url"].rstrip("/")
@@ -125,6 +134,45 @@ def recorded_index(folder: Path) -> tuple[dict[str, ProjectPage], Callable[[Inde
     return pages, meta
 
 
+def jax_projects(directory: Path) -> tuple[str, ...]:
+    """The index projects jax.toml's generator reads; none when the folder has no jax.toml."""
+    from rocmkit.matrix.fields import read_toml
+    from rocmkit.matrix.jaxgen import projects
+
+    return projects(read_toml(directory / "jax.toml")) if (directory / "jax.toml").exists() else ()
+
+
+def jax_index_pages(index_url: str, names: tuple[str, ...], *, timeout: float) -> dict[str, ProjectPage]:
+    """The jax projects' pages on ``index_url``, read concurrently; a project the index lacks is left out."""
+    url = index_url.rstrip("/")
+    if not names:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
+        pages = list(pool.map(lambda p: project_page(url, p, timeout=timeout), names))
+    return {name: page for name, page in zip(names, pages, strict=True) if page is not None}
+
+
+def recorded_jax_pages(folder: Path, names: tuple[str, ...]) -> tuple[dict[str, ProjectPage], str | None]:
+    """The recorded jax pages (``pypi/<project>.json``) and the day they were read (``jax_read_on``)."""
+    from rocmkit.pkgindex.pages import parse_project_page
+
+    base = recording_meta(folder)["index_url"].rstrip("/")
+    pages = {}
+    for name in names:
+        file = folder / "pypi" / f"{name}.json"
+        if file.is_file():
+            url = f"{base}/{name}/"
+            pages[name] = ProjectPage(
+                url=url,
+                files=tuple(parse_project_page(url, file.read_bytes(), "application/vnd.pypi.simple.v1+json")),
+            )
+    try:
+        day = json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("jax_read_on")
+    except (OSError, ValueError):
+        day = None
+    return pages, day if isinstance(day, str) else None
+
+
 def build_inputs(
     *,
     index_url: str,
@@ -132,11 +180,15 @@ def build_inputs(
     metadata: Callable[[IndexFile], Metadata | None],
     upstream: dict[str, object],
     read_on: str | None = None,
+    jax_pages: dict[str, ProjectPage] | None = None,
+    jax_read_on: str | None = None,
 ) -> Inputs:
     return Inputs(
         read_on=read_on or dt.date.today().isoformat(),
         index_url=index_url.rstrip("/"),
         pages=pages,
         metadata=metadata,
+        jax_pages=jax_pages or {},
+        jax_read_on=jax_read_on,
         **upstream,  # type: ignore[arg-type]
     )

@@ -40,7 +40,7 @@ from rocmkit.matrix.model import (
     release_key,
 )
 from rocmkit.packages import parse_pin
-from rocmkit.paths import matrices_dir
+from rocmkit.util.paths import matrices_dir
 
 FILES = ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml")
 
@@ -49,7 +49,7 @@ _INDEX = re.compile(r"^(rocm\d+(\.\d+){1,2}|cu\d{3}|cpu)$")
 
 
 def load_matrix(directory: Path | None = None) -> Matrix:
-    """The matrix in ``directory`` (default: :func:`rocmkit.paths.matrices_dir`), loaded once."""
+    """The matrix in ``directory`` (default: :func:`rocmkit.util.paths.matrices_dir`), loaded once."""
     return _load_cached(str((directory or matrices_dir()).resolve()))
 
 
@@ -347,6 +347,10 @@ def _parse_releases(
         "python_max",
         "released",
         "variants",
+        # Indexes a build list names but the release does not ship (cu134 of 2.14.x, dropped
+        # from release/2.14 before it went out), with the source that says so.
+        "not_built",
+        "not_built_sources",
     )
     for i, data in enumerate(rows(doc, "release", file=file)):
         row = Row(
@@ -358,6 +362,8 @@ def _parse_releases(
         py_min, py_max = row.release("python_min"), row.release("python_max")
         if release_key(py_min) > release_key(py_max):
             raise row.error(f"python_min {py_min} is newer than python_max {py_max}")
+        not_built = row.strings("not_built")
+        row.source_keys("not_built_sources", required=bool(not_built))
         raw = row.data.get("variants")
         if not isinstance(raw, list) or not raw:
             raise row.error("variants must be a non-empty list of { index = ... } tables")
@@ -376,6 +382,8 @@ def _parse_releases(
             if not _INDEX.match(index):
                 raise vrow.error(f"index {index!r} must be like 'rocm6.2', 'cu124' or 'cpu'")
             _unique(variants, index, file=file, what=f"variant in release {version!r}:")
+            if index in not_built:
+                raise vrow.error(f"index {index!r} is also listed in not_built; keep one of the two")
             kind: Backend = (
                 "rocm" if index.startswith("rocm") else "cuda" if index.startswith("cu") else "cpu"
             )
@@ -468,24 +476,34 @@ def _parse_channels(
         "python_min",
         "python_max",
         "packages",
+        "aliases",
+        "stream",
+        "all_arch_url",
+        "legacy_url",
+        "layout_from",
     )
+    names: dict[str, Channel] = {}
     for i, data in enumerate(rows(doc, "channel", file=file)):
         row = Row(data, file=file, where=f"channel #{i + 1}", keys=keys, sources=src, name_key="name")
         name = row.string("name")
         row.where = f"channel {name!r}"
         _unique(out, name, file=file, what="channel")
         kind = row.string("kind")
-        if kind not in ("pytorch", "therock"):
-            raise row.error(f"kind = {kind!r} must be 'pytorch' or 'therock'")
+        # "therock": the kind's name before AMD's stable and rc channels joined the nightly one.
+        if kind not in ("pytorch", "amd", "therock"):
+            raise row.error(f"kind = {kind!r} must be 'pytorch' or 'amd'")
+        stream = row.opt_string("stream")
+        if stream is not None and stream not in ("stable", "rc", "nightly"):
+            raise row.error(f"stream = {stream!r} must be 'stable', 'rc' or 'nightly'")
         url = row.string("url")
         if kind == "pytorch" and "{index}" not in url:
             raise row.error("a pytorch channel's url must contain {index}")
         for index in row.strings("indexes"):
             if not _INDEX.match(index):
                 raise row.error(f"indexes lists {index!r}, not an index name like 'rocm7.2'")
-        out[name] = Channel(
+        channel = Channel(
             name=name,
-            kind="pytorch" if kind == "pytorch" else "therock",
+            kind="pytorch" if kind == "pytorch" else "amd",
             url=url,
             description=row.opt_string("description") or "",
             indexes=row.strings("indexes"),
@@ -494,9 +512,23 @@ def _parse_channels(
             python_min=row.opt_release("python_min"),
             python_max=row.opt_release("python_max"),
             packages=row.strings("packages"),
+            aliases=row.strings("aliases"),
+            stream=stream,
+            all_arch_url=row.opt_string("all_arch_url"),
+            legacy_url=row.opt_string("legacy_url"),
+            layout_from=row.opt_release("layout_from"),
             sources=row.source_keys(),
             unconfirmed=row.unconfirmed(),
         )
+        out[name] = channel
+        for alias in channel.aliases:
+            if alias in names or alias in out:
+                raise row.error(f"alias {alias!r} is already a channel's name")
+            names[alias] = channel
+    for alias, channel in names.items():
+        if alias in out:
+            raise DataError(f"{file}: {alias!r} is both a channel and an alias of {channel.name!r}", FIX)
+        out[alias] = channel
     if any(n not in out for n in ("stable", "nightly", "therock")):
         raise DataError(f"{file}: the channels stable, nightly and therock must all be defined", FIX)
     return out, base, pypi

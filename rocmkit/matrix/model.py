@@ -151,16 +151,32 @@ class RocmRelease(Fact):
 
 @dataclass(frozen=True, kw_only=True)
 class Channel(Fact):
-    name: str  # stable | nightly | therock
-    kind: Literal["pytorch", "therock"]
-    url: str  # "{base}/{index}" for pytorch channels; a full URL for AMD's
+    name: str  # stable | nightly | amd | amd-rc | amd-nightly
+    kind: Literal["pytorch", "amd"]
+    url: str  # "{base}/{index}" for pytorch channels; AMD's explicit-device-extras index (whl-next)
     description: str = ""
     indexes: tuple[str, ...] = ()  # nightly: the indexes it builds
     torch_min: str | None = None  # nightly: the lowest pre-release version to accept
-    archs: tuple[str, ...] = ()  # therock: archs with a device-gfxNNNN extra
+    archs: tuple[str, ...] = ()  # amd: archs with a device-gfxNNNN extra
     python_min: str | None = None
     python_max: str | None = None
-    packages: tuple[str, ...] = ()  # therock: requirement templates with {gfx}
+    packages: tuple[str, ...] = ()  # amd: requirement templates with {gfx}
+    aliases: tuple[str, ...] = ()  # other names of this channel ("therock" for amd-nightly)
+    stream: str | None = None  # amd: "stable", "rc" or "nightly" (AMD's version scheme of each)
+    all_arch_url: str | None = None  # amd: the whl/ index (device-all automatic)
+    legacy_url: str | None = None  # amd: the whl-multi-arch index of releases before layout_from
+    layout_from: str | None = None  # amd: the first ROCm release published in the whl/whl-next layout
+
+    def index_for(self, rocm: str | None) -> str:
+        """AMD's index for ROCm ``rocm`` ("7.13"): the legacy multi-arch one before layout_from."""
+        if (
+            rocm
+            and self.legacy_url
+            and self.layout_from
+            and release_key(rocm)[:2] < release_key(self.layout_from)[:2]
+        ):
+            return self.legacy_url
+        return self.url
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,13 +21,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from rocmkit.matrix.model import Matrix, TorchRelease, release_key
-from rocmkit.packages import (
-    IndexFile,
-    files_from_html,
-    project_page,
-    read_metadata,
-    triton_pin,
-)
+from rocmkit.packages import triton_pin
+from rocmkit.pkgindex.pages import IndexFile, files_from_html, project_page, read_metadata
 
 __all__ = [
     "IndexFile",

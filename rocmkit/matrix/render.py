@@ -28,6 +28,8 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
         "confirmed",
         "unconfirmed",
         "note",
+        "not_built",
+        "not_built_sources",
         "variants",
     ),
     "rocm_index": (
@@ -41,8 +43,13 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
     ),
     "channel": (
         "name",
+        "aliases",
         "kind",
+        "stream",
         "url",
+        "all_arch_url",
+        "legacy_url",
+        "layout_from",
         "description",
         "indexes",
         "torch_min",
@@ -56,6 +63,15 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
         "note",
     ),
     "family_index": ("name", "url", "archs", "sources", "unconfirmed", "note"),
+    # jax.toml
+    "plugin": ("family", "backend", "major", "min_driver", "min_jaxlib", "plugin", "pjrt", "module",
+               "entry_point", "platform", "extra", "sources", "confirmed", "unconfirmed", "note"),
+    "plugin_archs": ("family", "version", "archs", "sources", "unconfirmed", "note"),
+    "route": ("name", "backend", "index", "first", "needs_local_rocm", "description", "sources", "confirmed",
+              "unconfirmed", "note"),
+    "fix": ("name", "backend", "variable", "value", "libraries", "problem", "remedy", "sources", "confirmed",
+            "unconfirmed", "note"),
+    "torch_xla": ("version", "python_min", "python_max", "sources"),
 }
 VARIANT_ORDER = (
     "index",

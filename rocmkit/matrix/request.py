@@ -25,7 +25,7 @@ class RefreshRequest:
     therock: Path | None = None
 
     def __post_init__(self) -> None:
-        from rocmkit.redact import check_url, conceal
+        from rocmkit.util.redact import check_url, conceal
 
         if self.timeout <= 0:
             raise UsageError(f"--timeout {self.timeout:g} is not a positive number of seconds", "give e.g. 20")
@@ -42,27 +42,35 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         build_inputs,
         clone_upstream,
         index_inputs,
+        jax_index_pages,
+        jax_projects,
         recorded_index,
+        recorded_jax_pages,
         recorded_upstream,
         recording_meta,
     )
     from rocmkit.matrix.write import plan_refresh, write_refresh
-    from rocmkit.paths import matrices_dir, overlay_dir
+    from rocmkit.util.paths import matrices_dir, overlay_dir
 
     source_dir = req.directory or matrices_dir()
     upstream = recorded_upstream(req.recording) if req.recording else {}
     upstream.update(clone_upstream(req.test_infra, req.therock))
     read_on = None
+    jax_read_on = None
+    jax_names = jax_projects(source_dir)
     if req.simple_url is None and req.recording is not None:
         meta = recording_meta(req.recording)
         pages, metadata = recorded_index(req.recording)
         index_url, read_on = meta["index_url"], meta["read_on"]
+        jax_pages, jax_read_on = recorded_jax_pages(req.recording, jax_names)
     else:
         index_url = req.simple_url or load_matrix(source_dir).pypi_url or "https://pypi.org/simple"
-        message(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/")
+        message(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/ and the jax projects")
         pages, metadata = index_inputs(index_url, timeout=req.timeout)
+        jax_pages = jax_index_pages(index_url, jax_names, timeout=req.timeout)
     inputs = build_inputs(
-        index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on
+        index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on,
+        jax_pages=jax_pages, jax_read_on=jax_read_on,
     )
     result = plan_refresh(source_dir, inputs)
     data(result.diff())
@@ -78,7 +86,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
     written = write_refresh(target, result, source_dir=source_dir)
     message(f"wrote {', '.join(written)}")
     if req.directory is None:
-        from rocmkit.paths import stamp_overlay
+        from rocmkit.util.paths import stamp_overlay
 
         stamp_overlay(target)
         message(f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)")

@@ -12,7 +12,12 @@ source as a reader would check it:
 * ``pypi_torch`` / ``pypi_torchvision`` / ``pypi_torchaudio``: the simple index's
   page: the release's CPython span and upload day, and that the companion exists;
 * ``therock_gen_*``: TheRock's ``RELEASES.md`` (device extras) and its release
-  matrix script (CPythons).
+  matrix script (CPythons);
+* ``pt_<commit>``: pytorch/pytorch's ``.ci/docker/manywheel/build.sh``: a ROCm index's
+  arch list is the ``PYTORCH_ROCM_ARCH`` of the branch that names its version.
+
+The report says where the sources were read from (the recording, a clone, or live), and
+each source that could not be read, with the reason.
 
 A fact's source is read from a recording (``tests/data/upstream`` layout: files
 at their commits, the index pages of one date) when it holds it, else live
@@ -36,11 +41,10 @@ from rocmkit.errors import NetworkError
 from rocmkit.matrix.model import Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.upstream import testinfra, therock
 from rocmkit.matrix.upstream.testinfra import BuildMatrix, ChannelBuild
-from rocmkit.packages import (
-    JSON_TYPE,
+from rocmkit.pkgindex.http import JSON_TYPE, http_get
+from rocmkit.pkgindex.pages import (
     ProjectPage,
     Wheel,
-    http_get,
     parse_metadata,
     parse_project_page,
     project_page,
@@ -57,10 +61,18 @@ class Report:
     not_stated: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # sources neither recorded nor reachable
     hand_kept: int = 0  # facts with no machine-readable source
+    read_from: dict[str, int] = field(default_factory=dict)  # "the recording DIR" / "live ..." -> files
 
     def lines(self) -> list[str]:
         out = [f"not stated: {line}" for line in self.not_stated]
         out += [f"unreadable: {line}" for line in self.unreadable]
+        if self.read_from:
+            out.append(
+                "sources read from: "
+                + "; ".join(f"{where} ({n} file{'s' if n != 1 else ''})" for where, n in self.read_from.items())
+            )
+        else:
+            out.append("sources read from: none (no source could be read)" if self.unreadable else "sources read from: none")
         out.append(
             f"{self.checked} facts re-read from their sources: {len(self.not_stated)} not stated by them; "
             f"{len(self.unreadable)} sources could not be read; {self.hand_kept} facts rest on hand-kept "
@@ -86,6 +98,17 @@ class Sources:
         self.timeout = timeout
         self._files: dict[str, str | None] = {}
         self._pages: dict[str, ProjectPage | None] = {}
+        self.origins: dict[str, int] = {}  # where each file or page came from -> how many
+        self.failures: dict[str, str] = {}  # url -> why it could not be read
+
+    def _came(self, where: str) -> None:
+        self.origins[where] = self.origins.get(where, 0) + 1
+
+    def _why_not(self, url: str, live_error: str | None) -> None:
+        if self.offline:
+            self.failures[url] = "not in the recording, and --offline reads nothing live"
+        else:
+            self.failures[url] = f"not in the recording; the live read failed: {live_error or 'no answer'}"
 
     def github_file(self, url: str) -> str | None:
         """The text of ``https://github.com/<owner>/<repo>/blob/<commit>/<path>``."""
@@ -96,17 +119,27 @@ class Sources:
         if m:
             owner, repo, commit, path = m.groups()
             text = self._recorded_file(repo, commit, path)
+            if text is not None:
+                self._came(f"the recording {self.recording}")
             if text is None and repo in self.clones:
                 from rocmkit.matrix.upstream.history import git_file
 
                 text = git_file(self.clones[repo], commit, path)
+                if text is not None:
+                    self._came(f"the clone {self.clones[repo]}")
+            error: str | None = None
             if text is None and not self.offline:
                 raw = f"https://raw.githubusercontent.com/{owner}/{repo}/{commit}/{path}"
                 try:
                     resp = http_get(raw, timeout=self.timeout, max_bytes=4 * 1024 * 1024)
                     text = resp.body.decode("utf-8", "replace") if resp.status == 200 else None
-                except NetworkError:
-                    text = None
+                    error = None if text is not None else f"{raw} answered HTTP {resp.status}"
+                except NetworkError as exc:
+                    error = exc.message
+                if text is not None:
+                    self._came("live: raw.githubusercontent.com")
+            if text is None:
+                self._why_not(url, error)
         self._files[url] = text
         return text
 
@@ -126,11 +159,19 @@ class Sources:
         if key in self._pages:
             return self._pages[key]
         page = self._recorded_page(index_url, project)
+        if page is not None:
+            self._came(f"the recording {self.recording}")
+        error: str | None = None
         if page is None and not self.offline:
             try:
                 page = project_page(index_url, project, timeout=self.timeout)
-            except NetworkError:
-                page = None
+                error = None if page is not None else f"{key} does not exist (404)"
+            except NetworkError as exc:
+                error = exc.message
+            if page is not None:
+                self._came(f"live: {index_url.rstrip('/')}")
+        if page is None:
+            self._why_not(key, error)
         self._pages[key] = page
         return page
 
@@ -207,9 +248,42 @@ def check_sources(m: Matrix, sources: Sources) -> Report:
 
     for rel in m.torch_releases:
         _check_release(rel, m, texts, sources, bm_of, rep)
+    _check_rocm_indexes(m, texts, sources, rep)
     _check_channels(m, sources, rep)
-    rep.unreadable = sorted(set(rep.unreadable))
+    rep.unreadable = sorted({_with_reason(line, sources.failures) for line in rep.unreadable})
+    rep.read_from = dict(sources.origins)
     return rep
+
+
+def _with_reason(line: str, failures: dict[str, str]) -> str:
+    """An unreadable source's line, with why it could not be read."""
+    for url, why in failures.items():
+        if url in line or url.rstrip("/") in line:
+            return f"{line} ({why})"
+    return line
+
+
+def _check_rocm_indexes(m: Matrix, texts: dict[str, str], sources: Sources, rep: Report) -> None:
+    """A ROCm index's arch list that cites pytorch's build script is that script's list."""
+    from rocmkit.matrix.upstream import pytorch
+
+    for index in m.rocm_indexes.values():
+        keys = [k for k in index.sources if k.startswith("pt_")]
+        if not keys or not index.is_confirmed("archs"):
+            continue
+        for key in keys:
+            url = _url_of(texts.get(key, ""))
+            text = sources.github_file(url) if url else None
+            if text is None:
+                rep.unreadable.append(f"torch.toml [sources] {key}: {url or texts.get(key)}")
+                continue
+            rep.checked += 1
+            said = pytorch.rocm_archs(text, index.rocm)
+            if set(said) != set(index.archs):
+                rep.not_stated.append(
+                    f"torch.toml rocm_index {index.name} archs {' '.join(index.archs)}: {url} builds "
+                    f"ROCm {index.rocm} with {' '.join(said)}"
+                )
 
 
 def _is_ti(key: str) -> bool:

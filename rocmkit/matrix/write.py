@@ -15,16 +15,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.matrix.fields import read_toml
 from rocmkit.matrix.generate import Inputs, Outcome, generate
 from rocmkit.matrix.load import parse_matrix
 from rocmkit.matrix.render import header_of, render
+from rocmkit.util.atomicio import write_text_atomic
 
-GENERATED = ("torch.toml", "channels.toml")
+GENERATED = ("torch.toml", "channels.toml", "jax.toml")
 TOP_ORDER = {
     "torch.toml": ("sources", "rocm_index", "release"),
     "channels.toml": ("sources", "pytorch", "channel", "family_index"),
+    "jax.toml": ("sources", "plugin", "plugin_archs", "route", "fix", "torch_xla_gpu", "release", "torch_xla"),
 }
 
 
@@ -36,13 +37,13 @@ class Refresh:
 
     @property
     def changed(self) -> list[str]:
-        return [n for n in GENERATED if self.texts[n] != self.old[n]]
+        return [n for n in GENERATED if n in self.texts and self.texts[n] != self.old.get(n)]
 
     def diff(self) -> str:
         out: list[str] = []
         for name in self.changed:
             out += difflib.unified_diff(
-                self.old[name].splitlines(keepends=True),
+                self.old.get(name, "").splitlines(keepends=True),
                 self.texts[name].splitlines(keepends=True),
                 fromfile=f"a/{name}",
                 tofile=f"b/{name}",
@@ -51,7 +52,7 @@ class Refresh:
 
 
 def plan_refresh(directory: Path, inputs: Inputs) -> Refresh:
-    old = {n: (directory / n).read_text(encoding="utf-8") for n in GENERATED}
+    old = {n: (directory / n).read_text(encoding="utf-8") for n in GENERATED if (directory / n).exists()}
     outcome = generate(read_toml(directory / "torch.toml"), read_toml(directory / "channels.toml"), inputs)
     texts = {
         "torch.toml": render(
@@ -61,6 +62,17 @@ def plan_refresh(directory: Path, inputs: Inputs) -> Refresh:
             outcome.channels_doc, header=header_of(old["channels.toml"]), top_order=TOP_ORDER["channels.toml"]
         ),
     }
+    if "jax.toml" in old and inputs.jax_pages:
+        from rocmkit.matrix.jaxgen import generate_jax
+
+        jax = generate_jax(
+            read_toml(directory / "jax.toml"),
+            inputs.jax_pages,
+            index_url=inputs.index_url,
+            read_on=inputs.jax_read_on or inputs.read_on,
+        )
+        outcome.notes += jax.notes
+        texts["jax.toml"] = render(jax.doc, header=header_of(old["jax.toml"]), top_order=TOP_ORDER["jax.toml"])
     _validate(directory, texts)
     return Refresh(texts=texts, old=old, outcome=outcome)
 
@@ -75,6 +87,10 @@ def _validate(directory: Path, texts: dict[str, str]) -> None:
         for name, text in texts.items():
             (scratch / name).write_text(text, encoding="utf-8")
         parse_matrix(scratch)
+        if (scratch / "jax.toml").exists():
+            from rocmkit.matrix.jaxdata import parse_jax
+
+            parse_jax(scratch)
 
 
 def write_refresh(target: Path, refresh: Refresh, *, source_dir: Path) -> list[str]:
@@ -86,6 +102,8 @@ def write_refresh(target: Path, refresh: Refresh, *, source_dir: Path) -> list[s
                 write_text_atomic(target / item.name, item.read_text(encoding="utf-8"))
     written = []
     for name in GENERATED:
+        if name not in refresh.texts:
+            continue
         dest = target / name
         current = dest.read_text(encoding="utf-8") if dest.exists() else None
         if current != refresh.texts[name]:

@@ -19,7 +19,7 @@ from rocmkit.parsers.records import (
     strip_ansi,
     to_int,
 )
-from rocmkit.safeload import tool_output_decoder
+from rocmkit.util.safeload import tool_output_decoder
 
 SOURCE = "amd-smi"
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from rocmkit.machine import Problem
-from rocmkit.runner import CommandResult
+from rocmkit.proc.runner import CommandResult
 from rocmkit.sources import Source
 
 Results = Mapping[str, CommandResult]

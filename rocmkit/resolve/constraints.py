@@ -12,7 +12,11 @@ from rocmkit.errors import UsageError
 # part would pass a regex only to overflow int() later.
 _RELEASE = r"[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?"
 
-CHANNELS = ("stable", "nightly", "therock")
+# PyTorch's two channels, then AMD's three (matrices/channels.toml); "therock" is the old
+# name of amd-nightly and still accepted.
+CHANNELS = ("stable", "nightly", "amd", "amd-rc", "amd-nightly", "therock")
+AMD_CHANNELS = ("amd", "amd-rc", "amd-nightly", "therock")
+FRAMEWORKS = ("torch", "jax", "torch-xla")
 INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"
 
 
@@ -21,10 +25,15 @@ class Constraints:
     torch: str | None = None  # "2.5" (newest 2.5.x) or "2.5.1" (exact)
     rocm: str | None = None  # "6.2" or "6.2.4"; forces a ROCm build
     python: str | None = None  # "3.11"; default: the running interpreter
-    channel: str = "stable"  # stable | nightly | therock
+    channel: str = "stable"  # stable | nightly | amd | amd-rc | amd-nightly (therock)
     cuda: str | None = None  # "12.4" or "cu124"; forces a CUDA build
     index_base: str | None = None  # replaces https://download.pytorch.org/whl (env ROCMKIT_INDEX_BASE)
     cpu: bool = False  # force CPU wheels
+    # Only facts a source confirms: a build known only from upstream's build lists (not yet
+    # seen on an index) is never planned unless --rocm/--cuda names it.
+    strict_data: bool = False
+    framework: str = "torch"  # torch | jax | torch-xla | torch,jax (what to plan for)
+    jax: str | None = None  # "0.10" (newest 0.10.x) or "0.10.2"; with --framework jax
 
     def validated(self) -> Constraints:
         """Check the shape of every value; one clear error per bad value."""
@@ -40,11 +49,37 @@ class Constraints:
             raise UsageError(f"--python {self.python!r} is not a CPython version", "give one like 3.11")
         if self.cuda is not None and not re.fullmatch(r"(cu[0-9]{3}|[0-9]{1,3}\.[0-9])", self.cuda):
             raise UsageError(f"--cuda {self.cuda!r} is not a CUDA version", "give one like 12.4 or cu124")
+        names = self.frameworks
+        bad = [n for n in names if n not in FRAMEWORKS]
+        if bad or not names or len(set(names)) != len(names):
+            raise UsageError(
+                f"--framework {self.framework!r} is not one of {', '.join(FRAMEWORKS)} (or torch,jax)",
+                "give torch, jax, torch-xla, or torch,jax",
+            )
+        if "torch-xla" in names and len(names) > 1:
+            raise UsageError("--framework torch-xla goes alone", "plan torch-xla and the others separately")
+        if self.jax is not None and "jax" not in names:
+            raise UsageError("--jax goes with --framework jax", "add --framework jax")
+        if self.jax is not None and not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,4}){1,3}", self.jax):
+            raise UsageError(f"--jax {self.jax!r} is not a version", "give a release like 0.10 or 0.10.2")
+        if "torch" not in names and self.torch is not None:
+            raise UsageError("--torch goes with --framework torch", "drop --torch, or add torch to --framework")
+        if "torch" not in names and self.channel != "stable":
+            raise UsageError(f"--channel {self.channel} is for torch", "drop --channel for --framework jax/torch-xla")
         forced = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]
         if len(forced) > 1:
             raise UsageError(f"{' and '.join(forced)} cannot be combined", "choose one backend")
         base = index_base_of(self)
         return self if base == self.index_base else replace(self, index_base=base)
+
+    @property
+    def amd_channel(self) -> bool:
+        """One of AMD's own channels (repo.amd.com and its rc and nightly streams)."""
+        return self.channel in AMD_CHANNELS
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        return tuple(n.strip() for n in self.framework.split(",") if n.strip())
 
     @property
     def rocm_version(self) -> str | None:
@@ -62,8 +97,8 @@ def index_base_of(cons: Constraints) -> str | None:
     """The mirror that replaces download.pytorch.org (``--index-base``, else
     ``ROCMKIT_INDEX_BASE``), checked, with any credentials in it masked: the plan, its
     reasons and every cache and report hold the masked URL; the installers and rocmkit's
-    HTTP client get the real one back (:func:`rocmkit.redact.reveal`)."""
-    from rocmkit.redact import check_url, conceal
+    HTTP client get the real one back (:func:`rocmkit.util.redact.reveal`)."""
+    from rocmkit.util.redact import check_url, conceal
 
     base = cons.index_base or os.environ.get(INDEX_BASE_ENV) or None
     if base is None:

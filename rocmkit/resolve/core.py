@@ -14,10 +14,17 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
 from rocmkit.plan import Plan
-from rocmkit.resolve import cuda, rocm
+from rocmkit.resolve import amd, cuda, rocm
 from rocmkit.resolve.constraints import INDEX_BASE_ENV, Constraints, index_base_of
 from rocmkit.resolve.explain import Notes
-from rocmkit.resolve.releases import candidate_releases, companions_of, requirements_for
+from rocmkit.resolve.releases import (
+    candidate_releases,
+    companions_of,
+    listed_only,
+    note_listed_only,
+    requirements_for,
+    usable,
+)
 
 
 def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None = None) -> Plan:
@@ -42,10 +49,32 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
         if problem.severity == "error":
             notes.warn(f"detection: {problem.source}: {problem.message}")
 
+    frameworks = cons.frameworks
+    if frameworks == ("torch-xla",):
+        from rocmkit.resolve import torch_xla
+
+        return torch_xla.plan(machine, m, cons, notes, python, base)
+    if "jax" in frameworks:
+        from rocmkit.resolve import jax_plan
+
+        if frameworks == ("jax",):
+            return jax_plan.plan(machine, m, cons, notes, python)
+        # torch and jax in one venv: each planned on its own, then one plan that keeps both pins.
+        jax_notes = Notes(matrix=m)
+        return jax_plan.combine(
+            _torch_plan(machine, m, cons, notes, python, base),
+            jax_plan.plan(machine, m, cons, jax_notes, python),
+        )
+    return _torch_plan(machine, m, cons, notes, python, base)
+
+
+def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
     if cons.cpu:
         notes.why("--cpu: CPU wheels were asked for")
         return cpu_plan(m, cons, notes, python, base)
-    if cons.rocm or cons.channel == "therock":
+    if cons.amd_channel:
+        return amd.plan(machine, m, cons, notes, python)
+    if cons.rocm:
         return rocm.plan(machine, m, cons, notes, python, base)
     if cons.cuda:
         return cuda.plan(machine, m, cons, notes, python, base)
@@ -81,9 +110,9 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
 
 
 def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
-    if cons.channel == "therock":
+    if cons.amd_channel:
         raise NoPlanError(
-            "TheRock's index has ROCm builds only", "use --channel stable or nightly for CPU wheels"
+            f"AMD's {cons.channel} channel has ROCm builds only", "use --channel stable or nightly for CPU wheels"
         )
     if cons.channel == "nightly":
         chan = m.channels["nightly"]
@@ -103,15 +132,29 @@ def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str 
             reasons=tuple(notes.reasons),
             python=python,
         )
+    passed: list[str] = []  # newer CPU builds known only from build lists, under --strict-data
     for release in candidate_releases(m, cons, notes, python):
         variant = release.variant("cpu")
         if variant is None:
             continue
-        if not variant.is_confirmed() and not cons.torch:
-            # Known only from a candidate's build lists: not a default (--torch X.Y takes it).
+        # --torch X.Y names the release, as --rocm/--cuda name an index on the GPU paths.
+        if not usable(variant, cons, named=bool(cons.torch)):
+            passed.append(release.version)
             continue
         reqs, _ = requirements_for(release, variant, notes, with_triton=False)
-        notes.why(f"torch {release.version} is the newest release with CPU wheels for Python {python}")
+        fallback: tuple[str, ...] = ()
+        if passed:
+            notes.why(
+                f"torch {release.version} is the newest release whose CPU build is confirmed, for Python "
+                f"{python}; the CPU builds of {', '.join(passed)} are not yet confirmed (only upstream's "
+                "build lists name them) and --strict-data plans only confirmed builds"
+            )
+        elif listed_only(variant):
+            notes.why(f"torch {release.version} is the newest release with CPU wheels for Python {python}")
+            notes.relies_on(variant, "torch.toml", f"torch {release.version}+cpu exists", "*")
+            fallback = note_listed_only(m, cons, notes, release, variant, python, base)
+        else:
+            notes.why(f"torch {release.version} is the newest release with CPU wheels for Python {python}")
         companions = companions_of(reqs)
         index_urls = [m.index_url("stable", "cpu", base)]
         if variant.interpreter_triton:
@@ -125,9 +168,9 @@ def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str 
                 f"{variant.interpreter_triton} and numpy: CPU wheels pin no Triton; this one runs rocmkit "
                 "doctor's Triton kernels under TRITON_INTERPRET=1 with this torch (companions)"
             )
-            if m.pypi_url:
-                # Triton is published on PyPI; the PyTorch index stays first for torch.
-                index_urls.append(m.pypi_url)
+        if m.pypi_url and (variant.interpreter_triton or "numpy" in fallback):
+            # Triton is published on PyPI; the PyTorch index stays first for torch.
+            index_urls.append(m.pypi_url)
         return Plan(
             backend="cpu",
             channel=cons.channel,
@@ -138,5 +181,18 @@ def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str 
             warnings=tuple(notes.warnings),
             reasons=tuple(notes.reasons),
             python=python,
+            fallback=fallback,
         )
-    raise NoPlanError("no release in the matrix has CPU wheels for these constraints", "drop --torch")
+    if passed:
+        raise NoPlanError(
+            f"torch {', '.join(passed)}'s CPU build is not yet confirmed: only upstream's build lists name it, "
+            "and --strict-data plans only confirmed builds",
+            "drop --strict-data to plan it (install falls back if the index lacks it), or choose another --torch",
+        )
+    what = f"torch {cons.torch}" if cons.torch else "no release in the matrix"
+    raise NoPlanError(
+        f"{what} has no CPU wheels for Python {python} in matrices/torch.toml"
+        if cons.torch
+        else f"no release in the matrix has CPU wheels for Python {python}",
+        "choose another --torch" if cons.torch else "run `rocmkit matrix refresh --write`",
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from packaging.version import Version
 
 from rocmkit.errors import NoPlanError
@@ -11,7 +13,15 @@ from rocmkit.matrix.model import release_key
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join
-from rocmkit.resolve.releases import candidate_releases, companions_of, requirements_for
+from rocmkit.resolve.releases import (
+    candidate_releases,
+    companions_of,
+    fallback_for,
+    listed_only,
+    note_listed_only,
+    requirements_for,
+    usable,
+)
 
 
 def _driver_ok(toolkit: CudaToolkit, driver: str | None, driver_cuda: str | None) -> bool:
@@ -66,13 +76,15 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     caps = _gpu_capabilities(machine, m, notes)
     wanted = cons.cuda_tag
     refused: list[str] = []
+    passed: list[str] = []  # builds known only from build lists, left out under --strict-data
     fits: list[tuple[TorchRelease, TorchVariant, CudaToolkit]] = []
     releases = candidate_releases(m, cons, notes, python)
     for release in releases:
         for variant in release.of_kind("cuda"):
             if wanted and variant.index != wanted:
                 continue
-            if not variant.is_confirmed() and not wanted:
+            if not usable(variant, cons, named=bool(wanted)):
+                passed.append(f"{release.version}+{variant.index}")
                 continue
             toolkit = m.cuda_toolkit(variant.cuda or "")
             if toolkit is None:
@@ -95,8 +107,16 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     if fits:
         # CUDA minor-version compatibility lets any cu12x (cu13x) wheel run on one driver floor,
         # so the newest release wins, then the newest CUDA it was built with.
+        # Within one release a confirmed build wins over one known only from build lists,
+        # then one that install can fall back from (a confirmed build on its index).
         release, variant, toolkit = max(
-            fits, key=lambda f: (Version(f[0].version), release_key(f[2].version))
+            fits,
+            key=lambda f: (
+                Version(f[0].version),
+                not listed_only(f[1]),
+                fallback_for(m, dataclasses.replace(cons, torch=None), f[0], f[1], python) is not None,
+                release_key(f[2].version),
+            ),
         )
         return _finish(m, cons, notes, python, base, release, variant, toolkit, driver, refused)
     if wanted and not any(v.index == wanted for r in releases for v in r.of_kind("cuda")):
@@ -104,6 +124,13 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
         raise NoPlanError(
             f"{what} has no {wanted} wheels for Python {python}", f"choose --cuda from: {join(have)}"
+        )
+    if passed and not refused:
+        what = f"torch {cons.torch}" if cons.torch else "the matrix"
+        raise NoPlanError(
+            f"{what}'s CUDA builds for Python {python} ({join(passed)}) are not yet confirmed: only "
+            "upstream's build lists name them, and --strict-data plans only confirmed builds",
+            "drop --strict-data to plan one (install falls back if the index lacks it), or name one with --cuda",
         )
     fix = "update the NVIDIA driver" if driver else "check `nvidia-smi`"
     raise NoPlanError(
@@ -143,6 +170,7 @@ def _finish(
     notes.relies_on(variant, "torch.toml", f"torch {tag} exists", "*")
     notes.relies_on(toolkit, "nvidia.toml", f"CUDA {toolkit.version} needs driver {toolkit.min_driver}", "*")
     reqs, triton = requirements_for(release, variant, notes)
+    fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
     return Plan(
         backend=variant.index,
         channel="stable",
@@ -154,4 +182,5 @@ def _finish(
         warnings=tuple(notes.warnings),
         reasons=tuple(notes.reasons),
         python=python,
+        fallback=fallback,
     )

@@ -25,6 +25,7 @@ an offline ``resolve`` pays for the attempt once. ``ROCMKIT_OFFLINE=1`` (or
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -38,11 +39,12 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import NetworkError, NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease
-from rocmkit.packages import ACCEPT, IndexFile, canonical, http_get, parse_project_page, parse_wheel
+from rocmkit.packages import canonical
+from rocmkit.pkgindex.http import ACCEPT, http_get
+from rocmkit.pkgindex.pages import IndexFile, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints, index_base_of
 
@@ -54,6 +56,7 @@ SAID = "index check: "  # how the live check's reasons start
 _ROUNDS = 6  # each round reads only indexes not read before, so this bounds nothing real
 
 Build = tuple[str, str]  # ("2.13.0+cpu", "3.11")
+PURE = "py3"  # a Build's Python for a wheel any CPython 3 installs (torchaudio 2.11.1: py3-none-...)
 
 
 def offline_requested() -> bool:
@@ -70,7 +73,7 @@ class Seen:
     detail: str = ""  # "answered", "cached 3 min ago", "did not answer: ..."
 
     def serves(self, version: str, python: str) -> bool:
-        return (version, python) in self.builds
+        return (version, python) in self.builds or (version, PURE) in self.builds
 
     def versions(self, local: str | None) -> set[Version]:
         out = set()
@@ -81,14 +84,17 @@ class Seen:
         return out
 
 
-def _builds(files: Iterable[IndexFile]) -> frozenset[Build]:
+def _builds(files: Iterable[IndexFile], project: str = "torch") -> frozenset[Build]:
     out: set[Build] = set()
+    name = canonical(project)
     for f in files:
         wheel = parse_wheel(f)
-        if wheel is None or wheel.name != "torch" or not wheel.is_linux_x86_64():
+        if wheel is None or wheel.name != name or not (wheel.is_linux_x86_64() or wheel.is_pure()):
             continue
         for py in wheel.cpythons():
             out.add((str(wheel.version), py))
+        if any(t.split("-")[0] in ("py3", "py2.py3") and t.split("-")[1] == "none" for t in wheel.tags):
+            out.add((str(wheel.version), PURE))
     return frozenset(out)
 
 
@@ -97,19 +103,22 @@ def _cache_file(cache: Path, url: str) -> Path:
 
 
 def _read_cache(path: Path) -> dict[str, object] | None:
+    from rocmkit.util.trust import load_cached
+
+    # Only an entry of this user's (or root's) in a folder nobody else can write.
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(load_cached(path) or b"null")
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 
 
 def _write_cache(path: Path, entry: dict[str, object]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(entry))
-    except OSError:
-        pass  # a read-only cache folder costs a request next time, nothing else
+    from rocmkit.util.trust import store_cached
+
+    # A read-only cache folder costs a request next time, nothing else.
+    with contextlib.suppress(OSError):
+        store_cached(path, json.dumps(entry).encode())
 
 
 def _cached_builds(entry: dict[str, object]) -> frozenset[Build]:
@@ -128,24 +137,28 @@ def _folder(source: str) -> Path | None:
     return None
 
 
-def _read_folder(source: str, folder: Path, *, is_index: bool) -> Seen:
-    where = folder / "torch" if is_index else folder
+def _read_folder(source: str, folder: Path, *, is_index: bool, project: str = "torch") -> Seen:
+    where = folder / canonical(project) if is_index else folder
     if not where.is_dir():
+        if is_index and project != "torch" and folder.is_dir():
+            return Seen(url=source, answered=True, detail=f"has no {project} ({where} is not a folder)")
         return Seen(url=source, answered=False, detail=f"{where} is not a folder")
     files = [IndexFile(filename=p.name, url=p.as_uri()) for p in where.iterdir() if p.suffix == ".whl"]
-    return Seen(url=source, answered=True, builds=_builds(files), detail="local folder")
+    return Seen(url=source, answered=True, builds=_builds(files, project), detail="local folder")
 
 
-def observe_one(source: str, *, is_index: bool = True, timeout: float, cache: Path | None) -> Seen:
-    """Read ``<source>/torch/`` (an index) or ``source`` (a find-links folder or page)."""
-    from rocmkit.redact import conceal
+def observe_one(
+    source: str, *, is_index: bool = True, timeout: float, cache: Path | None, project: str = "torch"
+) -> Seen:
+    """Read ``<source>/<project>/`` (an index) or ``source`` (a find-links folder or page)."""
+    from rocmkit.util.redact import conceal
 
     # Masked from here on (a pip.conf index may carry a token): the URL lands in the cache and the reasons.
     source = conceal(source)
     folder = _folder(source)
     if folder is not None:
-        return _read_folder(source, folder, is_index=is_index)
-    page = source.rstrip("/") + "/" + canonical("torch") + "/" if is_index else source
+        return _read_folder(source, folder, is_index=is_index, project=project)
+    page = source.rstrip("/") + "/" + canonical(project) + "/" if is_index else source
     path = _cache_file(cache, page) if cache is not None else None
     entry = _read_cache(path) if path is not None else None
     now = time.time()
@@ -166,10 +179,10 @@ def observe_one(source: str, *, is_index: bool = True, timeout: float, cache: Pa
         if resp.status == 304 and entry is not None:
             builds, etag, detail = _cached_builds(entry), entry.get("etag"), "not modified since last read"
         elif resp.status == 200:
-            builds = _builds(parse_project_page(page, resp.body, resp.content_type))
+            builds = _builds(parse_project_page(page, resp.body, resp.content_type), project)
             etag, detail = resp.etag, "answered"
         elif resp.status == 404:
-            builds, etag, detail = frozenset(), None, "has no torch (404)"
+            builds, etag, detail = frozenset(), None, f"has no {project} (404)"
         elif resp.status in (401, 403):
             # Not cached: the user fixes the credentials and runs again.
             return Seen(
@@ -209,7 +222,7 @@ def observer(*, timeout: float = TIMEOUT_S, cache: Path | None = None) -> Observ
 
 
 def default_cache() -> Path:
-    from rocmkit.paths import cache_dir
+    from rocmkit.util.paths import cache_dir
 
     return cache_dir() / "indexes"
 
@@ -245,6 +258,16 @@ def _keep(matrix: Matrix, served: Callable[[TorchRelease, str], bool | None]) ->
     return dataclasses.replace(matrix, torch_releases=tuple(releases))
 
 
+ProjectReader = Callable[[str, str], Seen]  # (index URL, project) -> what its page serves
+
+
+def project_reader(*, timeout: float = TIMEOUT_S, cache: Path | None = None) -> ProjectReader:
+    def read(index: str, project: str) -> Seen:
+        return observe_one(index, timeout=timeout, cache=cache, project=project)
+
+    return read
+
+
 def check_plan(
     plan: Plan,
     machine: Machine,
@@ -253,9 +276,87 @@ def check_plan(
     *,
     fallbacks: Sequence[tuple[str, bool]] = (),
     read: Observer | None = None,
+    read_project: ProjectReader | None = None,
 ) -> Plan:
     """``plan`` held to what its torch index serves now; when that index does not answer,
-    to what ``fallbacks`` ((source, is_index): the user's pip sources) hold."""
+    to what ``fallbacks`` ((source, is_index): the user's pip sources) hold. Then every other
+    package the plan pins from that index (torchvision, torchaudio, a ROCm Triton) is held to
+    what the index serves: one it lacks is left out, and the plan says so."""
+    held = _check_torch(plan, machine, constraints, matrix, fallbacks=fallbacks, read=read)
+    if held.index_urls and _torch_pin(held) is not None and held.python:
+        return check_pins(held, read_project or project_reader(cache=default_cache()))
+    return held
+
+
+def _index_pins(plan: Plan) -> list[tuple[str, str]]:
+    """(name, version) of the pins other than torch that only the plan's index serves: a
+    local version of its backend (torchvision==0.28.0+cpu), or a ROCm build's Triton."""
+    from rocmkit.packages import is_triton, parse_pin
+
+    out = []
+    for req in plan.requirements:
+        pin = parse_pin(req)
+        if pin is None or pin.project == "torch":
+            continue
+        ours = pin.version.endswith("+" + plan.backend)
+        if ours or (is_triton(pin.name) and plan.backend.startswith("rocm")):
+            out.append((pin.name, pin.version))
+    return out
+
+
+def check_pins(plan: Plan, read_project: ProjectReader) -> Plan:
+    """Leave out each pinned package the plan's index answers for without serving it (a mirror
+    with torch but empty torchvision/torchaudio pages); an index that does not answer changes nothing."""
+    if not plan.index_urls or not plan.python:
+        return plan
+    index = plan.index_urls[0]
+    pins = _index_pins(plan)
+    if not pins:
+        return plan
+    with ThreadPoolExecutor(max_workers=min(4, len(pins))) as pool:
+        seen = list(pool.map(lambda p: read_project(index, p[0]), pins))
+    drop: list[str] = []
+    warnings: list[str] = []
+    triton = plan.triton
+    for (name, version), s in zip(pins, seen, strict=True):
+        if not s.answered or s.serves(version, plan.python):
+            continue
+        req = next(r for r in plan.requirements if r.startswith(f"{name}=="))
+        drop.append(req)
+        why = (
+            f"{index} {s.detail}"
+            if "has no" in s.detail
+            else f"{index} serves no {name} {version} wheel for Python {plan.python}"
+        )
+        if req in plan.companions:
+            warnings.append(
+                f"{why}: {req} is left out of the plan (torch runs without it; add it from another source "
+                "if you need it)"
+            )
+        else:
+            warnings.append(f"{why}: the pin {req} is left out; torch's own Requires-Dist names the Triton it needs")
+            if triton == req:
+                triton = None
+    if not drop:
+        return plan
+    return dataclasses.replace(
+        plan,
+        requirements=tuple(r for r in plan.requirements if r not in drop),
+        companions=tuple(c for c in plan.companions if c not in drop),
+        triton=triton,
+        warnings=(*plan.warnings, *warnings),
+    )
+
+
+def _check_torch(
+    plan: Plan,
+    machine: Machine,
+    constraints: Constraints,
+    matrix: Matrix,
+    *,
+    fallbacks: Sequence[tuple[str, bool]] = (),
+    read: Observer | None = None,
+) -> Plan:
     from rocmkit.resolve.core import resolve
 
     if _torch_pin(plan) is None or plan.channel != "stable" or not plan.python or not plan.index_urls:
@@ -306,6 +407,9 @@ def check_plan(
             holder = next((s for s in answering if s.serves(pin, python)), None)
             if holder is None:
                 return current
+            # Re-resolved with what was seen: a build known only from build lists is now confirmed
+            # (no "not yet seen" reason, no fallback).
+            current = dataclasses.replace(replanned, reasons=(*replanned.reasons, *_carried(current)))
             return _noted(
                 current,
                 reasons=[

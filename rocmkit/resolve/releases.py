@@ -80,3 +80,80 @@ def requirements_for(
                 f"({variant.triton} in matrices/torch.toml); it is left to torch's own Requires-Dist"
             )
     return reqs, triton
+
+
+# -- builds known only from upstream's build lists ------------------------------------
+
+
+def listed_only(variant: TorchVariant) -> bool:
+    """Upstream's build lists name this build, but no index or PyPI has been seen serving it."""
+    return not variant.is_confirmed()
+
+
+def usable(variant: TorchVariant, cons: Constraints, *, named: bool) -> bool:
+    """May the resolver plan ``variant``? A confirmed build always; one known only from the build
+    lists unless --strict-data (or when --rocm/--cuda names its index: the user asked for it)."""
+    return not listed_only(variant) or named or not cons.strict_data
+
+
+def fallback_for(
+    m: Matrix, cons: Constraints, release: TorchRelease, variant: TorchVariant, python: str
+) -> tuple[TorchRelease, TorchVariant] | None:
+    """The newest confirmed build on the same index as ``variant`` (so the same URL: install
+    never changes source), older than ``release``, for ``python`` and within --torch."""
+    pool = m.torch_series(cons.torch) if cons.torch else tuple(reversed(m.torch_releases))
+    for older in pool:
+        if Version(older.version) >= Version(release.version) or not older.supports_python(python):
+            continue
+        same = older.variant(variant.index)
+        if same is not None and not listed_only(same):
+            return older, same
+    return None
+
+
+def sources_of(m: Matrix, variant: TorchVariant) -> str:
+    """Where a listed-only build is named, in a few words (the build lists' revisions)."""
+    from rocmkit.resolve.explain import short_source
+
+    names = [short_source(m.source_text("torch.toml", s)) for s in variant.sources]
+    return ", ".join(names) if names else "no source"
+
+
+def note_listed_only(
+    m: Matrix,
+    cons: Constraints,
+    notes: Notes,
+    release: TorchRelease,
+    variant: TorchVariant,
+    python: str,
+    base: str | None,
+) -> tuple[str, ...]:
+    """Say that the planned build is not yet seen on an index, and name its fallback.
+
+    Returns the fallback's requirements (``Plan.fallback``), empty when no confirmed build
+    shares the index."""
+    tag = f"{release.version}+{variant.index}"
+    notes.why(
+        f"torch {tag} is not yet seen on an index: only upstream's build lists name it "
+        f"({sources_of(m, variant)}); planned as the newest release upstream built for this machine "
+        "(--strict-data plans only confirmed builds)"
+    )
+    found = fallback_for(m, cons, release, variant, python)
+    if found is None:
+        within = f" within --torch {cons.torch}" if cons.torch else ""
+        notes.warn(
+            f"torch {tag} is not yet seen on an index, and no confirmed build{within} shares its index "
+            f"{m.index_url('stable', variant.index, base)}: if that index answers without it, the install fails"
+            + ("" if cons.torch else " (--strict-data plans only confirmed builds)")
+        )
+        return ()
+    old, old_variant = found
+    scratch = Notes(matrix=m)
+    reqs, _ = requirements_for(old, old_variant, scratch, with_triton=variant.kind != "cpu")
+    if old_variant.interpreter_triton:
+        reqs += [old_variant.interpreter_triton, "numpy"]  # as the CPU plan offers them
+    notes.why(
+        f"fallback: torch {old.version}+{old_variant.index}, the newest confirmed build on the same index; "
+        f"`rocmkit install` uses it if {m.index_url('stable', variant.index, base)} answers without {tag}"
+    )
+    return tuple(reqs)

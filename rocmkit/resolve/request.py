@@ -9,6 +9,8 @@ from pathlib import Path
 from rocmkit.errors import UsageError
 from rocmkit.resolve.constraints import Constraints
 
+FORMATS = ("summary", "json", "requirements")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ResolveRequest:
@@ -21,17 +23,27 @@ class ResolveRequest:
     channel: str = "stable"
     index_base: str | None = None
     offline: bool = False  # plan from the data alone; do not ask the index what it serves now
+    strict_data: bool = False  # only confirmed builds (not those known only from build lists)
     as_json: bool = False
-    fmt: str = "summary"  # summary | json | requirements
+    fmt: str = "summary"  # one of FORMATS
     fresh: bool = False  # ignore the cached detection and output
+    framework: str = "torch"  # torch | jax | torch-xla | torch,jax
+    jax_version: str | None = None
+    # --with: packages resolved into the plan (xformers, flash-attn, bitsandbytes: matrices/companions.toml)
+    with_packages: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.fmt not in ("summary", "json", "requirements"):
-            raise UsageError(f"--format {self.fmt!r} is not summary, json or requirements", "pick one")
-        if self.as_json and self.fmt == "requirements":
+        if self.fmt not in FORMATS:
+            raise UsageError(f"--format {self.fmt!r} is not one of {', '.join(FORMATS)}", "pick one")
+        if self.as_json and self.fmt not in ("summary", "json"):
             # One of the two would be silently ignored.
-            raise UsageError("--json and --format requirements ask for two outputs", "pass only one of them")
-        self.constraints()
+            raise UsageError(f"--json and --format {self.fmt} ask for two outputs", "pass only one of them")
+        from rocmkit.companions.wanted import requirements_of
+
+        object.__setattr__(self, "with_packages", requirements_of(self.with_packages))
+        cons = self.constraints()
+        if self.with_packages and "torch" not in cons.frameworks:
+            raise UsageError("--with resolves packages beside torch", "add torch to --framework (torch,jax)")
 
     def constraints(self) -> Constraints:
         return Constraints(
@@ -42,4 +54,7 @@ class ResolveRequest:
             cuda=self.cuda,
             index_base=self.index_base or None,
             cpu=self.cpu,
+            strict_data=self.strict_data,
+            framework=self.framework,
+            jax=self.jax_version,
         ).validated()

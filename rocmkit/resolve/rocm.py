@@ -1,7 +1,9 @@
-"""The ROCm half of resolve: PyTorch's ROCm wheels (stable, nightly) and AMD's TheRock index."""
+"""The ROCm half of resolve: PyTorch's ROCm wheels (stable, nightly); AMD's own channels are
+in ``amd.py``."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -12,9 +14,18 @@ from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.driver import check_driver, in_window, window_filter
 from rocmkit.resolve.explain import Notes, join, short_source
 from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe
-from rocmkit.resolve.releases import candidate_releases, companions_of, requirements_for
+from rocmkit.resolve.releases import (
+    candidate_releases,
+    companions_of,
+    fallback_for,
+    listed_only,
+    note_listed_only,
+    requirements_for,
+    usable,
+)
 
 
 @dataclass(frozen=True)
@@ -23,15 +34,18 @@ class _Candidate:
     variant: TorchVariant
     fit: Assessment
     incomplete: tuple[str, ...] = ()  # code archs a bundled library of this index lacks
+    # 2: confirmed; 1: known only from build lists, with a confirmed fallback on its index; 0: neither.
+    # Within one release a confirmed build (or one install can fall back from) wins.
+    trust: int = 2
 
     @property
     def complete(self) -> int:
         return sum(1 for u in self.fit.usable if u.code_arch not in self.incomplete)
 
-    def key(self) -> tuple[int, int, int, Version, int, tuple[int, ...]]:
+    def key(self) -> tuple[int, int, int, Version, int, int, tuple[int, ...]]:
         primary, total, native = self.fit.score()
         rocm = release_key(self.variant.rocm or "0")
-        return (primary, total, self.complete, Version(self.release.version), native, rocm)
+        return (primary, total, self.complete, Version(self.release.version), self.trust, native, rocm)
 
 
 def rocm_matches(index_rocm: str, wanted: str, m: Matrix) -> bool:
@@ -51,8 +65,6 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
             "no AMD GPU is visible on this machine; the plan follows --rocm/--channel for another machine"
             " (or a container image)"
         )
-    if cons.channel == "therock":
-        return _therock(machine, m, cons, notes, python, gpus)
     if cons.channel == "nightly":
         return _nightly(machine, m, cons, notes, python, base, gpus)
     return _stable(machine, m, cons, notes, python, base, gpus)
@@ -69,18 +81,29 @@ def _stable(
 ) -> Plan:
     wanted = cons.rocm_version
     candidates: list[_Candidate] = []
+    passed: list[str] = []  # builds known only from build lists, left out under --strict-data
+    anyrel = dataclasses.replace(cons, torch=None)
     for release in candidate_releases(m, cons, notes, python):
         for variant in release.of_kind("rocm"):
             if wanted and not rocm_matches(variant.rocm or "", wanted, m):
                 continue
-            # A variant whose very existence is unconfirmed is used only when asked for.
-            if not variant.is_confirmed() and not wanted:
+            if not usable(variant, cons, named=bool(wanted)):
+                passed.append(f"{release.version}+{variant.index}")
                 continue
             index = m.rocm_indexes.get(variant.index)
             incomplete = index.incomplete_archs if index else ()
-            candidates.append(_Candidate(release, variant, assess(gpus, variant.archs), incomplete))
+            # Ranked on an index with confirmed builds (any release), even where --torch leaves no fallback.
+            trust = 2 if not listed_only(variant) else 1 if fallback_for(m, anyrel, release, variant, python) else 0
+            candidates.append(_Candidate(release, variant, assess(gpus, variant.archs), incomplete, trust))
     if not candidates:
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
+        if passed:
+            raise NoPlanError(
+                f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet confirmed: only "
+                "upstream's build lists name them, and --strict-data plans only confirmed builds",
+                "drop --strict-data to plan one (install falls back if the index lacks it), or name one with "
+                "--rocm X.Y",
+            )
         have = sorted(
             {v.index for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
         )
@@ -91,6 +114,8 @@ def _stable(
     best = max(candidates, key=_Candidate.key)
     if gpus and not best.fit.usable:
         _no_wheel_for(gpus, m, cons, python)
+    if not wanted:
+        best = _inside_driver_window(machine, m, notes, candidates, best)
     for cand in candidates:
         if (
             cand.key()[:2] == best.key()[:2]
@@ -106,6 +131,30 @@ def _stable(
     return _finish(machine, m, cons, notes, python, base, best.release, best.variant, best.fit, gpus)
 
 
+def _inside_driver_window(
+    machine: Machine, m: Matrix, notes: Notes, candidates: list[_Candidate], best: _Candidate
+) -> _Candidate:
+    """Prefer a build whose ROCm is inside the node's amdgpu driver window, among the builds
+    that run on as many GPUs as the best one (AMD supports a driver with its window only)."""
+    rel, how = window_filter(machine, m)
+    if rel is None or in_window(rel, best.variant.rocm or "0") is not False:
+        return best
+    inside = [
+        c for c in candidates
+        if c.key()[:2] == best.key()[:2] and in_window(rel, c.variant.rocm or "0")
+    ]
+    if not inside:
+        return best
+    chosen = max(inside, key=_Candidate.key)
+    notes.why(
+        f"torch {best.release.version}+{best.variant.index} was passed over: its ROCm {best.variant.rocm} is "
+        f"outside the window of {how} (ROCm {rel.userspace_min} to {rel.userspace_max}); "
+        f"{chosen.release.version}+{chosen.variant.index} is inside (for the newer one, install the amdgpu-dkms "
+        f"of a newer ROCm, or pass --rocm {best.variant.rocm})"
+    )
+    return chosen
+
+
 def _no_wheel_for(gpus: tuple[AmdGpu, ...], m: Matrix, cons: Constraints, python: str) -> None:
     """No candidate runs on any GPU: say which release would, or which channel."""
     archs = join(sorted({g.arch or "unknown" for g in gpus}))
@@ -118,15 +167,15 @@ def _no_wheel_for(gpus: tuple[AmdGpu, ...], m: Matrix, cons: Constraints, python
                 and release.supports_python(python)
             ):
                 first = first or (release, variant)
-    therock = m.channels["therock"]
-    on_therock = [g.arch for g in gpus if g.arch in therock.archs]
+    amd = m.channels["amd-nightly"] if "amd-nightly" in m.channels else m.channels["therock"]
+    on_amd = [g.arch for g in gpus if g.arch in amd.archs]
     fixes: list[str] = []
     if first is not None and cons.torch:
         fixes.append(
             f"use --torch {first[0].series} or newer (first with {archs}: {first[0].version}+{first[1].index})"
         )
-    if on_therock:
-        fixes.append("use --channel therock (AMD's multi-arch index has device code for it)")
+    if on_amd:
+        fixes.append(f"use --channel {amd.name} (AMD's multi-arch builds have device code for it)")
     unknown = [str(g.ordinal) for g in gpus if g.arch is None]
     if unknown:
         # "device code for unknown" names no fix; the override does.
@@ -213,9 +262,10 @@ def _finish(
     elif fit.unusable:
         unsupported += [f"{gpu.label}: {why}" for gpu, why in fit.unusable]
     _check_rocm_release(m, notes, variant, fit)
-    _check_driver(machine, m, notes, variant.rocm or "")
+    check_driver(machine, m, notes, variant.rocm or "")
     _check_userspace(machine, notes, variant.rocm or "")
     reqs, triton = requirements_for(release, variant, notes)
+    fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
     return Plan(
         backend=variant.index,
         channel="stable",
@@ -230,6 +280,7 @@ def _finish(
         python=python,
         target_archs=tuple(used),
         unsupported_gpus=tuple(unsupported),
+        fallback=fallback,
     )
 
 
@@ -246,45 +297,6 @@ def _check_rocm_release(m: Matrix, notes: Notes, variant: TorchVariant, fit: Ass
                 f"AMD does not list {arch} as supported by ROCm {rel.version}; "
                 "PyTorch's wheel carries code for it, which is what matters here"
             )
-
-
-def _check_driver(machine: Machine, m: Matrix, notes: Notes, rocm: str) -> None:
-    """Wheels bundle ROCm user space but not the kernel driver: check the driver's window."""
-    if machine.rocm.driver_loaded is False:
-        notes.warn(
-            "the amdgpu kernel driver is not loaded; no ROCm wheel can reach the GPU until it is "
-            "(load it with `modprobe amdgpu`, or install amdgpu-dkms)"
-        )
-    drv = machine.rocm.driver_version
-    if not drv or not rocm:
-        return
-    rel = m.rocm_release_for_dkms(drv)
-    if rel is None:
-        notes.why(
-            f"amdgpu kernel driver {drv} is not an amdgpu-dkms release listed in matrices/rocm.toml "
-            "(likely the kernel's own driver); its window was not checked"
-        )
-        return
-    notes.relies_on(rel, "rocm.toml", f"amdgpu-dkms {drv} ships with ROCm {rel.version}", "amdgpu_dkms")
-    lo, hi = rel.userspace_min, rel.userspace_max
-    if lo is None or hi is None:
-        notes.why(
-            f"amdgpu-dkms {drv} is ROCm {rel.version}'s driver; no user-space window is recorded for it"
-        )
-        return
-    notes.relies_on(
-        rel, "rocm.toml", f"ROCm {rel.version}'s driver works with user space {lo}-{hi}", "userspace_min"
-    )
-    key = release_key(rocm)[:2]
-    if release_key(lo) <= key <= release_key(hi):
-        notes.why(
-            f"kernel driver {drv} (ROCm {rel.version}) works with ROCm {lo} to {hi}; the wheel's {rocm} is inside"
-        )
-    else:
-        notes.warn(
-            f"kernel driver {drv} (ROCm {rel.version}) is tested with ROCm user space {lo} to {hi}, "
-            f"but the wheel bundles ROCm {rocm}; install the amdgpu-dkms of a newer ROCm, or pick --rocm {lo}..{hi}"
-        )
 
 
 def _check_userspace(machine: Machine, notes: Notes, rocm: str) -> None:
@@ -332,7 +344,7 @@ def _nightly(
         raise NoPlanError(
             f"the nightly ROCm wheels ({join(options)}) carry no code for "
             f"{join(sorted({g.arch or 'unknown' for g in gpus}))}",
-            "use --channel therock, or --cpu",
+            "use --channel amd-nightly (AMD's multi-arch builds), or --cpu",
         )
     for use in fit.usable:
         if use.how == "override":
@@ -346,7 +358,7 @@ def _nightly(
     notes.why(f"nightly channel: torch>={torch_min} (pre-releases) from {index}")
     notes.warn("nightly builds are not pinned; record what was installed with `rocmkit install --lock FILE`")
     notes.relies_on(chan, "channels.toml", f"nightly versions start at {torch_min}", "torch_min")
-    _check_driver(machine, m, notes, index[4:])
+    check_driver(machine, m, notes, index[4:])
     return Plan(
         backend=index,
         channel="nightly",
@@ -359,63 +371,4 @@ def _nightly(
         python=python,
         target_archs=tuple(sorted({u.code_arch for u in fit.usable})),
         unsupported_gpus=tuple(f"{g.label}: {why}" for g, why in fit.unusable),
-    )
-
-
-def _therock(
-    machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, gpus: tuple[AmdGpu, ...]
-) -> Plan:
-    chan = m.channels["therock"]
-    if chan.python_min and chan.python_max:
-        key = release_key(python)[:2]
-        if not release_key(chan.python_min) <= key <= release_key(chan.python_max):
-            raise NoPlanError(
-                f"TheRock's index has wheels for Python {chan.python_min} to {chan.python_max}, not {python}",
-                f"use a Python in that range (--python {chan.python_max})",
-            )
-    if cons.torch or cons.rocm:
-        notes.warn(
-            "TheRock's multi-arch index is a nightly channel: --torch and --rocm are not applied to it"
-        )
-    if cons.index_base:
-        notes.warn("--index-base replaces download.pytorch.org only; TheRock's index is used as is")
-    usable = [g for g in gpus if g.arch in chan.archs]
-    unusable = [g for g in gpus if g.arch not in chan.archs]
-    if not usable:
-        what = join(sorted({g.arch or "unknown" for g in gpus})) if gpus else "no AMD GPU"
-        raise NoPlanError(
-            f"TheRock wheels select device code by gfx arch, and this machine has {what} "
-            f"(TheRock has: {join(chan.archs)})",
-            "set ROCMKIT_GFX=gfxNNNN for the target machine, or use --channel stable",
-        )
-    archs = sorted({g.arch or "" for g in usable})
-    extras = ",".join(f"device-{a}" for a in archs)
-    reqs = tuple(p.replace("device-{gfx}", extras) for p in chan.packages)
-    notes.why(f"TheRock's multi-arch index has device code for {join(archs)}; the {extras} extra installs it")
-    notes.warn(
-        "TheRock is AMD's nightly channel: versions are not pinned, and its torch depends on rocm[libraries] "
-        "from the same index (it may replace a ROCm installed with pip)"
-    )
-    notes.relies_on(chan, "channels.toml", "TheRock's arch list and Pythons", "archs")
-    env: dict[str, str] = {}
-    unsupported: list[str] = []
-    if unusable:
-        env["HIP_VISIBLE_DEVICES"] = ",".join(str(g.ordinal) for g in usable)
-        for g in unusable:
-            unsupported.append(f"{g.label}: TheRock has no device-{g.arch} package")
-            notes.warn(f"{g.label} will not work: TheRock has no device-{g.arch} package; it is hidden")
-    if machine.rocm.driver_loaded is False:
-        notes.warn("the amdgpu kernel driver is not loaded (load it with `modprobe amdgpu`)")
-    return Plan(
-        backend="therock-" + "-".join(archs),
-        channel="therock",
-        requirements=reqs,
-        companions=companions_of(reqs),
-        index_urls=(chan.url,),
-        env=env,
-        warnings=tuple(notes.warnings),
-        reasons=tuple(notes.reasons),
-        python=python,
-        target_archs=tuple(archs),
-        unsupported_gpus=tuple(unsupported),
     )

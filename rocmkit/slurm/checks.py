@@ -2,7 +2,7 @@
 
 Level 0 (static facts, milliseconds) and the quick level-1 device checks
 (torch imports, sees its GPUs, runs one small kernel). The doctor runs as a
-child process under :func:`rocmkit.runner.run`, so the budget holds even when a
+child process under :func:`rocmkit.proc.runner.run`, so the budget holds even when a
 check hangs in a driver call; a doctor killed at the budget is itself a
 finding (a hung GPU is the commonest reason for one).
 
@@ -23,15 +23,19 @@ from pathlib import Path
 
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.errors import DataError, UsageError
-from rocmkit.runner import run
-from rocmkit.safeload import load_json_file, loads_json
+from rocmkit.proc.runner import run
 from rocmkit.slurm.scontrol import DEFAULT_PATH
+from rocmkit.util.safeload import load_json_file, loads_json
 
 # The level-1 checks quick enough for a health check: seconds, not minutes.
 QUICK_LEVEL1 = ("torch.import", "torch.devices", "torch.arch_list", "torch.device_smoke")
 DEFAULT_BUDGET_S = 45.0  # slurmd kills a HealthCheckProgram after 60 s
 DEFAULT_MAX_AGE_S = 24 * 3600.0
 BAD = (Status.FAIL, Status.ERROR)
+# A report stamped later than now by more than this is from a wrong clock, not a recent run.
+CLOCK_SKEW_S = 300.0
+# `sinfo -R` prints 50 characters of a reason by default (%50E): the rest goes to the log.
+REASON_LIMIT = 50
 
 
 def quick_checks() -> tuple[str, ...]:
@@ -88,6 +92,45 @@ class QuickOptions:
     max_age_s: float = DEFAULT_MAX_AGE_S
     host: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
+
+
+def target_findings(venv: Path | None, python: str | None) -> list[Finding]:
+    """The environment this node is configured to serve, when it is gone or has no Python.
+
+    That is the node's fault (a wiped venv, a half-finished upgrade), not rocmkit's: it drains
+    the node with a reason that says so, where a doctor started on it would only fail to start
+    and leave the node up."""
+    out: list[Finding] = []
+    if venv is not None:
+        py = venv / "bin" / "python"
+        if not venv.is_dir():
+            out.append(
+                Finding(
+                    check="venv missing",
+                    status=Status.ERROR,
+                    message=f"the venv this node serves, {venv}, is gone",
+                    remedy=f"recreate it (`rocmkit install --venv {venv}`) or fix the hook's --venv",
+                )
+            )
+        elif not os.access(py, os.X_OK):
+            out.append(
+                Finding(
+                    check="venv broken",
+                    status=Status.ERROR,
+                    message=f"the venv {venv} has no runnable Python ({py} is missing or its base interpreter is gone)",
+                    remedy=f"recreate it: `python3 -m venv --clear {venv}`, then `rocmkit install --venv {venv}`",
+                )
+            )
+    if python is not None and not os.access(python, os.X_OK):
+        out.append(
+            Finding(
+                check="python missing",
+                status=Status.ERROR,
+                message=f"the Python this node serves, {python}, is missing or not executable",
+                remedy="reinstall it, or fix the hook's --python",
+            )
+        )
+    return out
 
 
 def bad(status: Status, strict: bool) -> bool:
@@ -157,14 +200,20 @@ def report_findings(
     if finished.tzinfo is None:
         finished = finished.replace(tzinfo=timezone.utc)
     age = ((now or datetime.now(timezone.utc)) - finished).total_seconds()
+    if age < -CLOCK_SKEW_S:
+        return [], (
+            f"{path} says it finished {-age / 60:.0f} min in the future ({report.finished_at}): ignored "
+            "(check this node's clock and the writer's)"
+        )
     if age > max_age_s:
         return [], f"{path} is {age / 3600:.1f} h old (over {max_age_s / 3600:g} h): ignored"
     source = f"report {path} (level {report.level}, {age / 60:.0f} min old)"
     return [_finding(r, source) for r in report.results if bad(r.status, strict)], None
 
 
-def drain_reason(findings: Sequence[Finding], limit: int = 120) -> str:
-    """``rocmkit: env.device_nodes`` (more checks comma-separated, cut to ``limit``)."""
+def drain_reason(findings: Sequence[Finding], limit: int = REASON_LIMIT) -> str:
+    """``rocmkit: env.device_nodes`` (more checks comma-separated, cut to ``limit``: the
+    checks' messages and remedies are in the log, where nothing truncates them)."""
     from rocmkit.slurm.scontrol import REASON_PREFIX
 
     names: list[str] = []

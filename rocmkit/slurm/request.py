@@ -67,6 +67,7 @@ class ConfigRequest:
     python_path: str | None = None
     slurm_conf: str | None = None  # the hooks export SLURM_CONF (slurmd passes no environment)
     hook_args: tuple[str, ...] = ()
+    force: bool = False  # --force: write root-run hooks even into a folder another user can write
 
     def __post_init__(self) -> None:
         from rocmkit.slurm.scontrol import slurm_value
@@ -83,10 +84,22 @@ class ConfigRequest:
         if self.write and not self.folder.is_dir():
             raise UsageError(f"folder {self.folder} does not exist", "create it, or pass --dir")
 
-    def hook_config(self) -> HookConfig:
-        from rocmkit.slurm.config import HookConfig
+    def unsafe_folder(self) -> str | None:
+        """Why --dir is no place for scripts slurmd runs as root (another user could replace
+        them: that user would run code as root on every node), or None."""
+        from rocmkit.util.trust import folder_problem
 
+        return folder_problem(self.folder)
+
+    def hook_config(self) -> HookConfig:
+        from rocmkit.proc.runner import which
+        from rocmkit.slurm.config import HookConfig
+        from rocmkit.slurm.scontrol import DEFAULT_PATH
+
+        args = list(self.hook_args)
+        given = args[args.index("--scontrol") + 1] if "--scontrol" in args[:-1] else None
         return HookConfig(
+            scontrol=given or which("scontrol", {"PATH": DEFAULT_PATH}) or "scontrol",
             folder=self.folder,
             python=self.python_path or sys.executable,
             interval_s=self.interval,
@@ -101,8 +114,11 @@ def quick_outcome(req: HookRequest, node: str) -> Outcome:
     """Run the fast checks for one hook call on ``node``."""
     from rocmkit.doctor.registry import check_modules
     from rocmkit.doctor.run import discover, select
-    from rocmkit.slurm.checks import QuickOptions, hook_env, quick_checks, run_quick
+    from rocmkit.slurm.checks import Outcome, QuickOptions, hook_env, quick_checks, run_quick, target_findings
 
+    missing = target_findings(req.venv.absolute() if req.venv else None, req.python_path)
+    if missing:
+        return Outcome(findings=tuple(missing))
     names = quick_checks()
     # A bad --skip fails here, as a usage error.
     select(discover(check_modules()).checks, level=1, skip=req.skip)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rocmkit.errors import ToolError, UsageError
-from rocmkit.runner import run, which
+from rocmkit.proc.runner import run, which
 
 REASON_PREFIX = "rocmkit:"
 TIMEOUT_S = 20.0

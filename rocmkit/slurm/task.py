@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.errors import DataError, ToolError, UsageError
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 from rocmkit.slurm import ready
+from rocmkit.util.atomicio import write_text_atomic
 
 NAME = "distributed.all_reduce"
 DEFAULT_TIMEOUT_S = 4 * 3600.0

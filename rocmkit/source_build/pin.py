@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from rocmkit.errors import DataError, RocmkitError, ToolError
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 GIT_TIMEOUT_S = 1800.0

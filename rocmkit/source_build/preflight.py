@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rocmkit.arch import GpuBackend
-from rocmkit.source_build.targets import GIB
+from rocmkit.util.buildjobs import GIB
 
 Severity = Literal["error", "warning"]
 
@@ -76,7 +76,7 @@ def _nearest_existing(path: Path) -> Path:
 
 def live_probes(memory_bytes: int | None = None, env: dict[str, str] | None = None) -> Probes:
     """Probes of this machine: PATH (plus ROCm's bin), the file system, the target interpreter."""
-    from rocmkit.runner import which
+    from rocmkit.proc.runner import which
 
     def disk_free(path: Path) -> int | None:
         try:

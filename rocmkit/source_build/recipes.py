@@ -14,7 +14,8 @@ from pathlib import Path
 
 from rocmkit.source_build.refs import BuildMatrix, Release, load_build_matrix
 from rocmkit.source_build.steps import Recipe, Step
-from rocmkit.source_build.targets import ArchTargets, ccache_env, max_jobs
+from rocmkit.source_build.targets import ArchTargets, ccache_env
+from rocmkit.util.buildjobs import max_jobs
 
 __all__ = ["BuildMatrix", "BuildOptions", "HostFacts", "Release", "load_build_matrix", "make_recipe"]
 

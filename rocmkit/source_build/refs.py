@@ -174,7 +174,7 @@ def _load(path: Path) -> BuildMatrix:
 def load_build_matrix(path: Path | None = None) -> BuildMatrix:
     """The build matrix (cached per path); ``matrices/build.toml`` by default."""
     if path is None:
-        from rocmkit.paths import matrices_dir
+        from rocmkit.util.paths import matrices_dir
 
         path = matrices_dir() / FILE_NAME
     return _load(Path(path))

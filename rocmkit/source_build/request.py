@@ -45,7 +45,7 @@ class BuildRequest:
     restart: bool = False
 
     def __post_init__(self) -> None:
-        from rocmkit.runner import which
+        from rocmkit.proc.runner import which
 
         if self.as_json and self.as_script:
             raise UsageError("--json and --script both print the plan", "pick one")

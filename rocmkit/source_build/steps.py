@@ -1,7 +1,7 @@
 """The generic, resumable step runner.
 
 A :class:`Recipe` is an ordered list of :class:`Step` s (argument lists, never a shell). Running
-it executes each step through :func:`rocmkit.runner.run` with one log file per step, and records
+it executes each step through :func:`rocmkit.proc.runner.run` with one log file per step, and records
 progress in a JSON state file in the build folder. A step counts as done only when it exited 0
 (or with a code the step declares as success, see ``Step.ok_codes``).
 Each step has a key chained from its own definition and every step before it, so a plan that
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rocmkit.errors import DataError, InterruptedStateError, ToolError, UsageError
-from rocmkit.runner import CommandResult
+from rocmkit.proc.runner import CommandResult
 
 STATE_FILE = "rocmkit-build-state.json"
 STATE_SCHEMA = "rocmkit.build-state/1"
@@ -256,7 +256,7 @@ def run_recipe(
     ``env`` goes on top. ``echo`` receives progress lines (the CLI sends them to stderr).
     """
     if runner is None:
-        from rocmkit.runner import run as runner_run
+        from rocmkit.proc.runner import run as runner_run
 
         runner = runner_run
     build_dir = Path(recipe.build_dir)
@@ -326,7 +326,9 @@ def run_recipe(
                 _write_state(build_dir, recipe, records)
                 if result.status in {"absent", "error"}:
                     # Nothing reached the log: say why here.
-                    with open(log, "a", encoding="utf-8") as fh:
+                    from rocmkit.util.trust import open_append
+
+                    with open_append(Path(log)) as fh:
                         fh.write(f"rocmkit: {result.describe()}\n")
                 tail = log_tail(log)
                 if tail:

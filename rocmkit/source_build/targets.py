@@ -22,14 +22,6 @@ if TYPE_CHECKING:
 CC_RE = re.compile(r"^(\d{1,2})\.(\d)([a-z]?)$")  # "8.6", "9.0a"
 SM_RE = re.compile(r"^sm_(\d{1,2})(\d)([a-z]?)$")  # "sm_86", "sm_90a"
 
-GIB = 1024**3
-# Peak memory of one compile job. A torch translation unit needs about 2-4 GB; HIP units compiled
-# for several GPU archs sit at the top of that range, hence more per job for ROCm.
-JOB_MEMORY_GIB: dict[str, float] = {"rocm": 4.0, "cuda": 3.0}
-# Left for the OS, the linker and the desktop while the build runs.
-RESERVED_MEMORY_GIB = 2.0
-
-
 @dataclass(frozen=True, kw_only=True)
 class ArchTargets:
     """The GPU architectures one build compiles for, and how they were chosen."""
@@ -168,25 +160,6 @@ def target_from_machine(
             "no NVIDIA GPU with a known compute capability was detected", "pass --arch 8.6 (for example)"
         )
     return ArchTargets(backend="cuda", archs=_dedupe(ccs), origin="detected", skipped=tuple(skipped))
-
-
-def max_jobs(cores: int | None, memory_bytes: int | None, backend: Backend) -> tuple[int, str]:
-    """Parallel compile jobs that fit in memory, and the rule as a sentence for the plan.
-
-    Rule: min(logical cores, (total memory - 2 GiB) / per-job memory), at least 1, where a job
-    takes 4 GiB for ROCm and 3 GiB for CUDA (memory: see :func:`build_memory`). Total, not free,
-    memory keeps the number stable between runs, so a resumed build keeps its plan.
-    """
-    per_job = JOB_MEMORY_GIB[backend]
-    cpu = max(1, cores or 1)
-    rule = (
-        f"MAX_JOBS = min(cores, (memory - {RESERVED_MEMORY_GIB:g} GiB) / {per_job:g} GiB per job), at least 1"
-    )
-    if memory_bytes is None:
-        return cpu, rule + f" = {cpu} (memory unknown: cores only)"
-    by_memory = int((memory_bytes / GIB - RESERVED_MEMORY_GIB) // per_job)
-    jobs = max(1, min(cpu, by_memory))
-    return jobs, rule + f" = min({cpu}, {max(by_memory, 0)}) = {jobs}"
 
 
 CGROUP_MEMORY_FILES = (

@@ -13,11 +13,11 @@ import re
 import sys
 from pathlib import Path
 
-from rocmkit.atomicio import write_text_atomic
 from rocmkit.errors import RocmkitError, ToolError
 from rocmkit.plan import Plan
+from rocmkit.proc.runner import run
 from rocmkit.pyenv import Inline, run_json
-from rocmkit.runner import run
+from rocmkit.util.atomicio import write_text_atomic
 
 BUILT = ("torch", "triton", "torchvision")
 PIP_TIMEOUT_S = 3600.0

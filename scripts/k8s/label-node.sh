@@ -1,11 +1,11 @@
 #!/bin/bash
-# Label a Kubernetes node from the labels `rocmkit fleet labels REPORT` wrote
-# (KEY=VALUE, one a line), e.g. rocmkit.io/gfx=gfx942 rocmkit.io/doctor=pass.
+# Label a Kubernetes node by hand from the labels `rocmkit fleet labels REPORT` wrote
+# (KEY=VALUE, one a line), e.g. rocmkit.io/gfx=gfx942 rocmkit.io/doctor=pass, and
+# remove the rocmkit labels the file does not give (a node that stopped passing keeps
+# no stale doctor=pass). The manifests do not need it: in a pod,
+# `rocmkit fleet labels REPORT --apply-to-node NODE` sets them through the API.
 #
 #   label-node.sh NODE LABELS_FILE
-#
-# Runs in a kubectl container next to the doctor (the rocmkit image has no
-# kubectl); the pod's service account needs get/patch on nodes (rbac.yaml).
 set -euo pipefail
 
 if [ "$#" -ne 2 ]; then
@@ -20,9 +20,22 @@ if [ ! -s "$file" ]; then
 fi
 
 labels=()
+given=" "
+prefix=""
 while IFS= read -r line; do
-  [ -n "$line" ] && labels+=("$line")
+  [ -n "$line" ] || continue
+  labels+=("$line")
+  given+="${line%%=*} "
+  prefix=${line%%/*}
 done < "$file"
+
+# Every label rocmkit sets (rocmkit/fleet/labels.py KEYS): those not given are removed.
+for key in doctor doctor-level gfx gpus rocm torch; do
+  case "$given" in
+    *" $prefix/$key "*) ;;
+    *) labels+=("$prefix/$key-") ;;
+  esac
+done
 
 kubectl label node "$node" "${labels[@]}" --overwrite
 echo "labelled node $node: ${labels[*]}" >&2

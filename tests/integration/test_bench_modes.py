@@ -58,7 +58,7 @@ def test_models_are_forks_of_one_worker_and_a_crash_or_a_dead_worker_is_one_row(
     # The three whoami rows ran (the last name twice on the command line counts once).
     assert len(seen) == 2
     (_, first_parent, cmdline), (_, second_parent, _) = seen
-    assert "rocmkit.prefork_worker" in cmdline  # forked by the worker, not spawned by the CLI
+    assert "rocmkit.proc.prefork_worker" in cmdline  # forked by the worker, not spawned by the CLI
     assert first_parent == second_parent  # one worker: torch, dynamo and inductor imported once
 
 
@@ -67,7 +67,7 @@ def test_the_spawn_baseline_runs_each_model_in_a_fresh_interpreter(faulty_env: d
     assert proc.returncode == 0, proc.stderr
     [(_, _, parent)] = seen
     # Its parent is the bench command itself: a fresh interpreter, as before the worker.
-    assert "rocmkit.prefork_worker" not in parent and "rocmkit bench models" in parent
+    assert "rocmkit.proc.prefork_worker" not in parent and "rocmkit bench models" in parent
 
 
 @pytest.mark.slow

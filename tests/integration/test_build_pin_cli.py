@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocmkit.cli import cli
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 
 pytestmark = pytest.mark.integration
 

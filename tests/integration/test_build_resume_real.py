@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.errors import InterruptedStateError, ToolError
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 from rocmkit.source_build.script import render_script
 from rocmkit.source_build.steps import STATE_FILE, Recipe, Step, read_state, run_recipe
 

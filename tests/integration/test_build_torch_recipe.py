@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.paths import matrices_dir
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
+from rocmkit.util.paths import matrices_dir
 from tests.support.pkgindex import make_wheel
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.install.wheelhouse import LOCK_NAME, open_wheelhouse
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 from tests.support.pkgindex import IndexServer, make_wheel, torch_files, triton_files
 
 pytestmark = pytest.mark.integration

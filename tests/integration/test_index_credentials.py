@@ -23,7 +23,7 @@ from rocmkit.install.pip import PipInstaller
 from rocmkit.install.uv import UvInstaller
 from rocmkit.plan import Plan
 from rocmkit.pyenv import this_python
-from rocmkit.redact import conceal, forget_credentials
+from rocmkit.util.redact import conceal, forget_credentials
 from tests.conftest import DATA, REPO
 from tests.support.cli import CliResult, rocmkit
 from tests.support.pkgindex import IndexServer, make_torch_set

@@ -70,7 +70,7 @@ def test_cpu_plan_with_unreachable_index_says_which_and_what_to_do(
     assert code == 9, err
     assert "rocmkit: plan cpu: torch==" in err
     assert f"error: package index {dead_base}/cpu did not answer (connection refused)" in err
-    assert "--index-base" in err and "--wheelhouse" in err
+    assert "--index-base" in err and "--wheelhouse" in err and "--fallback-index" in err
     assert len(err.strip().splitlines()[-1]) < 800  # one line, not a traceback
     assert not venv.exists()  # made by this run, removed again
 
@@ -91,10 +91,10 @@ def test_cpu_plan_falls_back_to_the_users_find_links(
     monkeypatch.setenv("PIP_FIND_LINKS", str(house))
 
     venv = tmp_path / "venv"
-    code, out, err = rk(capsys, "--venv", str(venv), "--json", "--installer", "uv")
+    code, out, err = rk(capsys, "--venv", str(venv), "--json", "--installer", "uv", "--fallback-index")
     assert code == 0, err
     assert (
-        f"index {dead_base}/cpu did not answer (connection refused); using {house} (from $PIP_FIND_LINKS)"
+        f"WARNING: --fallback-index: index {dead_base}/cpu did not answer (connection refused); using {house} (from $PIP_FIND_LINKS)"
         in err
     )
     assert f"verified: torch {plan.torch_version}" in err
@@ -201,8 +201,8 @@ def test_install_holds_the_plan_to_what_the_users_sources_hold(
     with IndexServer(root) as pypi:
         monkeypatch.setenv("PIP_INDEX_URL", f"{pypi.url}/simple")
         venv = tmp_path / "venv"
-        code, _, err = rk(capsys, "--venv", str(venv), "--installer", "pip")
+        code, _, err = rk(capsys, "--venv", str(venv), "--installer", "pip", "--fallback-index")
     assert code == 0, err
-    assert f"do(es) not serve torch 2.13.0+cpu for Python {PY}: planned 2.12.1+cpu instead" in err
+    assert f"do(es) not serve torch 2.15.0+cpu for Python {PY}: planned 2.12.1+cpu instead" in err
     assert "rocmkit: plan cpu: torch==2.12.1+cpu" in err
     assert "verified: torch 2.12.1+cpu" in err

@@ -1,6 +1,7 @@
 """No silent index switch: when the planned index (an --index-base mirror) does not answer,
-another index from pip's own configuration is used only when it serves the very same build
-(the local version too), and only with a message that names it."""
+the install stops, naming the index and the fix. Only with --fallback-index is another index
+from pip's own configuration used, and only when it serves the very same build (the local
+version too), with a WARNING that names it. A plan naming no index is refused the same way."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def test_configured_index_with_another_build_is_never_used(
     monkeypatch.setenv("PIP_INDEX_URL", pypi)
     monkeypatch.setenv("PIP_EXTRA_INDEX_URL", pypi)
     venv = tmp_path / "venv"
-    code, _, err = rk(capsys, "--venv", str(venv), "--plan", str(plan_on_dead_mirror(tmp_path)))
+    plan = str(plan_on_dead_mirror(tmp_path))
+    code, _, err = rk(capsys, "--venv", str(venv), "--plan", plan, "--fallback-index")
     assert code == 9, err
     assert "do not hold torch==2.5.1+rocm6.2" in err
     assert not any("/pypi/torch-" in r for r in server.requests)  # no wheel was fetched from it
@@ -85,7 +87,41 @@ def test_configured_index_with_the_same_build_is_used_and_named(
     same = server.index_url("whl/rocm6.2")
     pip_conf(tmp_path, monkeypatch, same)
     venv = tmp_path / "venv"
-    code, _, err = rk(capsys, "--venv", str(venv), "--plan", str(plan_on_dead_mirror(tmp_path)))
+    plan = str(plan_on_dead_mirror(tmp_path))
+    # Not asked: the install stops, naming the dead index and the flag; nothing is fetched.
+    code, _, err = rk(capsys, "--venv", str(venv), "--plan", plan)
+    assert code == 9, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "did not answer" in errors[0] and "--fallback-index" in errors[0]
+    assert not any(r.endswith(".whl") for r in server.requests) and not venv.exists()
+    code, _, err = rk(capsys, "--venv", str(venv), "--plan", plan, "--fallback-index")
     assert code == 0, err
+    assert "WARNING: --fallback-index: index http://127.0.0.1:" in err
     assert f"using {same} (from " in err and "which holds torch==2.5.1+rocm6.2" in err
+    assert "torch==2.5.1+rocm6.2" in pip_freeze_all(venv)
+
+
+@pytest.mark.parametrize("index_urls", [None, []], ids=["null", "empty"])
+def test_a_plan_naming_no_index_is_refused_unless_asked(
+    tmp_path: Path,
+    server: IndexServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    index_urls: list[str] | None,
+) -> None:
+    same = server.index_url("whl/rocm6.2")
+    pip_conf(tmp_path, monkeypatch, same)
+    data = json.loads(plan_on_dead_mirror(tmp_path).read_text())
+    data["index_urls"] = index_urls
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(data))
+    venv = tmp_path / "venv"
+    code, _, err = rk(capsys, "--venv", str(venv), "--plan", str(plan))
+    assert code == 9, err
+    assert "the plan names no package index" in err and "--fallback-index" in err
+    assert not venv.exists()
+    monkeypatch.setenv("ROCMKIT_FALLBACK_INDEX", "1")
+    code, _, err = rk(capsys, "--venv", str(venv), "--plan", str(plan))
+    assert code == 0, err
+    assert f"WARNING: --fallback-index: the plan names no package index; using {same} (from " in err
     assert "torch==2.5.1+rocm6.2" in pip_freeze_all(venv)

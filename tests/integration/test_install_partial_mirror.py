@@ -1,5 +1,5 @@
-"""Required pins vs companions, for real: a dead planned index and a mirror (a real index on
-127.0.0.1, the user's own extra index) that holds torch but not torchvision; and
+"""Required pins vs companions, for real: a dead planned index and (--fallback-index) a mirror
+(a real index on 127.0.0.1, the user's own extra index) that holds torch but not torchvision; and
 ``--no-companions`` against a live index that holds both."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_mirror_without_torchvision_installs_torch_and_says_how_to_add_it(
     with IndexServer(root) as srv:
         monkeypatch.setenv("PIP_EXTRA_INDEX_URL", srv.index_url("mirror"))
         venv = tmp_path / "venv"
-        code, out, err = rk(capsys, "--venv", str(venv), "--installer", "pip", "--json")
+        code, out, err = rk(capsys, "--venv", str(venv), "--installer", "pip", "--json", "--fallback-index")
     assert code == 0, err
     assert (
         f"index {dead_base}/cpu did not answer (connection refused); using {srv.index_url('mirror')}" in err
@@ -70,7 +70,7 @@ def test_a_missing_required_pin_still_fails_with_exit_9(
     with IndexServer(root) as srv:
         monkeypatch.setenv("PIP_EXTRA_INDEX_URL", srv.index_url("mirror"))
         venv = tmp_path / "venv"
-        code, _, err = rk(capsys, "--venv", str(venv))
+        code, _, err = rk(capsys, "--venv", str(venv), "--fallback-index")
     assert code == 9, err
     assert f"do not hold torch=={plan.torch_version}" in err.splitlines()[-1]
     assert not venv.exists()

@@ -78,7 +78,7 @@ def test_a_replay_imports_neither_click_nor_the_probes(env: dict[str, str]) -> N
     first = _run(["detect", "--json"], env)
     again = _run(["detect", "--json"], env, "-X", "importtime")
     imported = {line.split("|")[-1].strip() for line in again.stderr.splitlines() if "|" in line}
-    assert "rocmkit.output_cache" in imported
+    assert "rocmkit.cache.output_cache" in imported
     assert not imported & {"click", "rocmkit.detect", "rocmkit.probes", "torch"}
     assert again.stdout == first.stdout
 

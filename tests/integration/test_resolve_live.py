@@ -52,13 +52,14 @@ def test_a_newer_build_on_the_index_is_named(tmp_path: Path) -> None:
 
 
 def test_a_build_the_index_lacks_is_not_planned(tmp_path: Path) -> None:
-    # The data's newest confirmed CPU build (2.13.0) is gone; 2.12.1 is there.
+    # Neither the newest build upstream listed (2.15.0) nor the data's newest confirmed CPU
+    # build (2.13.0) is there; 2.12.1 is.
     _torch(tmp_path / "idx" / "whl" / "cpu", "2.12.1+cpu", "2.11.0+cpu")
     with IndexServer(tmp_path / "idx") as server:
         version, reasons, _ = _cpu_plan(f"{server.url}/whl", tmp_path / "cache")
     assert version == "2.12.1+cpu"
     assert any(
-        "do(es) not serve torch 2.13.0+cpu" in r and "planned 2.12.1+cpu instead" in r for r in reasons
+        "do(es) not serve torch 2.15.0+cpu" in r and "planned 2.12.1+cpu instead" in r for r in reasons
     )
 
 
@@ -108,8 +109,10 @@ def test_nothing_answers_means_the_packaged_data(tmp_path: Path) -> None:
     base = dead.url
     dead.stop_serving()
     version, reasons, _ = _cpu_plan(f"{base}/whl", tmp_path / "cache")
-    assert version == "2.13.0+cpu"
+    # The packaged data's plan: the newest release upstream built, not yet seen on an index.
+    assert version == "2.15.0+cpu"
     assert any("rests on rocmkit's packaged data" in r for r in reasons)
+    assert any("torch 2.15.0+cpu is not yet seen on an index" in r for r in reasons)
 
 
 def test_answers_are_cached_with_their_etag(tmp_path: Path) -> None:
@@ -138,11 +141,13 @@ def test_resolve_cli_says_what_it_saw(tmp_path: Path) -> None:
     with IndexServer(tmp_path / "idx") as server:
         argv = [sys.executable, "-m", "rocmkit", "resolve", "--cpu", "--index-base", f"{server.url}/whl"]
         live_run = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+        asked = len(server.requests)
         offline = subprocess.run(
             [*argv, "--offline"], capture_output=True, text=True, env=env, timeout=120, check=False
         )
-        before = len(server.requests)
+        before = len(server.requests) - asked
     assert live_run.returncode == 0, live_run.stderr
     assert "torch 2.16.0 is on the index but not in rocmkit's data" in live_run.stdout + live_run.stderr
     assert offline.returncode == 0 and "2.16.0" not in offline.stdout + offline.stderr
-    assert before == 1  # the --offline run asked nothing
+    assert server.requests[:1] == ["/whl/cpu/torch/"]  # the live run read the torch page first
+    assert before == 0  # the --offline run asked nothing

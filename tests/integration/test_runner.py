@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ import pytest
 from rocmkit.doctor.result import Status
 from rocmkit.doctor.run import RunOptions, doctor
 from rocmkit.machine import Machine
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ def test_a_tool_printing_100_mb_and_exiting_costs_bounded_memory(tmp_path: Path)
         f"""
         import resource, sys
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-        from rocmkit.runner import run
+        from rocmkit.proc.runner import run
         r = run([{PY!r}, "-c", "import os\\nfor _ in range(1600): os.write(1, b'z' * 65536)"], timeout=120)
         print(r.status, len(r.stdout))
         """

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from rocmkit.doctor.checks.distributed import free_port
-from rocmkit.runner import run, which
+from rocmkit.proc.runner import run, which
 
 pytestmark = pytest.mark.integration
 
@@ -40,15 +40,13 @@ def _tool(bin_dir: Path, name: str, body: str) -> None:
 
 
 @pytest.mark.parametrize(("file", "kind"), [("daemonset.yaml", "DaemonSet"), ("job.yaml", "Job")])
-def test_manifest_mounts_devices_groups_shm_and_reports(file: str, kind: str) -> None:
+def test_manifest_mounts_groups_shm_and_reports_and_labels_through_the_api(file: str, kind: str) -> None:
     (doc,) = [d for d in _docs(file) if d["kind"] == kind]
     pod = _pod(doc)
     volumes = {v["name"]: v for v in pod["volumes"]}
-    (doctor,) = pod["initContainers"]
+    (doctor,) = pod["containers"]
+    assert "initContainers" not in pod  # one container: no kubectl image, no shell-less sidecar
     mounts = {m["mountPath"]: m["name"] for m in doctor["volumeMounts"]}
-    # The GPU device nodes, from the host.
-    assert volumes[mounts["/dev/kfd"]]["hostPath"] == {"path": "/dev/kfd", "type": "CharDevice"}
-    assert volumes[mounts["/dev/dri"]]["hostPath"]["path"] == "/dev/dri"
     # Room for PyTorch's shared memory: a RAM-backed emptyDir on /dev/shm.
     shm = volumes[mounts["/dev/shm"]]["emptyDir"]
     assert shm["medium"] == "Memory" and shm["sizeLimit"].endswith("Gi") and int(shm["sizeLimit"][:-2]) >= 4
@@ -57,15 +55,56 @@ def test_manifest_mounts_devices_groups_shm_and_reports(file: str, kind: str) ->
     # Reports land outside the pod: a hostPath or a claim.
     reports = volumes[mounts["/reports"]]
     assert "hostPath" in reports or "persistentVolumeClaim" in reports
-    assert "rocmkit doctor" in " ".join(doctor["args"]) and "--json" in " ".join(doctor["args"])
-    assert "rocmkit fleet labels" in " ".join(doctor["args"])
-    # The node gets labelled by the kubectl container, through label-node.sh.
-    (label,) = pod["containers"]
-    assert "label-node.sh" in " ".join(label["command"] + label.get("args", []))
-    assert volumes["scripts"]["configMap"]["name"] == "rocmkit-scripts"
+    args = " ".join(doctor["args"])
+    assert "rocmkit doctor" in args and "--json" in args
+    # The node's labels are set (and stale ones removed) by rocmkit through the API.
+    assert 'rocmkit fleet labels "/reports/${NODE_NAME}.json" --apply-to-node "${NODE_NAME}"' in args
     assert pod["serviceAccountName"] == "rocmkit-doctor"
-    env = {e["name"]: e for e in label["env"]}
+    env = {e["name"]: e for e in doctor["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    # Every hostPath says what it must be, so a missing device node is an error, not a new folder.
+    for volume in volumes.values():
+        if "hostPath" in volume:
+            assert volume["hostPath"].get("type") in ("CharDevice", "Directory", "DirectoryOrCreate"), volume
+    # The selector is a label something sets: AMD's operator, or the rule shipped beside.
+    assert pod["nodeSelector"] == {"feature.node.kubernetes.io/amd-gpu": "true"}
+
+
+def test_the_monitor_rechecks_and_the_validation_pod_requests_the_gpus() -> None:
+    (ds,) = [d for d in _docs("daemonset.yaml") if d["kind"] == "DaemonSet"]
+    (monitor,) = _pod(ds)["containers"]
+    assert monitor["args"][0].startswith("while true; do") and "sleep" in monitor["args"][0]
+    volumes = {v["name"]: v for v in _pod(ds)["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in monitor["volumeMounts"]}
+    assert volumes[mounts["/dev/kfd"]]["hostPath"] == {"path": "/dev/kfd", "type": "CharDevice"}
+    assert volumes[mounts["/dev/dri"]]["hostPath"] == {"path": "/dev/dri", "type": "Directory"}
+    (job,) = [d for d in _docs("job.yaml") if d["kind"] == "Job"]
+    (validator,) = _pod(job)["containers"]
+    assert int(validator["resources"]["limits"]["amd.com/gpu"]) >= 1
+    assert "securityContext" not in validator  # the device plugin gives it its GPUs
+    assert "/dev/kfd" not in {m["mountPath"] for m in validator["volumeMounts"]}
+
+
+def test_every_image_is_pinned_to_a_tag() -> None:
+    for name in ("daemonset.yaml", "job.yaml"):
+        for doc in _docs(name):
+            if "template" not in doc.get("spec", {}):
+                continue
+            for c in _pod(doc).get("containers", []) + _pod(doc).get("initContainers", []):
+                image = c["image"]
+                assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image
+                assert "bitnami" not in image
+
+
+def test_the_nfd_rule_sets_the_label_the_manifests_select_on() -> None:
+    with (SCRIPTS / "k8s" / "nfd" / "amd-gpu-rule.yaml").open() as f:
+        (rule,) = [d for d in yaml.safe_load_all(f) if d]
+    assert rule["kind"] == "NodeFeatureRule" and rule["apiVersion"] == "nfd.k8s-sigs.io/v1alpha1"
+    (one,) = rule["spec"]["rules"]
+    assert one["labels"] == {"feature.node.kubernetes.io/amd-gpu": "true"}
+    expr = one["matchFeatures"][0]["matchExpressions"]
+    assert one["matchFeatures"][0]["feature"] == "pci.device"
+    assert expr["vendor"] == {"op": "In", "value": ["1002"]}
 
 
 def _kubernetes_validate() -> str:
@@ -85,7 +124,7 @@ def test_manifests_pass_the_strict_schema_check(tmp_path: Path) -> None:
     assert {"DaemonSet", "Job", "ClusterRole"} <= {d["kind"] for d in docs}
     # The check would catch a misspelt field in the pod template.
     (doc,) = [d for d in _docs("daemonset.yaml") if d["kind"] == "DaemonSet"]
-    _pod(doc)["initContainers"][0]["volumeMount"] = []
+    _pod(doc)["containers"][0]["volumeMount"] = []
     bad = tmp_path / "daemonset.yaml"
     bad.write_text(yaml.safe_dump(doc))
     res = run([_kubernetes_validate(), "--strict", str(bad)], timeout=120)
@@ -123,6 +162,11 @@ def test_label_script_calls_kubectl_label(tmp_path: Path) -> None:
         "gpu-7",
         "rocmkit.io/gfx=gfx942",
         "rocmkit.io/doctor=pass",
+        # The labels this report does not give are removed, not left stale.
+        "rocmkit.io/doctor-level-",
+        "rocmkit.io/gpus-",
+        "rocmkit.io/rocm-",
+        "rocmkit.io/torch-",
         "--overwrite",
     ]
     missing = run(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.containers.images import load_images
-from rocmkit.runner import run, which
+from rocmkit.proc.runner import run, which
 
 pytestmark = pytest.mark.integration
 

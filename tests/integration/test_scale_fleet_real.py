@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 
 pytestmark = pytest.mark.integration
 

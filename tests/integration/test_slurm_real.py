@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.doctor.checks.distributed import free_port
-from rocmkit.runner import run
+from rocmkit.proc.runner import run
 from tests.support.slurm import SlurmCluster, missing_reason
 
 pytestmark = [pytest.mark.integration]
@@ -167,7 +167,9 @@ def test_onboard_names_the_node_that_cannot_take_part(cluster_root: Path, tmp_pa
     assert "NOT ready" in log and "n1" in log
 
 
-def _hooks(tmp: Path, cluster: SlurmCluster, *, prolog: bool) -> tuple[list[str], Path]:
+def _hooks(
+    tmp: Path, cluster: SlurmCluster, *, prolog: bool, hook_args: tuple[str, ...] = ()
+) -> tuple[list[str], Path]:
     """``rocmkit slurm config --write``: the slurm.conf lines and hook scripts a site uses."""
     hooks = tmp / "hooks"
     hooks.mkdir()
@@ -194,7 +196,8 @@ def _hooks(tmp: Path, cluster: SlurmCluster, *, prolog: bool) -> tuple[list[str]
         "--node-state",
         "ANY",
     ]
-    res = run([*argv, "--prolog"] if prolog else argv, timeout=60)
+    argv = [*argv, "--prolog"] if prolog else argv
+    res = run([*argv, "--", *hook_args] if hook_args else argv, timeout=60)
     assert res.ok, res.describe()
     lines = [ln for ln in res.stdout.splitlines() if ln and not ln.startswith("#")]
     return lines, log
@@ -224,8 +227,21 @@ def hc_cluster(cluster_root: Path, tmp_path: Path) -> Iterator[tuple[SlurmCluste
         with cluster:
             yield cluster, log
     finally:
-        # The hook's lock file (it keeps two runs from overlapping) outlives the run.
-        Path("/run/rocmkit-healthcheck-n0.lock").unlink(missing_ok=True)
+        _forget_node_memos()
+
+
+@pytest.fixture
+def forget_memos() -> Iterator[None]:
+    _forget_node_memos()
+    yield
+    _forget_node_memos()
+
+
+def _forget_node_memos() -> None:
+    """The hooks' files in /run (the lock that keeps two runs apart, the count of runs that
+    could not check, the prolog's mark) outlive the run; a test's must not reach the next."""
+    for name in ("healthcheck-n0.lock", "healthcheck-n0.unchecked", "prolog-n0.failed"):
+        Path(f"/run/rocmkit-{name}").unlink(missing_ok=True)
 
 
 def test_healthcheck_drains_resumes_and_leaves_admin_drains(
@@ -255,13 +271,32 @@ def test_healthcheck_drains_resumes_and_leaves_admin_drains(
     assert info["Reason"] == "admin: new PSU", info
 
 
-def test_failing_prolog_drains_the_node(cluster_root: Path, tmp_path: Path) -> None:
+def test_healthcheck_drains_a_node_whose_venv_is_gone_and_resumes_it(cluster_root: Path, tmp_path: Path) -> None:
+    cluster = SlurmCluster(cluster_root, nodes=1)
+    venv = tmp_path / "torch-venv"
+    lines, log = _hooks(tmp_path, cluster, prolog=False, hook_args=("--venv", str(venv)))
+    cluster.extra_conf = lines
+    try:
+        with cluster:
+            # The node serves a venv that is not there: a node fault, drained as such.
+            cluster.wait_state(["n0"], "DRAIN", reason="rocmkit: venv missing", timeout=WAIT_S)
+            assert f"the venv this node serves, {venv}, is gone" in log.read_text()
+            venv.symlink_to(sys.prefix)  # the venv is back (this test's own)
+            cluster.wait_state(["n0"], "IDLE", without="DRAIN", timeout=WAIT_S)
+            assert "healthy again after 'rocmkit: venv missing': resumed" in log.read_text()
+    finally:
+        _forget_node_memos()
+
+
+def test_failing_prolog_drains_the_node_and_the_health_check_lifts_it(
+    cluster_root: Path, tmp_path: Path, forget_memos: None
+) -> None:
     cluster = SlurmCluster(cluster_root, nodes=1)
     lines, log = _hooks(tmp_path, cluster, prolog=True)
     assert any(ln.startswith("Prolog=/") for ln in lines), lines
     cluster.extra_conf = lines
     with cluster:
-        # A healthy node: the prolog lets the job run.
+        # A healthy node: the prolog (PrologFlags=Alloc: at allocation) lets the job run.
         ok = cluster.sbatch([f"--chdir={tmp_path}", f"--output={tmp_path}/ok-%j.out", "--wrap", "true"])
         assert cluster.wait_job(ok, timeout=WAIT_S)["JobState"] == "COMPLETED"
         assert f"job {ok} may start" in log.read_text()
@@ -275,3 +310,14 @@ def test_failing_prolog_drains_the_node(cluster_root: Path, tmp_path: Path) -> N
         assert state.get("JobState") in ("PENDING", "REQUEUED", "CONFIGURING"), state
         out = tmp_path / f"bad-{job}.out"
         assert not out.exists() or "Error running slurm prolog" in out.read_text()
+        # The fault is gone: rocmkit's health check lifts the drain its prolog caused (the
+        # prolog left its mark in /run), where it would leave any other "Prolog error" alone.
+        hc = run(
+            [sys.executable, "-m", "rocmkit", "slurm", "healthcheck", "--node", "n0", "--log", str(log)],
+            timeout=120,
+            env=cluster.client_env(),
+        )
+        assert hc.returncode == 0, f"{hc.describe()}\n{log.read_text()}"
+        assert "healthy again after 'Prolog error': resumed" in log.read_text()
+        info = cluster.node_info("n0")
+        assert "DRAIN" not in info["State"].split("+"), info

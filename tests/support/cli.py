@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from click.testing import CliRunner
 
 from rocmkit.cli import main
-from rocmkit.paths import matrices_dir
+from rocmkit.util.paths import matrices_dir
 
 
 @dataclass(frozen=True)

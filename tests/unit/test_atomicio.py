@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit import atomicio
+from rocmkit.util import atomicio
 
 
 def test_replaces_content_and_keeps_mode(tmp_path: Path) -> None:

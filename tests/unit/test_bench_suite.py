@@ -13,7 +13,7 @@ from rocmkit.bench import models
 from rocmkit.bench.results import ModelResult
 from rocmkit.bench.suite import SuiteOptions, child_env, run_suite
 from rocmkit.errors import DataError, ToolError, UsageError
-from rocmkit.runner import CommandResult
+from rocmkit.proc.runner import CommandResult
 
 EXTRA = """
 from rocmkit.bench.models import Built, ModelSpec
@@ -85,10 +85,14 @@ DAMAGED = {
 
 
 class FakeChildren:
-    """Stands in for rocmkit.runner.run: answers the probe and each model's child."""
+    """Stands in for rocmkit.proc.runner.run: answers the probe and each model's child."""
 
-    def __init__(self, backend: str = "cpu", behaviour: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, backend: str = "cpu", behaviour: dict[str, str] | None = None, *, device: str = "fake", speedup: float = 1.25
+    ) -> None:
         self.backend = backend
+        self.device = device
+        self.speedup = speedup
         self.behaviour = behaviour or {}
         self.calls: list[tuple[list[str], float]] = []
         self.jobs: list[dict[str, Any]] = []
@@ -101,7 +105,7 @@ class FakeChildren:
                 json.dumps(
                     {
                         "backend": self.backend,
-                        "device": "fake",
+                        "device": self.device,
                         "versions": {"torch": "2.13.0"},
                     }
                 )
@@ -123,7 +127,7 @@ class FakeChildren:
         row = ModelResult(
             name=name,
             status="compile_error" if what == "compile_error" else "pass",
-            speedup=None if what == "compile_error" else 1.25,
+            speedup=None if what == "compile_error" else self.speedup,
             message="",
         )
         Path(argv[5]).write_text(json.dumps(row.to_dict()))

@@ -9,7 +9,8 @@ import pytest
 from rocmkit.errors import UsageError
 from rocmkit.machine import Gpu, Host, Machine
 from rocmkit.source_build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
-from rocmkit.source_build.targets import build_memory, max_jobs, target_from_args, target_from_machine
+from rocmkit.source_build.targets import build_memory, target_from_args, target_from_machine
+from rocmkit.util.buildjobs import max_jobs
 
 GIB = 1024**3
 PY = "/opt/venv/bin/python"

@@ -134,7 +134,7 @@ def test_sources_and_confirmed_come_through() -> None:
 def test_every_data_file_is_registered_and_valid() -> None:
     """matrices/ holds no file the registry (and so `matrix check`) does not validate."""
     from rocmkit.datafiles import data_files, registered_names
-    from rocmkit.paths import shipped_matrices_dir
+    from rocmkit.util.paths import shipped_matrices_dir
 
     folder = shipped_matrices_dir()
     assert sorted(p.name for p in folder.glob("*.toml")) == sorted(registered_names())

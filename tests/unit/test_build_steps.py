@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.errors import DataError, InterruptedStateError, ToolError, UsageError
-from rocmkit.runner import CommandResult
+from rocmkit.proc.runner import CommandResult
 from rocmkit.source_build.steps import STATE_FILE, Recipe, Step, read_state, run_recipe
 
 

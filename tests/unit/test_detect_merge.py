@@ -15,7 +15,7 @@ from rocmkit.cli import main
 from rocmkit.detect import apply_visibility, detect_machine, parse_overrides
 from rocmkit.errors import UsageError
 from rocmkit.machine import Gpu, Problem
-from rocmkit.runner import CommandResult, FakeRunner
+from rocmkit.proc.runner import CommandResult, FakeRunner
 from rocmkit.sources import COMMANDS, CaptureSource, LiveSource
 
 CAPTURES = Path(__file__).resolve().parent.parent / "data" / "captures"

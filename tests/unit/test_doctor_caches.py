@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit import detect_cache as cached
+from rocmkit.cache import detect_cache as cached
 from rocmkit.doctor.cachestats import merge
 from rocmkit.doctor.reporters.text import cache_line
 from rocmkit.machine import Host, Machine
@@ -96,7 +96,7 @@ def test_compile_cache_counts_merge_into_a_hit_rate() -> None:
 
 
 def test_the_worker_sees_a_gpu_runtime_by_its_open_device_files(tmp_path: Path) -> None:
-    from rocmkit.prefork_worker import device_files_open
+    from rocmkit.proc.prefork_worker import device_files_open
 
     fds = tmp_path / "fd"
     fds.mkdir()

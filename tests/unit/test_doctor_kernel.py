@@ -197,7 +197,7 @@ def test_machine_json_round_trip_and_older_documents() -> None:
 
 
 def test_live_dmesg_runs_with_a_short_timeout_and_a_refusal_is_not_an_error(tmp_path: Path) -> None:
-    from rocmkit.runner import CommandResult
+    from rocmkit.proc.runner import CommandResult
     from rocmkit.sources import LiveSource
 
     calls: dict[tuple[str, ...], float] = {}

@@ -19,21 +19,20 @@ ROOT = Path(rocmkit.__file__).parent
 # The ground floor: facts and helpers every wing uses. They import only each other.
 GROUND = {
     "arch",
-    "atomicio",
-    "boundedio",
     "errors",
     "machine",
     "packages",
-    "paths",
     "plan",
     "planschema",
-    "prefork",
-    "prefork_worker",
-    "redact",
-    "result_file",
-    "runner",
-    "safeload",
+    # The ground floor's rooms: helpers (atomic and bounded IO, safe loading, redaction, env vars,
+    # paths), processes (runner, prefork server and worker, child results, interpreter probe) and
+    # the package-index client.
+    "util",
+    "proc",
+    "pkgindex",
 }
+# The top level holds records, facts and the front doors; everything else lives in a room.
+MAX_LOOSE_MODULES = 10
 # Features: pipeline stages and commands built on the ground floor and the data.
 FEATURES = {"detect", "resolve", "install", "source_build", "doctor", "bench", "fleet", "slurm", "containers"}
 
@@ -182,3 +181,8 @@ def test_data_and_parsers_import_no_feature() -> None:
 def test_only_main_imports_the_cli() -> None:
     users = {room(a) for a, bs in graph().items() for b in bs if room(b) == "cli" and room(a) != "cli"}
     assert users <= {"__main__"}
+
+
+def test_few_loose_modules_at_the_top() -> None:
+    loose = sorted(p.stem for p in ROOT.glob("*.py") if p.stem not in {"__init__", "__main__"})
+    assert len(loose) <= MAX_LOOSE_MODULES, f"{len(loose)} loose modules at the top: {loose}"

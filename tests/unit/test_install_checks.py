@@ -150,11 +150,48 @@ def test_dead_index_falls_back_to_a_find_links_folder_or_says_what_to_do(tmp_pat
     with pytest.raises(
         NetworkError, match=r"nowhere/whl/cpu did not answer .* do not hold torch==2.5.1\+cpu"
     ):
-        decide_sources(dead, reqs, python="3.11", user=config)
+        decide_sources(dead, reqs, python="3.11", user=config, fallback=True)
     (house / "torch-2.5.1+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
-    decision = decide_sources(dead, reqs, python="3.11", user=config)
+    decision = decide_sources(dead, reqs, python="3.11", user=config, fallback=True)
     assert decision.sources == Sources(find_links=(str(house),), no_index=True)
     assert f"using {house} (from $PIP_FIND_LINKS), which holds torch==2.5.1+cpu" in decision.messages[0]
+
+
+def test_a_dead_index_is_never_replaced_unless_asked(tmp_path: Path) -> None:
+    # Even with the exact build in the user's find-links: no --fallback-index, no switch.
+    dead = Sources(index_urls=(f"file://{tmp_path}/nowhere/whl/cpu",))
+    house = tmp_path / "house"
+    house.mkdir()
+    (house / "torch-2.5.1+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    config = read_pip_config({"HOME": str(tmp_path), "PIP_FIND_LINKS": str(house)})
+    with pytest.raises(NetworkError) as err:
+        decide_sources(dead, ("torch==2.5.1+cpu",), python="3.11", user=config)
+    line = err.value.one_line()
+    assert err.value.exit_code == 9
+    assert "nowhere/whl/cpu did not answer" in line and "--fallback-index" in line and "--index-base" in line
+    decision = decide_sources(dead, ("torch==2.5.1+cpu",), python="3.11", user=config, fallback=True)
+    assert decision.messages[0].startswith("WARNING: --fallback-index: index ")
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_plan_naming_no_index_is_refused_unless_asked_and_then_the_source_is_named(
+    tmp_path: Path, fallback: bool
+) -> None:
+    config = read_pip_config({"HOME": str(tmp_path), "PIP_INDEX_URL": "https://mirror.example/simple"})
+    if not fallback:
+        with pytest.raises(NetworkError, match="the plan names no package index") as err:
+            decide_sources(Sources(), ("torch==2.5.1",), python="3.11", user=config)
+        assert "--fallback-index" in err.value.one_line()
+        return
+    decision = decide_sources(Sources(), ("torch==2.5.1",), python="3.11", user=config, fallback=True)
+    assert decision.sources == Sources(index_urls=("https://mirror.example/simple",))
+    assert decision.messages == (
+        "WARNING: --fallback-index: the plan names no package index; using "
+        "https://mirror.example/simple (from $PIP_INDEX_URL)",
+    )
+    # Offline (a wheelhouse, a restore) needs no index: never refused.
+    offline = Sources(find_links=("/wh",), no_index=True, offline=True)
+    assert decide_sources(offline, ("torch==2.5.1",), python="3.11").sources == offline
 
 
 def test_target_selection_refuses_pep668_and_a_missing_target(
@@ -295,7 +332,7 @@ def test_a_failed_venv_creation_names_uvs_error_not_its_hint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rocmkit.errors import ToolError
-    from rocmkit.runner import CommandResult
+    from rocmkit.proc.runner import CommandResult
 
     stderr = (
         "error: No interpreter found for Python 9.99 in managed installations or search path\n\n"

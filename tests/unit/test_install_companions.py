@@ -71,22 +71,22 @@ def test_fallback_without_a_companion_leaves_it_out_but_never_a_required_pin(tmp
     (house / f"torchvision-0.28.0+cpu-{TAG}.whl").write_bytes(b"")
     # torch (required) is nowhere: today's exit-9 error, naming torch and not the companion.
     with pytest.raises(NetworkError, match=r"do not hold torch==2\.13\.0\+cpu$") as err:
-        decide_sources(dead, REQS, python="3.11", user=config, companions=COMPANIONS)
+        decide_sources(dead, REQS, python="3.11", user=config, companions=COMPANIONS, fallback=True)
     assert err.value.exit_code == 9
     (house / f"torchvision-0.28.0+cpu-{TAG}.whl").unlink()
     (house / f"torch-2.13.0+cpu-{TAG}.whl").write_bytes(b"")
-    decision = decide_sources(dead, REQS, python="3.11", user=config, companions=COMPANIONS)
+    decision = decide_sources(dead, REQS, python="3.11", user=config, companions=COMPANIONS, fallback=True)
     assert decision.left_out == COMPANIONS
     assert decision.sources == Sources(find_links=(str(house),), no_index=True)
     # Without the split (an old plan) the companion is required: exit 9 as before.
     with pytest.raises(NetworkError, match=r"do not hold torchvision==0\.28\.0\+cpu"):
-        decide_sources(dead, REQS, python="3.11", user=config)
+        decide_sources(dead, REQS, python="3.11", user=config, fallback=True)
     # A companion built for another Python does not count.
     (house / "torchvision-0.28.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl").write_bytes(b"")
-    decision = decide_sources(dead, REQS, python="3.11", user=config, companions=COMPANIONS)
+    decision = decide_sources(dead, REQS, python="3.11", user=config, companions=COMPANIONS, fallback=True)
     assert decision.left_out == COMPANIONS
     (house / f"torchvision-0.28.0+cpu-{TAG}.whl").write_bytes(b"")
-    decision = decide_sources(dead, REQS, python="3.11", user=config, companions=COMPANIONS)
+    decision = decide_sources(dead, REQS, python="3.11", user=config, companions=COMPANIONS, fallback=True)
     assert decision.left_out == ()
     assert "which holds torch==2.13.0+cpu, torchvision==0.28.0+cpu" in decision.messages[0]
 
@@ -102,6 +102,7 @@ def test_unpinned_companions_count_when_any_version_is_there(tmp_path: Path) -> 
         python="3.11",
         user=config,
         companions=("torchvision", "torchaudio"),
+        fallback=True,
     )
     assert decision.left_out == ("torchaudio",)
 

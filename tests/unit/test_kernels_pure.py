@@ -21,7 +21,7 @@ from rocmkit.kernels.metrics import copy_bytes, gb_per_s, median, perf_verdict, 
 from rocmkit.kernels.sizes import defaults, kernel_sizes
 from rocmkit.kernels.spec import Measurement
 from rocmkit.kernels.tolerance import Tolerance, table, tolerance
-from rocmkit.result_file import RESULT_ENV
+from rocmkit.proc.result_file import RESULT_ENV
 
 GPU = defaults("rocm")
 INTERPRETER = defaults("cpu")
@@ -446,7 +446,7 @@ def _fake_compiler(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) 
     import json as _json
 
     import rocmkit.pyenv
-    from rocmkit.runner import CommandResult
+    from rocmkit.proc.runner import CommandResult
 
     calls: list[list[str]] = []
 
@@ -471,7 +471,7 @@ def _fake_compiler(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) 
 
 
 def test_codegen_reports_each_target_and_a_crash_as_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rocmkit.runner import CommandResult
+    from rocmkit.proc.runner import CommandResult
 
     builds = [{"kernel": "matmul", "variant": "float16", "shared_bytes": 16384, "binary": "hsaco"}]
     crash = CommandResult(
@@ -505,7 +505,7 @@ def test_a_damaged_compiler_result_is_one_error_line(monkeypatch: pytest.MonkeyP
 
 
 def test_a_compiler_that_hangs_is_an_error_not_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rocmkit.runner import CommandResult
+    from rocmkit.proc.runner import CommandResult
 
     hung = CommandResult(
         argv=("python", "-m", "rocmkit.kernels.aot", "gfx942"), status="timeout", timeout_s=240

@@ -207,7 +207,7 @@ def _journal() -> dict[str, Any]:
 @FUZZ
 @given(text=st.one_of(json_documents(PLAN), json_values.map(json.dumps)))
 def test_safe_json_loader_value_or_error_with_bounded_memory(text: str) -> None:
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     tracemalloc.start()
     try:
@@ -222,7 +222,7 @@ def test_safe_json_loader_value_or_error_with_bounded_memory(text: str) -> None:
 @given(text=json_documents(PLAN))
 def test_plan_loader(text: str) -> None:
     from rocmkit.plan import Plan
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     value_or_own_error(lambda: Plan.from_dict(loads_json(text, "plan.json")))
 
@@ -286,7 +286,7 @@ def test_capture_env_json_loader(tmp_path_factory: pytest.TempPathFactory, text:
 def test_install_journal_and_state_loaders(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     from rocmkit.install.journal import Journal
     from rocmkit.install.state import EnvState
-    from rocmkit.safeload import loads_json
+    from rocmkit.util.safeload import loads_json
 
     def load() -> None:
         data = loads_json(text, "journal")
@@ -295,6 +295,68 @@ def test_install_journal_and_state_loaders(tmp_path_factory: pytest.TempPathFact
             EnvState.from_dict(data.get("before"))
 
     value_or_own_error(load)
+
+
+def _journal_in_venv() -> dict[str, Any]:
+    """A journal with placeholder paths and ids (the same bytes every example: Hypothesis replays
+    draws), put in place by :func:`test_install_journal_as_read_from_a_venv`."""
+    from rocmkit.install.journal import Journal
+    from rocmkit.install.state import EnvState
+
+    return Journal(
+        path=Path("/FUZZ-VENV/rocmkit-journal.json"),
+        prefix="/FUZZ-VENV",
+        installer="pip",
+        intent=("torch==2.5.1",),
+        workdir=Path("/FUZZ-WORK"),
+        before=EnvState.from_dict(_state()),
+        files={"/FUZZ-VENV/pip.conf": b"[install]\n", "/FUZZ-VENV/bin/activate": None},
+        wheels={"torch": Path("/FUZZ-WORK/wheels/torch-2.5.1-py3-none-any.whl")},
+        children=[(1234, "5678")],
+        pid=4321,
+        started="2026-01-01T00:00:00Z",
+        boot="b",
+        venv_id=(111111, 222222),
+    ).to_dict()
+
+
+@FUZZ
+@given(data=st.data())
+def test_install_journal_as_read_from_a_venv(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:
+    """The whole read: the damaged journal in a real venv folder (its mode drawn too), its seal
+    in rocmkit's install folder re-made over the damaged bytes half the time, so that the damage
+    reaches the checks after the seal (files to restore, backup paths, children)."""
+    import hashlib
+    import tempfile
+
+    from rocmkit.install import journal
+    from rocmkit.pyenv import PyEnv
+
+    text = data.draw(json_documents(_journal_in_venv()))
+    mode = data.draw(st.sampled_from([0o600, 0o644, 0o664, 0o666]))
+    sealed = data.draw(st.booleans())
+    prefix = tmp_path_factory.mktemp("venv")
+    st_venv = prefix.stat()
+    work = Path(tempfile.mkdtemp(dir=journal.install_folder()))
+    for placeholder, real in (
+        ("/FUZZ-VENV", str(prefix)),
+        ("/FUZZ-WORK", str(work)),
+        ("111111", str(st_venv.st_dev)),
+        ("222222", str(st_venv.st_ino)),
+    ):
+        text = text.replace(placeholder, real)
+    target = PyEnv(
+        executable=prefix / "bin/python", prefix=prefix, venv=prefix, version="3.11.7",
+        purelib=prefix, platlib=prefix, stdlib=prefix, include=prefix, has_pip=False,
+    )  # fmt: skip
+    path = journal.journal_path(target)
+    raw = text.encode("utf-8", "surrogatepass")
+    path.write_bytes(raw)
+    os.chmod(path, mode)
+    if sealed:
+        seal = {"schema": journal.SEAL_SCHEMA, "journal": str(path), "digests": [hashlib.sha256(raw).hexdigest()]}
+        (work / journal.SEAL_NAME).write_text(json.dumps(seal))
+    value_or_own_error(lambda: journal.read(target))
 
 
 MATRIX_FILES = ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml")
@@ -318,7 +380,7 @@ def test_matrix_loader(tmp_path_factory: pytest.TempPathFactory, data: st.DataOb
 @FUZZ
 @given(text=st.one_of(json_values.map(lambda v: f"x = {json.dumps(v)}\n"), mutated_text('a = 1\n[b]\nc = [1, 2.5]\n')))
 def test_safe_toml_loader(text: str) -> None:
-    from rocmkit.safeload import loads_toml
+    from rocmkit.util.safeload import loads_toml
 
     value_or_own_error(lambda: loads_toml(text, "fuzz.toml"))
 

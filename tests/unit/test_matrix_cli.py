@@ -9,8 +9,9 @@ import pytest
 
 from rocmkit.cli import main
 from rocmkit.matrix import FILES
-from rocmkit.packages import files_from_html, triton_pin
-from rocmkit.paths import matrices_dir
+from rocmkit.packages import triton_pin
+from rocmkit.pkgindex.pages import files_from_html
+from rocmkit.util.paths import matrices_dir
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -37,8 +38,8 @@ def test_check_bad_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
     assert code == 5 and out == ""
     assert err.strip() == (
         "error: torch.toml: release '2.5.1': unknown key 'torchaudo' (did you mean 'torchaudio'?) "
-        "(fix: allowed keys are confirmed, note, python_max, python_min, released, sources, torchaudio, "
-        "torchvision, unconfirmed, variants, version)"
+        "(fix: allowed keys are confirmed, not_built, not_built_sources, note, python_max, python_min, released, "
+        "sources, torchaudio, torchvision, unconfirmed, variants, version)"
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.matrix import compiled, load
-from rocmkit.paths import matrices_dir
+from rocmkit.util.paths import matrices_dir
 
 
 @pytest.fixture()

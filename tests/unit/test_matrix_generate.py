@@ -60,7 +60,10 @@ def test_build_matrix_reader_on_the_recorded_head() -> None:
 
 def test_history_rebuilds_each_release_from_its_go_live_revision() -> None:
     builds = releases_from_history(_history())
-    assert "2.3.1" not in builds  # went live before the recorded history starts
+    assert "2.0.1" not in builds  # went live before the recorded history starts
+    # The 2023-2024 revisions: 2.1.x went out for ROCm 5.5 and 5.6, 2.2.x for 5.6 and 5.7, 2.3.x for 5.7 and 6.0.
+    assert builds["2.1.0"].build.rocm == ("5.5", "5.6") and builds["2.1.2"].build.rocm == ("5.5", "5.6")
+    assert builds["2.2.1"].build.rocm == ("5.6", "5.7") and builds["2.3.0"].build.rocm == ("5.7", "6.0")
     b = builds["2.12.0"]
     assert b.channel == "release" and b.snapshot.commit.startswith("626d4e70")
     # 2.12.0 was never built for cu128 (the data once said it was).
@@ -218,7 +221,7 @@ def test_refresh_without_dir_writes_an_overlay_that_show_names(
 ) -> None:
     from rocmkit.cli import main
     from rocmkit.matrix import clear_cache
-    from rocmkit.paths import matrices_dir, shipped_matrices_dir
+    from rocmkit.util.paths import matrices_dir, shipped_matrices_dir
 
     recording = tmp_path / "upstream"
     shutil.copytree(RECORDING, recording)

@@ -12,7 +12,7 @@ import pytest
 from rocmkit.arch import override_to_gfx
 from rocmkit.errors import DataError
 from rocmkit.matrix import FILES, load_matrix, parse_matrix
-from rocmkit.paths import matrices_dir
+from rocmkit.util.paths import matrices_dir
 from tests.conftest import CAPTURES
 
 

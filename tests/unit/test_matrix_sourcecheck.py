@@ -77,7 +77,10 @@ def test_a_source_that_cannot_be_read_is_listed(tmp_path: Path) -> None:
     assert report.unreadable == [
         "torch.toml [sources] ti_626d4e70: "
         "https://github.com/pytorch/test-infra/blob/626d4e708156/tools/scripts/generate_binary_build_matrix.py"
+        " (not in the recording, and --offline reads nothing live)"
     ]
+    assert report.read_from == {f"the recording {recording}": report.read_from[f"the recording {recording}"]}
+    assert "sources read from: the recording " in "\n".join(report.lines())
 
 
 def test_cli_exit_5_lists_what_is_not_stated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

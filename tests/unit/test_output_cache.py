@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit import detect_cache, output_cache, paths
+from rocmkit.cache import detect_cache, output_cache
 from rocmkit.sources import BUILTIN, COMMANDS
+from rocmkit.util import paths
 from tests.conftest import REPO
 
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/root"}

@@ -218,7 +218,7 @@ def test_an_overlay_from_an_older_rocmkit_never_shadows_newer_shipped_data(
     import os
 
     import rocmkit
-    from rocmkit.paths import OVERLAY_STAMP, overlay_is_newer
+    from rocmkit.util.paths import OVERLAY_STAMP, overlay_is_newer
 
     shipped, overlay = tmp_path / "shipped", tmp_path / "overlay"
     for folder in (shipped, overlay):

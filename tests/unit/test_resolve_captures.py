@@ -94,10 +94,14 @@ def test_every_capture_resolves_to_a_plan_the_matrix_backs(folder: str) -> None:
 
 def test_driver_window_warning_on_a_capture() -> None:
     machine = load_machine(CAPTURES / "synthetic-rx7900xtx-kfd-amdsmi-rocm6.2.4")
+    # amdgpu-dkms 6.8.5 (ROCm 6.2) supports user space 6.0-7.0: the newest build inside it.
     plan = resolve(machine, Constraints(python="3.11"))
-    assert any("kernel driver 6.8.5 (ROCm 6.2)" in w for w in plan.warnings)
+    assert plan.backend == "rocm7.0" and not any("kernel driver" in w for w in plan.warnings)
+    assert any("outside the window of amdgpu-dkms 6.8.5 (ROCm 6.0 to 7.0)" in r for r in plan.reasons)
     plan = resolve(machine, Constraints(python="3.11", rocm="6.2.4"))
     assert not any("kernel driver" in w for w in plan.warnings)
+    plan = resolve(machine, Constraints(python="3.11", rocm="7.2"))
+    assert any("amdgpu-dkms 6.8.5 (ROCm 6.2's) supports ROCm user space 6.0 to 7.0" in w for w in plan.warnings)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocmkit.errors import NoPlanError, UsageError
-from rocmkit.machine import Gpu, Machine, NvidiaInfo, RocmInfo
+from rocmkit.machine import Gpu, Host, Machine, NvidiaInfo, RocmInfo
 from rocmkit.matrix import load_matrix
 from rocmkit.plan import Plan
 from rocmkit.resolve import Constraints, resolve
@@ -110,14 +110,15 @@ def test_strix_halo_gets_the_first_release_that_lists_gfx1151() -> None:
     with pytest.raises(NoPlanError) as info:
         go(amd("gfx1151"), torch="2.8")
     assert "torch 2.8 has no ROCm wheels with device code for gfx1151" in info.value.message
-    assert "--torch 2.11" in (info.value.fix or "") and "--channel therock" in (info.value.fix or "")
+    assert "--torch 2.11" in (info.value.fix or "") and "--channel amd-nightly" in (info.value.fix or "")
 
 
-def test_therock_channel_uses_device_extras() -> None:
+def test_therock_is_amd_nightly_with_device_extras() -> None:
     plan = go(amd("gfx1151", "gfx1100"), channel="therock")
-    assert plan.channel == "therock" and plan.backend == "therock-gfx1100-gfx1151"
+    assert plan.channel == "amd-nightly" and plan.backend == "amd-nightly-gfx1100-gfx1151"
     assert plan.requirements[0] == "torch[device-gfx1100,device-gfx1151]"
-    assert plan.index_urls == ("https://rocm.nightlies.amd.com/whl-multi-arch/",)
+    assert plan.index_urls == ("https://nightly.repo.amd.com/rocm/whl-next/",)
+    assert any("old name of amd-nightly" in r for r in plan.reasons)
     with pytest.raises(NoPlanError, match=r"Python 3\.10 to 3\.14"):
         go(amd("gfx1151"), channel="therock", python="3.15")
 
@@ -131,7 +132,7 @@ def test_arch_from_pci_id_when_detection_lacks_it() -> None:
 def test_unknown_arch_is_no_plan_with_fix() -> None:
     with pytest.raises(NoPlanError) as info:
         go(amd("gfx1152", integrated=(True,)))
-    assert "--channel therock" in (info.value.fix or "")
+    assert "--channel amd-nightly" in (info.value.fix or "")
 
 
 def test_no_gpu_gives_cpu_wheels() -> None:
@@ -184,8 +185,8 @@ def test_rocm_constraint() -> None:
 
 
 def test_unconfirmed_variant_only_when_asked() -> None:
-    # 2.14.0+cu126 is only in the candidate's build lists (unconfirmed): not chosen by default,
-    # chosen with a warning when asked.
+    # 2.14.0+cu126 is only in the candidate's build lists (unconfirmed): within a release a
+    # confirmed build wins, so it is chosen (with a warning) only when asked.
     h100 = nvidia("NVIDIA H100 80GB HBM3", "580.65.06")
     assert go(h100, torch="2.14.0").backend == "cu130"  # PyPI's 2.14.0 is the cu130 build
     plan = go(h100, torch="2.14.0", cuda="12.6")
@@ -216,12 +217,55 @@ def test_python_picks_an_older_release_or_fails_with_the_fix() -> None:
 
 
 def test_kernel_driver_window() -> None:
-    plan = go(amd("gfx90a", driver_version="6.3.6"))  # ROCm 6.0's amdgpu-dkms vs a rocm7.2 wheel
-    assert any("kernel driver 6.3.6 (ROCm 6.0)" in w and "7.2" in w for w in plan.warnings)
+    # ROCm 6.0's amdgpu-dkms supports user space 5.6-6.2 (AMD's support matrix): resolve
+    # prefers the newest build inside it, and names the newer one it passed over.
+    plan = go(amd("gfx90a", driver_version="6.3.6"))
+    check_against_matrix(plan)
+    assert plan.backend.startswith("rocm6.") and plan.backend <= "rocm6.2.4"
+    assert any("was passed over: its ROCm 7.2 is outside the window of amdgpu-dkms 6.3.6" in r for r in plan.reasons)
+    assert not any("kernel driver" in w for w in plan.warnings)
+    # Asked for explicitly, the newer build is planned, with the warning and the fix.
+    plan = go(amd("gfx90a", driver_version="6.3.6"), rocm="7.2")
+    assert any(
+        "amdgpu-dkms 6.3.6 (ROCm 6.0's) supports ROCm user space 5.6 to 6.2, but the wheel bundles ROCm 7.2" in w
+        and "install ROCm 7.2's amdgpu-dkms (6.16.13)" in w
+        for w in plan.warnings
+    )
     plan = go(amd("gfx90a", driver_version="6.10.5"), rocm="6.3")
-    assert any("kernel driver 6.10.5 (ROCm 6.3) works with ROCm 6.1 to 6.4" in r for r in plan.reasons)
-    plan = go(amd("gfx90a", driver_version="6.8.0-45-generic"))
+    assert any("amdgpu-dkms 6.10.5 (ROCm 6.3) works with ROCm 6.1 to 7.0" in r for r in plan.reasons)
+    plan = go(amd("gfx90a", driver_version="6.7.9"))  # no DKMS release rocmkit lists, not a kernel
     assert any("not an amdgpu-dkms release" in r for r in plan.reasons)
+
+
+def test_rocm7_driver_windows() -> None:
+    # AMD GPU Driver 30.10 (ROCm 7.0, module 6.14.14) supports ROCm 6.2 to 10.0.
+    plan = go(amd("gfx942", driver_version="6.14.14"))
+    assert plan.backend == "rocm7.2" and not any("kernel driver" in w for w in plan.warnings)
+    assert any("amdgpu-dkms 6.14.14 (ROCm 7.0) works with ROCm 6.2 to 10.0" in r for r in plan.reasons)
+    plan = go(amd("gfx942", driver_version="6.14.14"), rocm="6.1")
+    assert any("supports ROCm user space 6.2 to 10.0, but the wheel bundles ROCm 6.1" in w for w in plan.warnings)
+
+
+def test_upstream_kernel_driver_is_judged_by_the_kernel() -> None:
+    # No amdgpu-dkms: the kernel's own amdgpu. Kernel 6.8 carries the driver line of ROCm 6.2's
+    # DKMS (6.8.5), window 6.0-7.0; kernel 6.16 that of ROCm 7.2's (6.16.13), window 6.3-10.0.
+    old = Machine(
+        gpus=(Gpu(vendor="amd", index=0, arch="gfx1100"),),
+        rocm=RocmInfo(driver_loaded=True),
+        host=Host(kernel="6.8.0-45-generic"),
+    )
+    plan = go(old)
+    assert any("the kernel's own amdgpu (kernel 6.8.0-45-generic) is judged by the kernel version" in r
+               for r in plan.reasons)
+    assert any("outside the window of the kernel's own amdgpu" in r for r in plan.reasons)
+    assert plan.backend <= "rocm7.0"
+    new = Machine(gpus=old.gpus, rocm=old.rocm, host=Host(kernel="6.17.1-arch1"))
+    plan = go(new)
+    assert plan.backend == "rocm7.2"
+    assert any("kernel 6.17.1-arch1" in r and "ROCm 7.2" in r for r in plan.reasons)
+    # A driver version printed as the kernel's (amd-smi on Proxmox) is the same thing.
+    pve = Machine(gpus=old.gpus, rocm=RocmInfo(driver_version="7.0.0-3-pve", driver_loaded=True))
+    assert any("kernel 7.0.0-3-pve" in r for r in go(pve).reasons)
 
 
 def test_old_userspace_is_fine() -> None:
@@ -239,22 +283,28 @@ def test_nightly_channel() -> None:
 
 
 @pytest.mark.parametrize(
-    ("driver", "cuda", "expected"),
+    ("driver", "cuda", "expected", "strict"),
     [
-        # CUDA minor-version compatibility: the newest release whose cu13x (driver >= 580) or
-        # cu12x (>= 525.60.13) build is confirmed; 2.14's cu126 is only in a candidate's lists.
-        ("580.65.06", None, "2.15.0+cu132"),
-        ("570.86.10", None, "2.13.0+cu126"),
-        ("550.54.15", None, "2.13.0+cu126"),
-        ("525.60.13", None, "2.13.0+cu126"),
-        ("520.61.05", None, "2.7.1+cu118"),
-        (None, "12.4", "2.13.0+cu126"),  # only nvidia-smi's "CUDA Version"
+        # CUDA minor-version compatibility: the newest release upstream built for the driver's
+        # cu13x (driver >= 580) or cu12x (>= 525.60.13); 2.15's cu126 is known only from the
+        # build lists (planned, with 2.13.0+cu126 as its fallback); --strict-data: confirmed only.
+        ("580.65.06", None, "2.15.0+cu132", "2.15.0+cu132"),
+        ("570.86.10", None, "2.15.0+cu126", "2.13.0+cu126"),
+        ("550.54.15", None, "2.15.0+cu126", "2.13.0+cu126"),
+        ("525.60.13", None, "2.15.0+cu126", "2.13.0+cu126"),
+        ("520.61.05", None, "2.7.1+cu118", "2.7.1+cu118"),
+        (None, "12.4", "2.15.0+cu126", "2.13.0+cu126"),  # only nvidia-smi's "CUDA Version"
     ],
 )
-def test_nvidia_newest_cuda_the_driver_supports(driver: str | None, cuda: str | None, expected: str) -> None:
+def test_nvidia_newest_cuda_the_driver_supports(
+    driver: str | None, cuda: str | None, expected: str, strict: str
+) -> None:
     plan = go(nvidia("NVIDIA H100 80GB HBM3", driver, cuda))
     check_against_matrix(plan)
     assert plan.torch_version == expected
+    if expected != strict:
+        assert plan.fallback[0] == f"torch=={strict}"
+    assert go(nvidia("NVIDIA H100 80GB HBM3", driver, cuda), strict_data=True).torch_version == strict
 
 
 def test_nvidia_old_gpu_skips_cuda13() -> None:
@@ -363,7 +413,7 @@ def test_index_whose_bundled_library_lacks_the_arch_is_passed_over() -> None:
     plan = go(amd("gfx906"))
     check_against_matrix(plan)
     assert plan.backend != "rocm7.2"
-    assert any("2.14.0+rocm7.2 was passed over" in r and "gfx906" in r for r in plan.reasons)
+    assert any("2.15.0+rocm7.2 was passed over" in r and "gfx906" in r for r in plan.reasons)
     forced = go(amd("gfx906"), rocm="7.2")
     assert forced.backend == "rocm7.2"
     assert any(

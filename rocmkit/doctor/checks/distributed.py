@@ -14,7 +14,7 @@ rccl-tests: ``busbw = algbw * 2*(n-1)/n``. Every wait has a timeout, so a peer
 that never joins or a collective that hangs is reported, not waited on.
 
 Workers are this module run as ``python -m rocmkit.doctor.checks.distributed``,
-started through :func:`rocmkit.runner.run` (its timeout kills a hung worker's
+started through :func:`rocmkit.proc.runner.run` (its timeout kills a hung worker's
 process group); each prints one JSON line.
 """
 
@@ -32,9 +32,9 @@ from typing import Any
 
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
+from rocmkit.proc.result_file import write_result
+from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import run_json
-from rocmkit.result_file import write_result
-from rocmkit.runner import CommandResult
 
 NAME = "distributed.all_reduce"
 DISTRIBUTED_OPTIONS = {

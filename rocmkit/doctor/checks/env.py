@@ -83,9 +83,28 @@ def _group_remedy(m: Machine, nodes: Sequence[DeviceNode]) -> str:
     return f"`sudo usermod -aG {groups} $USER`, then log out and back in (a running session keeps the groups it started with)"
 
 
+def _image_build(ctx: CheckContext, what: str) -> CheckResult | None:
+    """Not applicable in an image build: no GPU is attached to ``docker build``, so the
+    device nodes, groups and driver are judged where the image runs, not here."""
+    if not ctx.image_build:
+        return None
+    why = "--image-build" if not ctx.machine.overrides.get("ROCMKIT_GFX") else (
+        f"ROCMKIT_GFX={ctx.machine.overrides['ROCMKIT_GFX']} is set and /dev/kfd does not exist"
+    )
+    return result(
+        Status.SKIP,
+        f"not applicable in an image build ({why}): {what} are checked where the image runs",
+        "run `rocmkit doctor` in the container started with `--device=/dev/kfd --device=/dev/dri`; "
+        "on a host, unset ROCMKIT_GFX to check its own devices",
+        not_applicable="image_build",
+    )
+
+
 @check("env.amdgpu_driver", level=0, description="The amdgpu kernel driver is loaded (#5).")
 def amdgpu_driver(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
+    if (na := _image_build(ctx, "the kernel driver and its devices")) is not None:
+        return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     loaded = m.rocm.driver_loaded
@@ -120,6 +139,8 @@ def amdgpu_driver(ctx: CheckContext) -> CheckResult:
 )
 def device_nodes(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
+    if (na := _image_build(ctx, "/dev/kfd and the render nodes")) is not None:
+        return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     kfd, render = _nodes(m)
@@ -178,6 +199,8 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
 )
 def device_groups(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
+    if (na := _image_build(ctx, "the device nodes' groups")) is not None:
+        return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
     kfd, render = _nodes(m)
@@ -642,14 +665,28 @@ DEFAULT_CACHE_MIN_FREE_BYTES = 2 * GIB
     options={"cache_min_free_bytes": "free bytes the cache folder needs"},
     option_kinds={"cache_min_free_bytes": "positive_int"},
     level=0,
-    description="rocmkit's cache folder (Triton and inductor compile caches) is writable and has room.",
+    description="rocmkit's cache folder (Triton and inductor compile caches) is safe (no other user can "
+    "write it), writable and has room.",
     needs=("live",),
 )
 def cache_dir(ctx: CheckContext) -> CheckResult:
     import shutil
     import tempfile
 
+    from rocmkit.util.trust import CACHE_FIX, folder_problem
+
     path = Path(ctx.cache_dir)
+    # Compiled kernels (.so files) and detection facts are loaded back from here: a folder
+    # another user can write would let that user run code as whoever runs the doctor.
+    unsafe = folder_problem(path)
+    if unsafe:
+        return result(
+            Status.FAIL,
+            f"the cache folder {path} is not safe to load compiled kernels from: {unsafe}; this run "
+            "compiled into a private temporary folder and used no cached detection",
+            CACHE_FIX,
+            path=str(path),
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".rocmkit-probe-"):

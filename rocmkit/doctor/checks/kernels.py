@@ -38,6 +38,7 @@ from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.doctor.targets import codegen_targets, crash_line
 from rocmkit.kernels.catalog import Kernel, kernels
 from rocmkit.kernels.sizes import CHECK_OPTION_KEYS, all_options
+from rocmkit.util.trust import compile_cache_dirs
 
 # --- one check per kernel module, from its declaration ------------------------------------
 
@@ -137,7 +138,8 @@ def codegen(ctx: CheckContext) -> CheckResult:
             return result(Status.ERROR, str(exc), "name targets as gfx942, gfx1100, sm_90 or 9.0")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(fresh_env(ctx))
-    env.setdefault("TRITON_CACHE_DIR", str(Path(ctx.cache_dir) / "triton"))
+    # Never a compile cache another user can write (compiled .so files are loaded and run).
+    env.setdefault("TRITON_CACHE_DIR", compile_cache_dirs(Path(ctx.cache_dir))["TRITON_CACHE_DIR"])
     # The child must import this very rocmkit, even from a source checkout.
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)

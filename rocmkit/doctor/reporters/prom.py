@@ -102,6 +102,6 @@ def _unix(iso: str) -> float:
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` in one step, readable by node_exporter (0644) whatever the umask."""
-    from rocmkit.atomicio import write_text_atomic
+    from rocmkit.util.atomicio import write_text_atomic
 
     write_text_atomic(Path(path), text, mode=0o644)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocmkit import runner
 from rocmkit.errors import ToolError, UsageError
 from rocmkit.matrix.upstream.testinfra import Snapshot
+from rocmkit.proc import runner
 
 GIT_TIMEOUT_S = 60.0
 
@@ -62,7 +62,7 @@ def recorded_history(folder: Path, path: str) -> list[Snapshot]:
 
 def record(folder: Path, path: str, snapshots: list[Snapshot]) -> None:
     """Write snapshots in the layout :func:`recorded_history` reads."""
-    from rocmkit.atomicio import write_text_atomic
+    from rocmkit.util.atomicio import write_text_atomic
 
     for snap in snapshots:
         dest = folder / f"{snap.date[:10]}_{snap.commit}" / path

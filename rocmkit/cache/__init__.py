@@ -1,0 +1,1 @@
+"""The detection cache and the output cache (detect and resolve reruns)."""

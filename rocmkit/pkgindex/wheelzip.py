@@ -1,0 +1,173 @@
+"""A wheel's ``METADATA`` read from its zip central directory with HTTP range requests (ZIP64
+included), never the whole wheel."""
+
+from __future__ import annotations
+
+import struct
+import time
+import zlib
+from typing import TYPE_CHECKING
+
+from rocmkit.errors import NetworkError
+
+if TYPE_CHECKING:
+
+    pass
+
+from rocmkit.pkgindex.http import CHUNK_BYTES, MAX_METADATA_BYTES, TAIL_BYTES, USER_AGENT, request, shown
+
+_EOCD = b"PK\x05\x06"
+_EOCD64_LOC = b"PK\x06\x07"
+_CDIR = b"PK\x01\x02"
+_LOCAL = b"PK\x03\x04"
+
+
+def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes | None:
+    from urllib.error import HTTPError, URLError
+    from urllib.request import urlopen
+
+    deadline = time.monotonic() + timeout
+    try:
+        req = request(url, {"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
+        resp = urlopen(req, timeout=timeout)
+    except HTTPError as exc:
+        if exc.code == 416:
+            return None
+        raise NetworkError(f"{shown(url)} answered HTTP {exc.code}", "check the index") from None
+    except (URLError, TimeoutError, OSError, ValueError) as exc:
+        raise NetworkError(
+            f"{shown(url)} does not answer: {shown(str(getattr(exc, 'reason', exc)))}",
+            "check the network, or raise --timeout",
+        ) from None
+    with resp:
+        if resp.status != 206:
+            # The server ignored Range and started sending the whole (multi-GB) wheel: hang up.
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            if time.monotonic() > deadline:
+                raise NetworkError(f"{shown(url)} did not finish answering within {timeout:g} s", "raise --timeout")
+            chunk = resp.read(CHUNK_BYTES)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_bytes:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def metadata_by_range(url: str, filename: str, *, timeout: float) -> str | None:
+    """``<dist>.dist-info/METADATA`` of the wheel at ``url``, read from the zip's end.
+
+    A zip ends with its central directory and the end-of-central-directory record;
+    one range request for the last 64 KiB holds both for a wheel like torch's, a
+    second one reads the METADATA member itself. None when ranges are not served.
+    """
+    tail = _range_get(url, f"-{TAIL_BYTES}", timeout=timeout, max_bytes=TAIL_BYTES)
+    if tail is None:
+        return None
+    return _metadata_from_tail(url, filename, tail, timeout=timeout)
+
+
+def _metadata_from_tail(url: str, filename: str, tail: bytes, *, timeout: float) -> str | None:
+    at = tail.rfind(_EOCD)
+    if at < 0 or len(tail) < at + 22:
+        raise NetworkError(f"{shown(url)} is not a zip file (no end of central directory)", "check the index")
+    (_, _, _, _, entries, cd_size, cd_offset, _) = struct.unpack("<4sHHHHIIH", tail[at : at + 22])
+    if cd_offset == 0xFFFFFFFF or entries == 0xFFFF:
+        loc = tail.rfind(_EOCD64_LOC, 0, at)
+        if loc < 0:
+            raise NetworkError(f"{shown(url)}: zip64 wheel without a zip64 locator", "check the index")
+        (eocd64_off,) = struct.unpack("<Q", tail[loc + 8 : loc + 16])
+        eocd64 = _range_get(url, f"{eocd64_off}-{eocd64_off + 55}", timeout=timeout, max_bytes=56)
+        if eocd64 is None:
+            return None
+        cd_size, cd_offset = struct.unpack("<QQ", eocd64[40:56])
+    # The central directory: in the tail already, or one more range request.
+    total_end = at + (len(tail) - at)  # position of tail end relative to tail
+    file_size = _file_size_from_tail(tail, at, cd_offset, cd_size)
+    start_in_tail = cd_offset - (file_size - len(tail)) if file_size is not None else -1
+    if start_in_tail >= 0 and start_in_tail + cd_size <= total_end:
+        cdir = tail[start_in_tail : start_in_tail + cd_size]
+    else:
+        if cd_size > MAX_METADATA_BYTES:
+            return None
+        got = _range_get(url, f"{cd_offset}-{cd_offset + cd_size - 1}", timeout=timeout, max_bytes=cd_size)
+        if got is None:
+            return None
+        cdir = got
+    dist = filename.split("-", 2)
+    want = f"{dist[0]}-{dist[1]}.dist-info/METADATA" if len(dist) >= 2 else ""
+    pos = 0
+    while pos + 46 <= len(cdir) and cdir[pos : pos + 4] == _CDIR:
+        (method, csize, usize, nlen, xlen, clen, local_off) = _cdir_fields(cdir, pos)
+        name = cdir[pos + 46 : pos + 46 + nlen].decode("utf-8", "replace")
+        extra = cdir[pos + 46 + nlen : pos + 46 + nlen + xlen]
+        csize, usize, local_off = _zip64_extra(extra, csize, usize, local_off)
+        if name == want or (name.endswith(".dist-info/METADATA") and name.count("/") == 1 and not want):
+            return _read_member(url, local_off, csize, usize, method, timeout=timeout)
+        pos += 46 + nlen + xlen + clen
+    return None
+
+
+def _file_size_from_tail(tail: bytes, at: int, cd_offset: int, cd_size: int) -> int | None:
+    """The wheel's size: the central directory ends where the EOCD (or zip64 records) begin."""
+    loc = tail.rfind(_EOCD64_LOC, 0, at)
+    if loc >= 0:
+        # zip64 records sit between the directory and the EOCD: find the record itself.
+        rec = tail.rfind(b"PK\x06\x06", 0, loc)
+        if rec >= 0:
+            return cd_offset + cd_size + (len(tail) - rec)
+    return cd_offset + cd_size + (len(tail) - at)
+
+
+def _cdir_fields(cdir: bytes, pos: int) -> tuple[int, int, int, int, int, int, int]:
+    method = struct.unpack("<H", cdir[pos + 10 : pos + 12])[0]
+    csize, usize = struct.unpack("<II", cdir[pos + 20 : pos + 28])
+    nlen, xlen, clen = struct.unpack("<HHH", cdir[pos + 28 : pos + 34])
+    (local_off,) = struct.unpack("<I", cdir[pos + 42 : pos + 46])
+    return method, csize, usize, nlen, xlen, clen, local_off
+
+
+def _zip64_extra(extra: bytes, csize: int, usize: int, off: int) -> tuple[int, int, int]:
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, size = struct.unpack("<HH", extra[pos : pos + 4])
+        if tag == 0x0001:
+            data = extra[pos + 4 : pos + 4 + size]
+            vals = [struct.unpack("<Q", data[i : i + 8])[0] for i in range(0, len(data) - 7, 8)]
+            it = iter(vals)
+            if usize == 0xFFFFFFFF:
+                usize = next(it, usize)
+            if csize == 0xFFFFFFFF:
+                csize = next(it, csize)
+            if off == 0xFFFFFFFF:
+                off = next(it, off)
+        pos += 4 + size
+    return csize, usize, off
+
+
+def _read_member(url: str, offset: int, csize: int, usize: int, method: int, *, timeout: float) -> str | None:
+    if usize > MAX_METADATA_BYTES or csize > MAX_METADATA_BYTES:
+        return None
+    # The local header is 30 bytes plus a name and an extra field of unknown length: read a margin.
+    want = 30 + 1024 + csize
+    got = _range_get(url, f"{offset}-{offset + want - 1}", timeout=timeout, max_bytes=want)
+    if got is None or got[:4] != _LOCAL:
+        return None
+    nlen, xlen = struct.unpack("<HH", got[26:30])
+    data = got[30 + nlen + xlen : 30 + nlen + xlen + csize]
+    if method == 0:
+        raw = data
+    elif method == 8:
+        try:
+            raw = zlib.decompress(data, -15)
+        except zlib.error:
+            return None
+    else:
+        return None
+    return raw.decode("utf-8", "replace")
+
+

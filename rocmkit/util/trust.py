@@ -1,0 +1,238 @@
+"""Which files and folders rocmkit may trust, when it runs as root on a shared node.
+
+rocmkit loads back what it wrote earlier (detection and plan caches, replayed
+output, compiled matrices, Triton's and inductor's compiled ``.so`` files, the
+install journal and its backup wheels). A file another user could have written
+is an instruction from that user, run with rocmkit's privileges. So a file or
+folder is trusted only when (the rule OpenSSH applies to ``authorized_keys``):
+
+- it is owned by the user running rocmkit (the effective uid) or by root;
+- nobody else can write it: no group or world write bit, except on a folder with
+  the sticky bit (``/tmp``: others may add entries there, never rename or remove
+  ours, and each entry is checked on its own);
+- every folder above it passes the same rule (else another user could rename the
+  folder away and put their own in its place);
+- a file is opened without following a symlink (``O_NOFOLLOW``) and checked on the
+  open descriptor (``fstat``), so the file checked is the file read.
+
+Appends (logs, result rows) never follow a symlink either: a log path in a folder
+another user can write must not turn into a write to ``/etc/shadow``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from functools import lru_cache
+from pathlib import Path
+
+# Not typing.TYPE_CHECKING: the output cache's replay (milliseconds) reads through here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
+
+_WRITABLE = stat.S_IWGRP | stat.S_IWOTH
+
+
+def trusted_uid(uid: int) -> bool:
+    """The user running rocmkit, or root."""
+    return uid in (os.geteuid(), 0)
+
+
+def _who() -> str:
+    uid = os.geteuid()
+    return "root (uid 0)" if uid == 0 else f"you (uid {uid}) or root"
+
+
+def stat_problem(st: os.stat_result, *, folder: bool) -> str | None:
+    """Why a file or folder with this ``stat`` is not safe to trust; None when it is."""
+    if not trusted_uid(st.st_uid):
+        return f"owned by uid {st.st_uid}, not by {_who()}"
+    if st.st_mode & _WRITABLE and not (folder and st.st_mode & stat.S_ISVTX):
+        who = "group and others" if st.st_mode & _WRITABLE == _WRITABLE else (
+            "its group" if st.st_mode & stat.S_IWGRP else "others"
+        )
+        return f"writable by {who} (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why the folder ``path`` is not safe to load from: it, or a folder above it, fails
+    the rule; None when it passes (or does not exist yet and every existing folder above
+    it passes: rocmkit will make it, privately)."""
+    real = Path(os.path.realpath(path))
+    for p in (real, *real.parents):
+        try:
+            st = os.stat(p)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            return f"{p} cannot be checked ({exc.strerror})"
+        if not stat.S_ISDIR(st.st_mode):
+            continue  # nothing can be made (or planted) below a file: a write error, not trust
+        reason = stat_problem(st, folder=True)
+        if reason:
+            return f"{p} is {reason}" if p == real else f"{p}, a folder above it, is {reason}"
+    return None
+
+
+def check_folder(path: Path, what: str, fix: str) -> None:
+    """:func:`folder_problem` as an :class:`UntrustedError` (exit 13) naming ``what``."""
+    from rocmkit.errors import UntrustedError
+
+    reason = folder_problem(path)
+    if reason:
+        raise UntrustedError(f"{what} {path} is not safe to trust: {reason}", fix)
+
+
+def private_folder(path: Path) -> Path:
+    """``path`` made (with its missing parents) mode 0700; one of ours that exists already is
+    tightened to 0700. For caches and state that may hold host facts."""
+    missing = []
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for folder in reversed(missing):
+        # Made meanwhile by another rocmkit: checked like any folder.
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+    st = os.stat(path)
+    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
+    return Path(path)
+
+
+def _open_nofollow(path: Path, flags: int, mode: int = 0o600) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0), mode)
+
+
+def file_problem(path: Path) -> str | None:
+    """Why the file ``path`` is not safe to load back (a symlink, not a regular file, another
+    user's, writable by others); None when it is safe or absent."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be checked ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "a symlink"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    return stat_problem(st, folder=False)
+
+
+def read_trusted(path: Path, *, max_bytes: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file safe to load back, at most
+    ``max_bytes``; None when it is absent, unsafe, too big or unreadable (a cache miss)."""
+    try:
+        fd = _open_nofollow(path, os.O_RDONLY)
+    except OSError:
+        return None  # absent, or a symlink (ELOOP), or not ours to read
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or stat_problem(st, folder=False) or st.st_size > max_bytes:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return None if size > max_bytes else b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def append_fd(path: Path, *, mode: int = 0o644) -> int:
+    """A descriptor of ``path`` opened for appending (made with ``mode`` if missing), never
+    through a symlink, and only if it is a regular file with no other hard link;
+    :class:`UntrustedError` otherwise (OSError for what the disk says)."""
+    import errno
+
+    from rocmkit.errors import UntrustedError
+
+    try:
+        fd = _open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UntrustedError(
+                f"{path} is a symlink; rocmkit does not append through one (it could point anywhere)",
+                "remove the link and pass a plain file (or a path in a folder only you can write)",
+            ) from exc
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+        os.close(fd)
+        what = "is not a regular file" if not stat.S_ISREG(st.st_mode) else "has other hard links"
+        raise UntrustedError(f"{path} {what}; rocmkit does not append to it", "pass the path of a plain file")
+    # Blocking writes from here on (O_NONBLOCK only guarded the open against a FIFO).
+    os.set_blocking(fd, True)
+    return fd
+
+
+def open_append(path: Path, *, mode: int = 0o644) -> IO[str]:
+    """:func:`append_fd` as a text file (UTF-8)."""
+    return os.fdopen(append_fd(path, mode=mode), "a", encoding="utf-8")
+
+
+# -- rocmkit's cache ------------------------------------------------------------------------
+
+# A detection, plan or output entry is a few KiB; an index page entry well under a MiB.
+MAX_CACHE_ENTRY = 16 * 1024 * 1024
+CACHE_FIX = (
+    "make the folder yours and writable by you alone (chown, chmod 700), or point "
+    "ROCMKIT_CACHE_DIR at a folder only you (or root) can write"
+)
+
+
+def load_cached(path: Path, *, max_bytes: int = MAX_CACHE_ENTRY) -> bytes | None:
+    """A cache entry rocmkit wrote, or None: absent, or in a folder another user can write
+    (that folder, or one above it), or not a regular file of this user's or root's."""
+    if folder_problem(path.parent):
+        return None
+    return read_trusted(path, max_bytes=max_bytes)
+
+
+def store_cached(path: Path, data: bytes) -> bool:
+    """Write a cache entry 0600 in a 0700 folder (it may hold host facts); nothing in a folder
+    another user can write. True when written; OSError for what the disk says."""
+    if folder_problem(path.parent):
+        return False
+    from rocmkit.util.atomicio import write_bytes_atomic
+
+    private_folder(path.parent)
+    write_bytes_atomic(path, data, mode=0o600)
+    return True
+
+
+COMPILE_CACHES = {"TRITON_CACHE_DIR": "triton", "TORCHINDUCTOR_CACHE_DIR": "inductor"}
+
+
+@lru_cache(maxsize=8)
+def _private_scratch(cache: str) -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="rocmkit-compile-")
+
+
+def compile_cache_dirs(cache: Path) -> dict[str, str]:
+    """Where Triton and inductor keep their compiled kernels (``.so`` files they load and
+    run): under ``cache`` when it is safe to load from, else in a private folder made for
+    this run (0700, empty), so that nothing another user put there is ever loaded."""
+    out: dict[str, str] = {}
+    for var, name in COMPILE_CACHES.items():
+        folder = Path(cache) / name
+        if folder_problem(folder) is None:
+            with contextlib.suppress(OSError):
+                private_folder(folder)
+            out[var] = str(folder)
+        else:
+            out[var] = str(Path(_private_scratch(str(cache))) / name)
+    return out
