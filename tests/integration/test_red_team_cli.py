@@ -3,10 +3,12 @@ dry run plans for the checked Python (a probe), and resolve detects this machine
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from rocmkit.plan import Plan
 from tests.support.cli import rocmkit
 
 pytestmark = pytest.mark.integration
@@ -15,15 +17,26 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize(
     ("with_", "says"),
     [
-        ("torch==1.0", "--with torch==1.0 contradicts the plan's torch==2.13.0+cpu"),
-        ("triton==0.0.1", "--with triton==0.0.1 contradicts the plan's triton==3.8.0"),
+        ("torch==1.0", "--with torch==1.0 contradicts the plan's torch==2.5.1+rocm6.2"),
+        ("pytorch-triton-rocm==0.0.1", "contradicts the plan's pytorch-triton-rocm==3.1.0"),
+        ("triton==0.0.1", "the plan's Triton is pytorch-triton-rocm==3.1.0, and triton would install a second"),
     ],
 )
 def test_install_with_a_companion_that_contradicts_the_plan(with_: str, says: str, tmp_path: Path) -> None:
-    res = rocmkit("install", "--dry-run", "--cpu", "--venv", str(tmp_path / "v"), "--with", with_)
+    plan = Plan(
+        backend="rocm6.2",
+        torch_version="2.5.1+rocm6.2",
+        triton="pytorch-triton-rocm==3.1.0",
+        requirements=("torch==2.5.1+rocm6.2",),
+        index_urls=("https://download.pytorch.org/whl/rocm6.2/",),
+    )
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan.to_dict()))
+    args = ("install", "--dry-run", "--plan", str(path), "--venv", str(tmp_path / "v"))
+    res = rocmkit(*args, "--with", with_)
     assert res.code == 4, res.stderr
     assert says in res.stderr.strip().splitlines()[-1] and "Traceback" not in res.stderr
-    fits = rocmkit("install", "--dry-run", "--cpu", "--venv", str(tmp_path / "v"), "--with", "torch>=2")
+    fits = rocmkit(*args, "--with", "torch>=2.5")
     assert fits.code == 0, fits.stderr
 
 
