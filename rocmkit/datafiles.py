@@ -27,6 +27,7 @@ def data_files() -> tuple[DataFile, ...]:
     # Imported here, not at the top: the registry sits above every feature that owns a file.
     from rocmkit.companions.data import parse_companions
     from rocmkit.containers.images import parse_images
+    from rocmkit.doctor.sku import parse_skus
     from rocmkit.matrix.amd_targets import FILE as AMD_TARGETS
     from rocmkit.matrix.amd_targets import parse_amd_targets
     from rocmkit.matrix.jaxdata import parse_jax
@@ -37,6 +38,8 @@ def data_files() -> tuple[DataFile, ...]:
         DataFile(names=FILES, used_by="detect, resolve, install, doctor, matrix", load=parse_matrix),
         DataFile(names=("build.toml",), used_by="build", load=lambda d: read_build_matrix(d / "build.toml")),
         DataFile(names=("images.toml",), used_by="docker", load=lambda d: parse_images(d / "images.toml")),
+        DataFile(names=("sku.toml",), used_by="doctor (level 2/3 floors), matrix show --sku",
+                 load=lambda d: parse_skus(d / "sku.toml")),
         DataFile(names=("jax.toml",), used_by="resolve, install, doctor (--framework jax, torch-xla)", load=parse_jax),
         DataFile(names=("companions.toml",), used_by="resolve --with, install --with, doctor", load=parse_companions),
         DataFile(names=(AMD_TARGETS,), used_by="detect, resolve", load=parse_amd_targets),

@@ -22,11 +22,20 @@ from html import escape
 from pathlib import Path
 from typing import Any, Literal
 
+from rocmkit.bench.noise import too_noisy
 from rocmkit.bench.results import ModelResult, SuiteResult
 from rocmkit.errors import DataError
 
 Verdict = Literal[
-    "regression", "improvement", "same", "fixed", "broken", "still failing", "only in A", "only in B"
+    "regression",
+    "improvement",
+    "same",
+    "not judged",
+    "fixed",
+    "broken",
+    "still failing",
+    "only in A",
+    "only in B",
 ]
 FLAGGED: tuple[Verdict, ...] = ("regression", "broken")
 DEFAULT_MIN_CHANGE = 0.05
@@ -69,6 +78,10 @@ class Comparison:
     def flagged(self) -> list[ModelDiff]:
         return [d for d in self.models if d.verdict in FLAGGED]
 
+    @property
+    def not_judged(self) -> list[ModelDiff]:
+        return [d for d in self.models if d.verdict == "not judged"]
+
 
 def _apart(lo_a: float | None, hi_a: float | None, lo_b: float | None, hi_b: float | None) -> bool:
     """The two interquartile ranges do not overlap (unknown ranges count as overlapping)."""
@@ -88,6 +101,13 @@ def diff_model(a: ModelResult, b: ModelResult, min_change: float) -> ModelDiff:
     assert a.speedup is not None and b.speedup is not None
     sr = b.speedup / a.speedup
     lr = b.compiled_ms / a.compiled_ms if a.compiled_ms and b.compiled_ms else None
+    noisy = [f"{side}: {why}" for side, m in (("A", a), ("B", b)) for why in too_noisy(m)]
+    if noisy:
+        # Overlapping ranges on a loaded host say nothing: "same" would be a verdict the run cannot give.
+        return ModelDiff(
+            name=a.name, a=a, b=b, verdict="not judged", speedup_ratio=sr, latency_ratio=lr,
+            why=f"speedup {a.speedup:.2f}x -> {b.speedup:.2f}x; not judged: too noisy ({'; '.join(noisy)})",
+        )
     speed_apart = _apart(a.speedup_q1, a.speedup_q3, b.speedup_q1, b.speedup_q3)
     ca, cb = a.compiled_spread, b.compiled_spread
     lat_apart = ca is not None and cb is not None and lr is not None and _apart(ca.q1, ca.q3, cb.q1, cb.q3)
@@ -205,6 +225,7 @@ def to_dict(c: Comparison) -> dict[str, object]:
     return {
         "schema": "rocmkit.bench.compare/1",
         "flagged": [d.name for d in c.flagged],
+        "not_judged": [d.name for d in c.not_judged],
         "notes": list(c.notes),
         "models": [
             {
@@ -256,8 +277,13 @@ def to_text(c: Comparison) -> str:
         lines.append(
             f"{len(flagged)} regression(s) beyond the noise of the repeats: {', '.join(d.name for d in flagged)}"
         )
-    else:
+    elif not c.not_judged:
         lines.append(f"no regression beyond the noise of the repeats (and {c.min_change:.0%})")
+    if c.not_judged:
+        lines.append(
+            f"{len(c.not_judged)} model(s) not judged, too noisy to tell: {', '.join(d.name for d in c.not_judged)} "
+            "(rerun on an idle node)"
+        )
     return "\n".join(lines) + "\n"
 
 

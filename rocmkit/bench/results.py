@@ -77,6 +77,8 @@ class ModelResult:
     accuracy: Accuracy | None = None
     duration_s: float = 0.0
     stderr_tail: str = ""
+    # The host while the model ran (rocmkit/bench/noise.py): loadavg, cpus, steal fraction.
+    host_load: dict[str, float] | None = None
 
     @property
     def passed(self) -> bool:

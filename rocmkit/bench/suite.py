@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from rocmkit.bench import runlog
+from rocmkit.bench import noise, runlog
 from rocmkit.bench.forks import ModelForks, preload_for
 from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
@@ -338,12 +338,15 @@ def run_suite(
             out = work / f"{slug}.result.json"
             job.write_text(json.dumps({"model": spec.name, "suite": opts.suite, "options": asdict(harness)}))
             args = ["run", str(job), str(out)]
+            before = noise.sample()
             forked = forks.run(args, timeout_s=timeout) if forks is not None else None
             result = forked or runner(_child(opts.python, *args), timeout=timeout, env=env)
             if out.is_file():
                 row = _result_row(spec.name, spec.suite, out, result)
             else:
                 row = _failed_row(spec.name, spec.suite, result, timeout)
+            # What else ran on the host meanwhile: compare refuses to judge a loaded run.
+            row = replace(row, host_load=noise.host_load(before, noise.sample()))
             if opts.results is not None:
                 runlog.append_row(opts.results, row, run=header.get("run"))
             rows.append(row)

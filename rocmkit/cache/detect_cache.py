@@ -197,10 +197,12 @@ def cached_plan(
     *,
     fresh: bool = False,
     environ: Mapping[str, str] | None = None,
+    variant: str = "",
 ) -> Plan | None:
     """The plan resolve makes for ``machine``, cached beside it: the key adds the machine
-    itself and a checksum of the matrix files, so new data or another machine resolves
-    again. Saves a rerun of the doctor importing and running resolve."""
+    itself, a checksum of the matrix files and ``variant`` (the constraints, the target
+    Python), so new data, another machine or other options resolve again. Saves a rerun
+    importing and running resolve."""
     from rocmkit.matrix.compiled import matrix_key
     from rocmkit.plan import Plan
     from rocmkit.util.paths import matrices_dir
@@ -210,7 +212,8 @@ def cached_plan(
     if key is None or machine.source != "live":
         return make(machine)
     facts = json.dumps(machine.to_dict(), sort_keys=True).encode()
-    name = f"{key}-plan-{matrix_key(matrices_dir())}-{zlib.crc32(facts):08x}.json"
+    asked = hashlib.sha256(variant.encode()).hexdigest()[:12]
+    name = f"{key}-plan-{matrix_key(matrices_dir())}-{zlib.crc32(facts):08x}-{asked}.json"
     path = cache_dir / "detect" / name
     if not fresh:
         try:

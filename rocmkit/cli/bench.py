@@ -215,7 +215,8 @@ def compare_cmd(req: CompareRequest) -> None:
     A and B are `bench models --json` outputs or --results files (a merged
     shard set too). A model is flagged when it broke (passed in A, not in B)
     or got slower beyond the noise of the repeats. Exit code 0 when nothing
-    is flagged, 1 when something is (for CI).
+    is flagged, 1 when something is (for CI), 3 when nothing is flagged but a
+    model could not be judged (its run too noisy: CPU steal, load, spread).
     """
     from rocmkit.bench import compare
 
@@ -231,3 +232,5 @@ def compare_cmd(req: CompareRequest) -> None:
         OUT.data(compare.to_text(c), nl=False)
     if c.flagged:
         sys.exit(1)
+    if c.not_judged:
+        sys.exit(3)

@@ -61,12 +61,13 @@ def cli(req: BuildRequest) -> None:
     A failed or interrupted build resumes at the step that did not finish when the same
     command runs again.
     """
+    from rocmkit.session import Session
     from rocmkit.source_build.preflight import blocking
     from rocmkit.source_build.request import plan_build, plan_lines, preflight
     from rocmkit.source_build.script import render_script
     from rocmkit.source_build.steps import run_recipe
 
-    plan = plan_build(req)
+    plan = plan_build(req, Session(capture=req.capture))
     recipe = plan.recipe
     if req.as_script:
         OUT.data(render_script(recipe), nl=False)

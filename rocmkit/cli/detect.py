@@ -35,10 +35,15 @@ def cli(as_json: bool, capture: Path | None, fresh: bool) -> None:
     Exit codes: 0 detected (problems are reported, not fatal), 4 bad capture or
     override variable, 5 corrupt matrix data. See docs/detect.md.
     """
-    from rocmkit.cli.machine import machine_for
+    from rocmkit.session import Session
 
-    # The table is drawn by rich, not through OUT: only the JSON is replayed.
-    machine = machine_for(capture, fresh=fresh, replayable=as_json)
+    session = Session(capture=capture, fresh=fresh)
+    machine = session.machine()
+    if as_json and session.detected_at is not None:
+        # The table is drawn by rich, not through OUT: only the JSON is replayed.
+        from rocmkit.cache import output_cache
+
+        output_cache.cacheable(session.detected_at)
     if as_json:
         from rocmkit.detect.amd_names import amd_names
 

@@ -35,13 +35,15 @@ def render_cmd(req: RenderRequest) -> None:
     set and `rocmkit doctor --level 0` at build time, and run `rocmkit doctor` at run time.
 
     \b
+    rocmkit docker render                              the image for this machine (its plan)
     rocmkit docker render --out docker                 every image in matrices/images.toml
     rocmkit docker render --rocm 6.2 --gfx gfx942      one Dockerfile on stdout
     rocmkit docker render --out docker --check         are the committed files current?
     """
     from rocmkit.containers.dockerfile import stale_files
+    from rocmkit.session import Session
 
-    rendered = req.rendered()
+    rendered = req.rendered(Session() if req.this_machine else None)
     out = req.out
     if out is None:
         OUT.data(next(iter(rendered.values())), nl=False)

@@ -17,8 +17,9 @@ from rocmkit.cli.request import OUT, request
 from rocmkit.doctor.request import DoctorRequest
 
 if TYPE_CHECKING:
-
     from rocmkit.doctor.result import Report
+    from rocmkit.plan import Plan
+    from rocmkit.session import Session
 
 
 @click.command("doctor")
@@ -90,8 +91,7 @@ def cli(req: DoctorRequest) -> None:
 def _run(req: DoctorRequest) -> None:
     from rocmkit.doctor.registry import check_modules, check_option_values, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
-    from rocmkit.doctor.run import RunOptions, discover, doctor, make_plan, select
-    from rocmkit.util.paths import cache_dir
+    from rocmkit.doctor.run import RunOptions, discover, doctor, select
 
     found = discover(check_modules())
     if req.list_only:
@@ -112,18 +112,14 @@ def _run(req: DoctorRequest) -> None:
     recover_for_python(python.executable, OUT.message)
     if not python.own:
         OUT.message(f"checking the Python at {python.executable} ({python.version})")
-    if req.capture is None:
-        from rocmkit.cache.detect_cache import cached_machine, cached_plan
+    from rocmkit.session import Session
 
-        # Detection facts are cached per boot and driver state, and the plan with them:
-        # a rerun skips the probes and resolve.
-        machine, _ = cached_machine(cache_dir(), fresh=req.fresh)
-        plan = cached_plan(cache_dir(), machine, make_plan, fresh=req.fresh)
-    else:
-        from rocmkit.detect import load_machine
-
-        machine = load_machine(req.capture)
-        plan = make_plan(machine)
+    # Detection facts are cached per boot and driver state, and the plan with them: a rerun
+    # skips the probes and resolve. The plan is the one `rocmkit resolve --python X.Y` prints
+    # for the checked Python, held to what the index serves unless offline.
+    session = Session(capture=req.capture, fresh=req.fresh, python=python.short_version)
+    machine = session.machine()
+    plan, plan_error = _plan(session)
     opts = RunOptions(
         level=req.level,
         only=req.only,
@@ -145,13 +141,28 @@ def _run(req: DoctorRequest) -> None:
         machine,
         opts,
         plan=plan,
-        cache_dir=cache_dir(),
+        plan_error=plan_error,
+        cache_dir=session.cache_dir,
         on_start=progress.start,
         on_result=progress.result,
         checks=found,
         python=python,
     )
     sys.exit(_write_reports(req, report))
+
+
+def _plan(session: Session) -> tuple[Plan | None, str | None]:
+    """The plan, or why there is none: said on stderr and recorded in the report, never
+    swallowed (the checks still run: a machine without a plan is worth checking)."""
+    from rocmkit.errors import RocmkitError
+    from rocmkit.resolve.constraints import Constraints
+
+    try:
+        return session.plan(Constraints()), None
+    except RocmkitError as exc:
+        why = exc.one_line().removeprefix("error: ")
+        OUT.warning(f"no plan for this machine: {why}")
+        return None, why
 
 
 def _write_reports(req: DoctorRequest, report: Report) -> int:

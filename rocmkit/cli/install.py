@@ -32,7 +32,7 @@ from rocmkit.resolve.constraints import CHANNELS
 @click.option("--cpu", is_flag=True, help="Resolve CPU wheels whatever the machine has.")
 @click.option("--strict-data", is_flag=True,
     help="Resolve only builds a source confirms (no build known only from upstream's build lists).")
-@click.option("--index-base", envvar="ROCMKIT_INDEX_BASE",
+@click.option("--index-base",
     help="Replace https://download.pytorch.org/whl in index URLs (mirror).")
 @click.option("--installer", type=click.Choice(["auto", "uv", "pip"]), default="auto", show_default=True)
 @click.option("--with", "with_packages", multiple=True, metavar="PKG",

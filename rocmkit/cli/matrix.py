@@ -66,8 +66,17 @@ def check(req: CheckRequest) -> None:
 @_DIR
 @click.option("--torch", "torch_spec", metavar="X.Y[.Z]", help="One release series (2.7) or release (2.7.1).")
 @click.option("--gfx", metavar="gfxNNNN", help="One GPU arch: products, PCI ids, wheels that carry it.")
-def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> None:
-    """Print the releases, or one release series, or what the matrix knows about one arch."""
+@click.option("--sku", metavar="NAME", help="One GPU model (MI300X, 'RX 7900 XTX', H100): its peaks and the doctor's "
+    "level-2/3 floors, with sources (matrices/sku.toml).")
+def show(directory: Path | None, torch_spec: str | None, gfx: str | None, sku: str | None) -> None:
+    """Print the releases, or one release series, or what the matrix knows about one arch or GPU model."""
+    if sku:
+        from rocmkit.doctor.sku import load_skus, show_lines
+
+        skus = load_skus(directory)
+        OUT.data("\n".join(show_lines(skus, skus.find(sku))))
+        if not (torch_spec or gfx):
+            return
     from rocmkit.matrix import load_matrix
     from rocmkit.matrix.show import gfx_lines, origin_line, releases_table, torch_lines
     from rocmkit.util.paths import matrices_dir, matrices_origin
@@ -115,6 +124,10 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None) -> Non
     help="With --write: a clone of pytorch/test-infra (its build-matrix history).")
 @click.option("--therock", type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="With --write: a clone of ROCm/TheRock.")
+@click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",
+    help="Follow a redirect to HOST (repeatable); a redirect to any other host than the one asked is refused.")
+@click.option("--allow-insecure-index", is_flag=True,
+    help="With --write: accept a plain-http --simple index off the loopback interface.")
 @request(RefreshRequest)
 def refresh(req: RefreshRequest) -> None:
     """Compare the matrix with a live package index and report what it lacks or has wrong:
@@ -125,12 +138,17 @@ def refresh(req: RefreshRequest) -> None:
     and Pythons; every fact with its source. Exit 9 when an index does not answer (nothing written).
     """
     if req.write:
-        refresh_write(req, data=lambda text: OUT.data(text, nl=False), message=OUT.message)
+        with req.redirects():
+            refresh_write(req, data=lambda text: OUT.data(text, nl=False), message=OUT.message)
         return
     from rocmkit.matrix import load_matrix
     from rocmkit.matrix.refresh import compare
 
-    report = compare(load_matrix(req.directory), req.index_base, only=req.only or None, timeout=req.timeout, progress=OUT.message)
+    with req.redirects():
+        report = compare(
+            load_matrix(req.directory), req.index_base, only=req.only or None, timeout=req.timeout,
+            progress=OUT.message,
+        )  # fmt: skip
     if req.as_json:
         OUT.json(report.to_dict())
         return

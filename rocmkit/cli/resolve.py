@@ -29,9 +29,9 @@ from rocmkit.resolve.request import FORMATS, ResolveRequest
 @click.option("--python", metavar="X.Y", help="Target Python (default: the running one).")
 @click.option("--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
     help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly).")
-@click.option("--index-base", metavar="URL", envvar="ROCMKIT_INDEX_BASE",
+@click.option("--index-base", metavar="URL",
     help="Replaces https://download.pytorch.org/whl in index URLs (a mirror). Env: ROCMKIT_INDEX_BASE.")
-@click.option("--offline", is_flag=True, envvar="ROCMKIT_OFFLINE",
+@click.option("--offline", is_flag=True,
     help="Plan from rocmkit's data only; do not ask the index what it serves now. Env: ROCMKIT_OFFLINE=1.")
 @click.option("--strict-data", is_flag=True,
     help="Plan only builds a source confirms, never one known only from upstream's build lists.")
@@ -57,27 +57,22 @@ def cli(req: ResolveRequest) -> None:
     Exit codes: 0 plan printed, 4 bad argument or capture, 5 bad matrix data,
     6 no plan fits, or no build of a --with package fits (the message says what would).
     """
-    from rocmkit.cli.machine import machine_for
-    from rocmkit.resolve import resolve
     from rocmkit.resolve.render import requirements_text, summary_text
+    from rocmkit.session import Session
 
-    # Offline, the plan is a function of the machine, the data and the options: a rerun
-    # may replay it. Online it also depends on what the index serves now.
-    machine = machine_for(req.capture, fresh=req.fresh, replayable=req.offline)
-    constraints = req.constraints()
-    plan = resolve(machine, constraints)
-    if not req.offline and constraints.frameworks == ("torch",):
-        # What the index serves now: one request (2 s at most, cached) that settles
-        # whether the planned build exists and whether a newer one does.
-        from rocmkit.matrix import load_matrix
-        from rocmkit.resolve.live import check_plan
+    session = Session(capture=req.capture, fresh=req.fresh, offline=req.offline, index_base=req.index_base)
+    plan = session.plan(req.constraints())
+    if session.offline and session.detected_at is not None:
+        # Offline, the plan is a function of the machine, the data and the options: a rerun
+        # may replay it. Online it also depends on what the index serves now.
+        from rocmkit.cache import output_cache
 
-        plan = check_plan(plan, machine, constraints, load_matrix())
+        output_cache.cacheable(session.detected_at)
     if req.with_packages:
         from rocmkit.companions.data import load_companions
         from rocmkit.companions.resolve import resolve_with
 
-        plan = resolve_with(plan, machine, req.with_packages, load_companions())
+        plan = resolve_with(plan, session.machine(), req.with_packages, load_companions())
     if req.as_json or req.fmt == "json":
         OUT.json(plan.to_dict())
     elif req.fmt == "requirements":

@@ -70,7 +70,7 @@ def healthcheck_cmd(req: HealthcheckRequest) -> None:
     \b
     Exit codes: 0 healthy, 1 a check failed (node drained), 3 the checks could not run
     (a second such run in a row drains the node: "rocmkit: cannot check").
-    Install it with `rocmkit slurm config --write /etc/slurm`.
+    Install it with `rocmkit slurm config --write --dir /etc/slurm`.
     """
     from rocmkit.slurm.hooks import Log, NodeMemo, health_check, node_name, single_run
     from rocmkit.slurm.request import quick_outcome

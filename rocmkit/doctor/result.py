@@ -39,6 +39,15 @@ class Figure:
     unit: str
     # Where a reference was measured in the same run (a device copy, torch.matmul).
     reference: float | None = None
+    # Judged against the GPU model's row of matrices/sku.toml (rocmkit/doctor/sku.py), where one
+    # applies: its peak (same unit) and the share of it reached, and the floors it was held to.
+    peak: float | None = None
+    pct_of_peak: float | None = None
+    floor: float | None = None  # the figure itself must reach this
+    floor_fraction: float | None = None  # value / reference must reach this
+    reference_floor: float | None = None  # the reference (torch's own figure) must reach this
+    sku: str | None = None
+    below_floor: bool = False
 
     @property
     def fraction(self) -> float | None:
@@ -46,6 +55,9 @@ class Figure:
             return None
         assert self.reference is not None
         return self.value / self.reference
+
+
+_FIGURE_BASE = ("name", "value", "unit", "reference")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +76,10 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        # A figure's floor fields appear only where a GPU model's floors applied to it.
+        d["figures"] = [
+            {k: v for k, v in f.items() if k in _FIGURE_BASE or v not in (None, False)} for f in d["figures"]
+        ]
         # Name and level first, as reports have always listed them.
         return {"name": d.pop("name"), "level": d.pop("level"), **d, "status": self.status.value}
 
@@ -105,6 +121,8 @@ class Report:
     level: int
     # Compile caches the checks used: {"triton": {"hits", "misses", "hit_rate"}}.
     caches: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Why there is no plan (resolve's error, one line), where ``plan`` is None.
+    plan_error: str | None = None
 
     @property
     def verdict(self) -> Status:
@@ -127,6 +145,7 @@ class Report:
             "versions": self.versions,
             "machine": self.machine,
             "plan": self.plan,
+            **({"plan_error": self.plan_error} if self.plan_error else {}),
             "caches": self.caches,
             "results": [r.to_dict() for r in self.results],
         }
@@ -139,6 +158,7 @@ class Report:
             return cls(
                 machine=dict(d.get("machine") or {}),
                 plan=d.get("plan"),
+                plan_error=str(d["plan_error"]) if d.get("plan_error") else None,
                 results=tuple(CheckResult.from_dict(r) for r in d.get("results", ())),
                 versions=dict(d.get("versions") or {}),
                 started_at=str(d["started_at"]),

@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from rocmkit import __version__
 from rocmkit.arch import Backend
@@ -36,6 +36,9 @@ from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.plan import Plan
 from rocmkit.pyenv import PyEnv, this_python
 from rocmkit.sources import relevant_env
+
+if TYPE_CHECKING:
+    from rocmkit.doctor.sku import Sku
 
 MAX_LEVEL = 3
 Isolation = Literal["fork", "spawn"]
@@ -391,20 +394,29 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def versions(results: Sequence[CheckResult], python: PyEnv | None = None) -> dict[str, str | None]:
+def versions(
+    results: Sequence[CheckResult], python: PyEnv | None = None, machine: Machine | None = None
+) -> dict[str, str | None]:
     """Versions for the report, read without importing torch; the torch checks add
-    what only an import can tell (``torch.version.hip``) through their details."""
-    py = python or this_python()
-    triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := py.dists.get(d)) is not None), None)
-    out: dict[str, str | None] = {
-        "rocmkit": __version__,
-        "python": py.version,
-        "python_executable": str(py.executable),
-        "torch": py.dists.get("torch"),
-        "triton": triton,
-        "hip": None,
-        "cuda": None,
-    }
+    what only an import can tell (``torch.version.hip``) through their details.
+
+    A report of a capture is the captured node's: its Python as captured, and no torch or
+    Triton (a capture does not record them), never this machine's."""
+    if machine is not None and machine.source != "live":
+        out: dict[str, str | None] = {"rocmkit": __version__, "python": machine.host.python}
+        out |= dict.fromkeys(("python_executable", "torch", "triton", "hip", "cuda"))
+    else:
+        py = python or this_python()
+        triton = next((f"{d}=={v}" for d in TRITON_DISTRIBUTIONS if (v := py.dists.get(d)) is not None), None)
+        out = {
+            "rocmkit": __version__,
+            "python": py.version,
+            "python_executable": str(py.executable),
+            "torch": py.dists.get("torch"),
+            "triton": triton,
+            "hip": None,
+            "cuda": None,
+        }
     for r in results:
         found = r.details.get("versions")
         if isinstance(found, dict):
@@ -466,18 +478,13 @@ def image_build(machine: Machine) -> bool:
     return kfd is None or not kfd.exists
 
 
-def make_plan(machine: Machine) -> Plan | None:
-    """The plan resolve would make for this machine, where one can be made.
-
-    Nothing fitting (NoPlanError) is a normal answer here; so, for the doctor, is any
-    other failure of resolve: the plan is context for the report, and `rocmkit resolve`
-    is where its errors are shown."""
-    try:
-        from rocmkit.resolve import Constraints, resolve
-
-        return resolve(machine, Constraints())
-    except Exception:
+def gpu_model(machine: Machine, backend: str, selected: Sequence[Check]) -> Sku | None:
+    """The machine's row of matrices/sku.toml, where a level-2/3 check will run on a GPU."""
+    if backend == "cpu" or not any(c.level >= 2 for c in selected):
         return None
+    from rocmkit.doctor.sku import load_skus
+
+    return load_skus().for_machine(machine)
 
 
 def now_iso() -> str:
@@ -489,6 +496,7 @@ def doctor(
     opts: RunOptions,
     *,
     plan: Plan | None = None,
+    plan_error: str | None = None,
     cache_dir: Path,
     environ: Mapping[str, str] | None = None,
     on_start: Progress | None = None,
@@ -520,13 +528,21 @@ def doctor(
         python=None if py.own else py,
     )
     server = fork_server(selected, ctx, py) if opts.isolation == "fork" else None
+    sku = gpu_model(machine, ctx.backend, selected)
+    hook = on_result
+    if on_result is not None and sku is not None:
+        from rocmkit.doctor.sku import apply_floors
+
+        def hook(chk: Check, results: list[CheckResult]) -> None:
+            on_result(chk, apply_floors(results, sku, backend=ctx.backend))
+
     try:
         ran = run_checks(
             selected,
             ctx,
             timeout_scale=opts.timeout_scale,
             on_start=on_start,
-            on_result=on_result,
+            on_result=hook,
             python=py,
             level=opts.level,
             jobs=opts.jobs or (usable_cores() if server is not None else 1),
@@ -535,6 +551,11 @@ def doctor(
     finally:
         if server is not None:
             server.close()
+    if sku is not None:
+        from rocmkit.doctor.sku import apply_floors
+
+        # Every level-2/3 figure with its % of peak and the floor of this GPU model.
+        ran = apply_floors(ran, sku, backend=ctx.backend)
     results = [*found.broken, *ran]
     live = machine.source == "live"
     # A capture is another machine: never label it with this host's name.
@@ -543,8 +564,9 @@ def doctor(
     return Report(
         machine=machine.to_dict(),
         plan=plan.to_dict() if plan else None,
+        plan_error=plan_error,
         results=tuple(results),
-        versions=versions(results, py),
+        versions=versions(results, py, machine),
         started_at=started,
         finished_at=now_iso(),
         host_id=host_id(hostname) if live else f"{hostname}-capture",

@@ -60,6 +60,9 @@ class Options:
     fallback_index: bool = False
     show_output: bool = True
     companions: bool = True  # False: --no-companions (torch and Triton only)
+    # Plain-http and file:// indexes allowed (warned about): --allow-insecure-index, or
+    # ROCMKIT_ALLOW_INSECURE_INDEX=1 as the request read it.
+    allow_insecure_index: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,7 +226,9 @@ def checked_sources(
 
     Returns the sources and the companions (of ``companions``) that no reachable source holds."""
     check_source_urls(
-        (*sources.index_urls, *(u for u in sources.find_links if is_url(u))), lambda m: echo(f"rocmkit: {m}")
+        (*sources.index_urls, *(u for u in sources.find_links if is_url(u))),
+        lambda m: echo(f"rocmkit: {m}"),
+        allow=opts.allow_insecure_index,
     )
     decision = decide_sources(
         sources,

@@ -1,6 +1,6 @@
 """What ``rocmkit install`` was asked to do: one frozen request, checked here (not in the CLI),
-and :func:`carry_out`, which picks the target and the plan and runs the install, lock,
-download or dry run it asks for.
+and :func:`carry_out`, which prepares it (:func:`rocmkit.install.prepare.prepare`: the inputs
+read once, the target, the plan) and runs the install, lock, download or dry run it asks for.
 
 Messages go to the ``say`` callback (the CLI's stderr); the outcome is returned (its data).
 """
@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from rocmkit.errors import DataError, UsageError
+from rocmkit.errors import UsageError
 
 if TYPE_CHECKING:
     from rocmkit.install.flow import Options, Outcome
+    from rocmkit.install.prepare import Prepared
     from rocmkit.plan import Plan
-    from rocmkit.pyenv import PyEnv
+    from rocmkit.session import Session
 
 Say = Callable[[str], None]
 
@@ -127,9 +127,12 @@ class InstallRequest:
     def allowed_env(self) -> frozenset[str]:
         return frozenset(self.allow_env)
 
-    def options(self) -> Options:
+    def options(self, environ: Mapping[str, str] | None = None) -> Options:
+        """The options record the install runs with; ``environ`` (the session's) supplies
+        ``ROCMKIT_ALLOW_INSECURE_INDEX`` where the flag is not given."""
         from rocmkit.install import flow
         from rocmkit.install.base import Limits
+        from rocmkit.install.sources_policy import ALLOW_ENV
 
         return flow.Options(
             installer=cast("flow.InstallerChoice", self.installer),
@@ -142,6 +145,8 @@ class InstallRequest:
             probe_timeout_s=self.probe_timeout,
             show_output=not self.quiet,
             companions=not self.no_companions,
+            allow_insecure_index=self.allow_insecure_index
+            or (environ or os.environ).get(ALLOW_ENV, "") not in ("", "0"),
             fallback_index=self.fallback_index,
         )
 
@@ -157,10 +162,10 @@ def check_venv_path(venv: Path) -> None:
     "would create" it, and before a real run tries)."""
     path = venv.absolute()
     resolved = path.resolve()
-    if any(resolved == root or resolved.is_relative_to(root) for root in _VIRTUAL_ROOTS):
+    under = next((root for root in _VIRTUAL_ROOTS if resolved == root or resolved.is_relative_to(root)), None)
+    if under is not None:
         raise UsageError(
-            f"--venv {venv} is under {next(r for r in _VIRTUAL_ROOTS if resolved.is_relative_to(r))}, "
-            "a kernel file system: no environment can be made there",
+            f"--venv {venv} is under {under}, a kernel file system: no environment can be made there",
             "pass a folder on a disk, e.g. --venv ~/venvs/torch",
         )
     if path.exists() and not path.is_dir():
@@ -177,7 +182,9 @@ def check_base_python(value: str) -> None:
     if "/" in value:
         path = Path(value)
         if not path.is_file() or not os.access(path, os.X_OK):
-            raise UsageError(f"--python {value}: no Python interpreter there", "pass an existing python, or a version like 3.12")
+            raise UsageError(
+                f"--python {value}: no Python interpreter there", "pass an existing python, or a version like 3.12"
+            )
         return
     if not re.fullmatch(r"3\.[0-9]{1,3}(\.[0-9]{1,3})?", value):
         raise UsageError(
@@ -186,170 +193,24 @@ def check_base_python(value: str) -> None:
         )
 
 
-def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str] = frozenset()) -> Plan:
-    """A saved plan (``rocmkit resolve --json``), its PyTorch indexes moved to ``index_base``."""
-    from rocmkit.matrix import load_matrix
-    from rocmkit.plan import Plan
-    from rocmkit.util.safeload import load_json_file
+def carry_out(req: InstallRequest, say: Say, session: Session | None = None) -> Outcome:
+    """Prepare (read the inputs once, pick the target, making a missing venv; plan), then run;
+    a venv this run made is removed again when anything fails."""
+    from rocmkit.install.prepare import prepare, session_for
 
+    prepared = prepare(req, session or session_for(req), say)
     try:
-        data = load_json_file(path, f"plan {path}", max_bytes=4 * 1024 * 1024)
-    except DataError as exc:
-        raise DataError(exc.message, "pass the output of `rocmkit resolve --json`") from exc
-    plan = Plan.from_dict(data, allow_env=allow_env)
-    from rocmkit.util.redact import conceal
-
-    # A hand-written plan may carry a mirror's token: kept in memory, masked everywhere else.
-    urls = tuple(conceal(u) for u in plan.index_urls)
-    if index_base:
-        m = load_matrix()
-        urls = tuple(m.rebase(u, conceal(index_base)) for u in urls)
-    return plan if urls == plan.index_urls else dataclasses.replace(plan, index_urls=urls)
-
-
-def check_inputs(req: InstallRequest, say: Say) -> None:
-    """What can fail before anything is created: the index base, and the plan, lock or wheelhouse."""
-    from rocmkit.install.sources_policy import ALLOW_ENV, check_source_urls
-
-    if req.allow_insecure_index:
-        # Read where the URLs are used (flow.checked_sources), as the environment variable is.
-        os.environ[ALLOW_ENV] = "1"
-    if req.index_base:
-        from rocmkit.util.redact import check_url, conceal
-
-        check_source_urls([check_url("--index-base", req.index_base)], say)
-        conceal(req.index_base)  # its credentials, for the lock or wheelhouse URLs that mask them
-    if req.plan_file is not None:
-        load_plan_file(req.plan_file, req.index_base, req.allowed_env)
-    if req.from_lock is not None:
-        from rocmkit.install import lock as lockmod
-
-        lockmod.parse(req.from_lock, allow_env=req.allowed_env)
-    elif req.wheelhouse is not None and not req.download_only:
-        from rocmkit.install import wheelhouse as whmod
-
-        whmod.open_wheelhouse(req.wheelhouse)
-
-
-def carry_out(req: InstallRequest, say: Say) -> Outcome:
-    """Check the inputs, pick the target (making a missing venv), run; a venv this run made is
-    removed again when anything fails."""
-    from rocmkit.install.venv import select_target
-    from rocmkit.pyenv import probe, venv_interpreter
-
-    check_inputs(req, say)
-    created = False
-    would_create: Path | None = None
-    no_target = req.venv is None and req.interpreter is None and not os.environ.get("VIRTUAL_ENV")
-    if req.read_only and no_target:
-        # Locking and downloading change nothing: rocmkit's own Python gives the tags.
-        target = probe(Path(sys.executable))
-    elif req.dry_run and req.venv is not None and not venv_interpreter(req.venv.absolute()).exists():
-        # Nothing to dry-run against: plan for the Python the venv would be made from.
-        from rocmkit.install.venv import base_interpreter
-
-        target = probe(base_interpreter(req.venv_base))
-        would_create = req.venv.absolute()
-    else:
-        target, created = select_target(
-            venv=req.venv,
-            python=req.interpreter,
-            environ=os.environ,
-            break_system_packages=req.break_system_packages or req.read_only,
-            create=not (req.dry_run or req.read_only),
-            base_python=req.venv_base,
-        )
-        if created:
-            say(f"rocmkit: created the virtual environment {target.prefix} (Python {target.version})")
-    try:
-        return _run(req, target, would_create, say)
+        return _run(req, prepared, say)
     except BaseException:
-        if created:
-            # It did not exist before this run: "exactly as before" means gone.
-            import shutil
-
-            shutil.rmtree(target.prefix, ignore_errors=True)
-            say(f"rocmkit: removed the virtual environment {target.prefix} made by this run")
+        prepared.discard(say)
         raise
 
 
-def _plan(req: InstallRequest, target: PyEnv, say: Say) -> tuple[Plan, Options, object]:
-    """The plan to carry out, the options (a lock without a plan turns guard and checks off), and
-    the locked install spec when a lock or wheelhouse says exactly what to install."""
-    from rocmkit.install import flow
-    from rocmkit.plan import Plan
-
-    opts = req.options()
-    if req.installs_exact_list:
-        import tempfile
-
-        from rocmkit.install import lock as lockmod
-        from rocmkit.install import wheelhouse as whmod
-
-        parsed = (
-            whmod.open_wheelhouse(req.wheelhouse)
-            if req.wheelhouse
-            else lockmod.parse(cast(Path, req.from_lock), allow_env=req.allowed_env)
-        )
-        plan = parsed.plan
-        if plan is None:
-            plan = Plan(backend="unknown", requirements=tuple(f"{e.name}=={e.version}" for e in parsed.entries))
-            opts = dataclasses.replace(opts, verify=False, guard=False)
-            say("rocmkit: the lock carries no rocmkit plan; installing it without guard or verification")
-        spec = flow.locked_spec(parsed, Path(tempfile.mkdtemp(prefix="rocmkit-lock-")), req.with_packages)
-        return plan, opts, spec
-    if req.plan_file:
-        return _held(load_plan_file(req.plan_file, req.index_base, req.allowed_env), say), opts, None
-    from rocmkit.detect import load_machine
-    from rocmkit.resolve import Constraints, resolve
-
-    constraints = Constraints(
-        torch=req.torch,
-        rocm=req.rocm,
-        python=target.short_version,
-        channel=req.channel,
-        cpu=req.cpu,
-        index_base=req.index_base,
-        strict_data=req.strict_data,
-    )
-    machine = load_machine(req.capture)
-    plan = resolve(machine, constraints)
-    from rocmkit.resolve.live import check_plan, offline_requested, seen_lines
-
-    if offline_requested():
-        return _held(plan, say), opts, None
-    from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
-    from rocmkit.matrix import load_matrix
-
-    # Where pip will look when the planned index does not answer: the user's own sources, only
-    # with --fallback-index (without it, a dead index stops the install at the index check).
-    fallbacks: list[tuple[str, bool]] = []
-    if req.fallback_index:
-        user = read_pip_config()
-        fallbacks = [(link, False) for link in user.find_links]
-        indexes = dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
-        fallbacks += [(url, True) for url in indexes]
-    checked = check_plan(plan, machine, constraints, load_matrix(), fallbacks=fallbacks)
-    for seen in seen_lines(checked):
-        say(f"rocmkit: {seen}")
-    return _held(checked, say), opts, None
-
-
-def _held(plan: Plan, say: Say) -> Plan:
-    """A planned build known only from build lists, which its index answers without: its fallback."""
-    from rocmkit.install.fallback import hold_to_index
-
-    held, message = hold_to_index(plan)
-    if message:
-        say(f"rocmkit: {message}")
-    return held
-
-
-def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say) -> Outcome:
+def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
     from rocmkit.install import flow
     from rocmkit.util.redact import redact_text
 
-    plan, opts, spec = _plan(req, target, say)
+    plan, opts, target = prepared.plan, prepared.options, prepared.target
     if req.with_packages:
         from rocmkit.install.companions import check_against_plan
 
@@ -358,14 +219,14 @@ def _run(req: InstallRequest, target: PyEnv, would_create: Path | None, say: Say
     say(f"rocmkit: plan {plan.backend}: {' '.join(plan.requirements)}{urls}")
     for warning in plan.warnings:
         say(f"rocmkit: warning: {warning}")
-    if would_create is not None:
-        return _dry_run_new_venv(req, plan, opts, would_create, say)
+    if prepared.would_create is not None:
+        return _dry_run_new_venv(req, plan, opts, prepared.would_create, say)
     if req.lock_file:
         return flow.write_lock(plan, target, req.lock_file, opts, say)
     if req.download_only:
         assert req.wheelhouse is not None  # checked by the request
         return flow.download_wheelhouse(plan, target, req.wheelhouse, opts, say)
-    outcome = flow.install(plan, target, opts, say, spec=spec)  # type: ignore[arg-type]
+    outcome = flow.install(plan, target, opts, say, spec=prepared.spec)
     if outcome.action == "installed":
         env = " ".join(f"{k}={v}" for k, v in plan.env.items())
         say(f"rocmkit: installed into {outcome.target} with {outcome.installer}: {outcome.changes}")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,8 @@ class RefreshRequest:
     recording: Path | None = None
     test_infra: Path | None = None
     therock: Path | None = None
+    allow_redirect: tuple[str, ...] = ()  # hosts a redirect may lead to (else: the host asked only)
+    allow_insecure_index: bool = False  # --write from a plain-http index off the loopback
 
     def __post_init__(self) -> None:
         from rocmkit.util.redact import check_url, conceal
@@ -33,6 +36,12 @@ class RefreshRequest:
         object.__setattr__(self, "index_base", conceal(check_url("--index", self.index_base)))
         if self.simple_url is not None:
             object.__setattr__(self, "simple_url", conceal(check_url("--simple", self.simple_url)))
+
+    def redirects(self) -> AbstractContextManager[None]:
+        """Every read of this refresh: redirects only to the host asked, or to --allow-redirect's."""
+        from rocmkit.pkgindex.http import same_host_redirects
+
+        return same_host_redirects(self.allow_redirect)
 
 
 def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Callable[[str], None]) -> None:
@@ -50,6 +59,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         recording_meta,
     )
     from rocmkit.matrix.write import plan_refresh, write_refresh
+    from rocmkit.pkgindex.http import plain_http
     from rocmkit.util.paths import matrices_dir, overlay_dir
 
     source_dir = req.directory or matrices_dir()
@@ -65,9 +75,20 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         jax_pages, jax_read_on = recorded_jax_pages(req.recording, jax_names)
     else:
         index_url = req.simple_url or load_matrix(source_dir).pypi_url or "https://pypi.org/simple"
+        if plain_http(index_url) and not req.allow_insecure_index:
+            raise UsageError(
+                f"the simple index {index_url} is plain http: anyone on the path could change the data "
+                "rocmkit then trusts for every resolve",
+                "use an https index (--simple), or pass --allow-insecure-index if you trust the path",
+            )
         message(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/ and the jax projects")
         pages, metadata = index_inputs(index_url, timeout=req.timeout)
         jax_pages = jax_index_pages(index_url, jax_names, timeout=req.timeout)
+        # The source lines name where the data really came from (a redirect the user allowed).
+        real = pages["torch"].url.rstrip("/").rsplit("/", 1)[0]
+        if real != index_url.rstrip("/"):
+            message(f"note: {index_url.rstrip('/')} redirected to {real}: the sources name {real}")
+            index_url = real
     inputs = build_inputs(
         index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on,
         jax_pages=jax_pages, jax_read_on=jax_read_on,

@@ -4,21 +4,103 @@ transport)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocmkit.errors import NetworkError
 
-# -- HTTP ----------------------------------------------------------------------
+if TYPE_CHECKING:
+    from http.client import HTTPResponse
+    from urllib.request import Request
 
-JSON_TYPE = "application/vnd.pypi.simple.v1+json"
-ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
-USER_AGENT = "rocmkit"
-MAX_PAGE_BYTES = 32 * 1024 * 1024  # download.pytorch.org's cross-variant torch page is ~3 MB
-MAX_METADATA_BYTES = 4 * 1024 * 1024
-TAIL_BYTES = 64 * 1024  # end of central directory + the directory of a wheel with ~500 files
-CHUNK_BYTES = 64 * 1024
+
+# -- redirects -----------------------------------------------------------------
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def plain_http(url: str) -> bool:
+    """A plain-http URL off the loopback interface (anyone on the path can change what it says)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme == "http" and (parts.hostname or "") not in LOOPBACK
+
+
+# None: redirects are followed as urllib (and pip) follow them. Inside same_host_redirects():
+# only to the host asked, or to a host the user named. Process-wide, so that the threads a
+# refresh reads with obey it too.
+_ALLOWED_HOSTS: frozenset[str] | None = None
+
+
+@contextmanager
+def same_host_redirects(allowed: Iterable[str] = ()) -> Iterator[None]:
+    """While in effect, a redirect to another host than the one asked (or from https to http)
+    is a :class:`NetworkError` unless its host is in ``allowed``: data read for rocmkit's own
+    matrices must come from where the user pointed it, or from a host the user named."""
+    global _ALLOWED_HOSTS
+    saved = _ALLOWED_HOSTS
+    _ALLOWED_HOSTS = frozenset(h.strip().lower() for h in allowed if h.strip())
+    try:
+        yield
+    finally:
+        _ALLOWED_HOSTS = saved
+
+
+def open_url(req: Request, *, timeout: float) -> HTTPResponse:
+    """``urlopen(req)`` under the redirect rule in effect (:func:`same_host_redirects`); an
+    index's credentials follow a redirect on the same scheme, host and port only."""
+    from urllib.request import build_opener
+
+    opener = build_opener(_redirect_guard(_ALLOWED_HOSTS))
+    resp: HTTPResponse = opener.open(req, timeout=timeout)
+    return resp
+
+
+def _redirect_guard(allowed: frozenset[str] | None) -> Any:
+    from urllib.parse import urljoin, urlsplit
+    from urllib.request import HTTPRedirectHandler
+
+    from rocmkit.util.redact import redact_text
+
+    class Guard(HTTPRedirectHandler):
+        def redirect_request(  # type: ignore[override]
+            self, req: Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+        ) -> Request | None:
+            old, new = urlsplit(req.full_url), urlsplit(urljoin(req.full_url, newurl))
+            new_req = self._checked(req, fp, code, msg, headers, newurl, old, new)
+            auth = req.unredirected_hdrs.get("Authorization")
+            same_origin = (old.scheme, old.netloc.lower()) == (new.scheme, new.netloc.lower())
+            if new_req is not None and auth is not None and same_origin:
+                new_req.add_unredirected_header("Authorization", auth)
+            return new_req
+
+        def _checked(
+            self, req: Request, fp: Any, code: int, msg: str, headers: Any, newurl: str, old: Any, new: Any
+        ) -> Request | None:
+            if allowed is None:
+                return super().redirect_request(req, fp, code, msg, headers, newurl)
+            host = (new.hostname or "").lower()
+            if host != (old.hostname or "").lower() and host not in allowed:
+                raise NetworkError(
+                    f"{redact_text(req.full_url)} redirected (HTTP {code}) to another host, {host} "
+                    f"({redact_text(newurl)}); rocmkit does not follow it unless asked",
+                    f"pass --allow-redirect {host} if you trust that host, or point rocmkit at it directly",
+                )
+            if old.scheme == "https" and new.scheme != "https":
+                raise NetworkError(
+                    f"{redact_text(req.full_url)} redirected (HTTP {code}) to plain {new.scheme}: "
+                    f"{redact_text(newurl)}",
+                    "point rocmkit at an https index that does not downgrade",
+                )
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    return Guard()
+
+
+# -- credentials ---------------------------------------------------------------
 
 
 def _basic(user: str, password: str) -> str:
@@ -42,10 +124,10 @@ def _netrc_auth(host: str) -> str | None:
     return _basic(found[0], found[2])
 
 
-def request(url: str, headers: Mapping[str, str]) -> Any:
+def request(url: str, headers: Mapping[str, str]) -> Request:
     """A urllib Request for ``url`` with its credentials (from the URL, this process's
-    memory of them, or ~/.netrc) in an Authorization header that no redirect carries on,
-    and none in the URL itself (urllib cannot parse ``user:token@host``)."""
+    memory of them, or ~/.netrc) in an Authorization header that no redirect to another
+    origin carries on, and none in the URL itself (urllib cannot parse ``user:token@host``)."""
     from urllib.parse import unquote, urlsplit
     from urllib.request import Request
 
@@ -79,6 +161,17 @@ def shown(url: str) -> str:
     return redact_text(url)
 
 
+# -- HTTP ----------------------------------------------------------------------
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+USER_AGENT = "rocmkit"
+MAX_PAGE_BYTES = 32 * 1024 * 1024  # download.pytorch.org's cross-variant torch page is ~3 MB
+MAX_METADATA_BYTES = 4 * 1024 * 1024
+TAIL_BYTES = 64 * 1024  # end of central directory + the directory of a wheel with ~500 files
+CHUNK_BYTES = 64 * 1024
+
+
 @dataclass(frozen=True, kw_only=True)
 class Response:
     url: str
@@ -103,13 +196,12 @@ def http_get(
     silence); no answer, a trickle past the deadline or a too-large body raise NetworkError.
     """
     from urllib.error import HTTPError, URLError
-    from urllib.request import urlopen
 
     deadline = time.monotonic() + timeout
     where = shown(url)
     try:
         req = request(url, {"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
-        resp = urlopen(req, timeout=timeout)
+        resp = open_url(req, timeout=timeout)
     except HTTPError as exc:
         return Response(url=url, status=exc.code, body=b"", content_type=exc.headers.get("Content-Type", ""))
     except (URLError, TimeoutError, OSError, ValueError) as exc:
@@ -169,11 +261,10 @@ class Reach:
 def reach(url: str, *, timeout: float, accept: str = "text/html") -> Reach:
     """GET ``url`` and read one byte: does anything answer within ``timeout``?"""
     from urllib.error import HTTPError, URLError
-    from urllib.request import urlopen
 
     try:
         req = request(url, {"Accept": accept, "User-Agent": USER_AGENT})
-        with urlopen(req, timeout=timeout) as resp:
+        with open_url(req, timeout=timeout) as resp:
             resp.read(1)
             return Reach(url=url, status=resp.status, reason="answers")
     except HTTPError as exc:

@@ -217,8 +217,10 @@ def project_page(index_url: str, project: str, *, timeout: float) -> ProjectPage
         )
     if resp.status != 200:
         raise NetworkError(f"{shown(page)} answered HTTP {resp.status}", "check the index URL")
-    files = parse_project_page(page, resp.body, resp.content_type)
-    return ProjectPage(url=page, files=tuple(files), etag=resp.etag)
+    # Where the page really came from (after any redirect): its links are relative to it, and
+    # the matrices' source lines name it (without credentials: the client never puts them in a URL).
+    files = parse_project_page(resp.url, resp.body, resp.content_type)
+    return ProjectPage(url=resp.url, files=tuple(files), etag=resp.etag)
 
 
 # -- metadata ------------------------------------------------------------------

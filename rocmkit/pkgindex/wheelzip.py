@@ -8,13 +8,21 @@ import time
 import zlib
 from typing import TYPE_CHECKING
 
-from rocmkit.errors import NetworkError
+from rocmkit.errors import DataError, NetworkError
 
 if TYPE_CHECKING:
 
     pass
 
-from rocmkit.pkgindex.http import CHUNK_BYTES, MAX_METADATA_BYTES, TAIL_BYTES, USER_AGENT, request, shown
+from rocmkit.pkgindex.http import (
+    CHUNK_BYTES,
+    MAX_METADATA_BYTES,
+    TAIL_BYTES,
+    USER_AGENT,
+    open_url,
+    request,
+    shown,
+)
 
 _EOCD = b"PK\x05\x06"
 _EOCD64_LOC = b"PK\x06\x07"
@@ -24,12 +32,11 @@ _LOCAL = b"PK\x03\x04"
 
 def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes | None:
     from urllib.error import HTTPError, URLError
-    from urllib.request import urlopen
 
     deadline = time.monotonic() + timeout
     try:
         req = request(url, {"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
-        resp = urlopen(req, timeout=timeout)
+        resp = open_url(req, timeout=timeout)
     except HTTPError as exc:
         if exc.code == 416:
             return None
@@ -159,15 +166,28 @@ def _read_member(url: str, offset: int, csize: int, usize: int, method: int, *, 
         return None
     nlen, xlen = struct.unpack("<HH", got[26:30])
     data = got[30 + nlen + xlen : 30 + nlen + xlen + csize]
+    raw: bytes | None = None
     if method == 0:
         raw = data
     elif method == 8:
-        try:
-            raw = zlib.decompress(data, -15)
-        except zlib.error:
-            return None
-    else:
+        raw = inflate_capped(data, MAX_METADATA_BYTES, what=f"{url}: its METADATA")
+    return None if raw is None else raw.decode("utf-8", "replace")
+
+
+def inflate_capped(data: bytes, cap: int, *, what: str) -> bytes | None:
+    """Raw deflate ``data`` inflated to at most ``cap`` bytes: the size a zip's directory
+    declares is the sender's word, and a few MB of deflate inflate to GBs (a zip bomb).
+    Past the cap: :class:`DataError` naming ``what``; a broken stream: None."""
+    inflater = zlib.decompressobj(-15)
+    try:
+        raw = inflater.decompress(data, cap + 1)
+    except zlib.error:
         return None
-    return raw.decode("utf-8", "replace")
+    if len(raw) > cap or inflater.unconsumed_tail:
+        raise DataError(
+            f"{what} inflates past rocmkit's cap of {cap} bytes (a zip bomb, or not a wheel)",
+            "check the index: a wheel's METADATA is a few KiB; leave this index out (--only)",
+        )
+    return raw
 
 

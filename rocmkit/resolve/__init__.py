@@ -10,15 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rocmkit.resolve.constraints import CHANNELS, INDEX_BASE_ENV, Constraints
+    from rocmkit.resolve.constraints import CHANNELS, Constraints
     from rocmkit.resolve.core import resolve
 
-__all__ = ["CHANNELS", "INDEX_BASE_ENV", "Constraints", "resolve"]
+__all__ = ["CHANNELS", "Constraints", "resolve"]
 
 _WHERE = {
     "CHANNELS": "rocmkit.resolve.constraints",
     "Constraints": "rocmkit.resolve.constraints",
-    "INDEX_BASE_ENV": "rocmkit.resolve.constraints",
     "resolve": "rocmkit.resolve.core",
 }
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, replace
 
@@ -17,7 +16,6 @@ _RELEASE = r"[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?"
 CHANNELS = ("stable", "nightly", "amd", "amd-rc", "amd-nightly", "therock")
 AMD_CHANNELS = ("amd", "amd-rc", "amd-nightly", "therock")
 FRAMEWORKS = ("torch", "jax", "torch-xla")
-INDEX_BASE_ENV = "ROCMKIT_INDEX_BASE"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +26,8 @@ class Constraints:
     channel: str = "stable"  # stable | nightly | amd | amd-rc | amd-nightly (therock)
     cuda: str | None = None  # "12.4" or "cu124"; forces a CUDA build
     index_base: str | None = None  # replaces https://download.pytorch.org/whl (env ROCMKIT_INDEX_BASE)
+    # Where index_base came from when not an option (the session names ROCMKIT_INDEX_BASE): for the reason.
+    index_base_from: str | None = None
     cpu: bool = False  # force CPU wheels
     # Only facts a source confirms: a build known only from upstream's build lists (not yet
     # seen on an index) is never planned unless --rocm/--cuda names it.
@@ -94,14 +94,12 @@ class Constraints:
 
 
 def index_base_of(cons: Constraints) -> str | None:
-    """The mirror that replaces download.pytorch.org (``--index-base``, else
+    """The mirror that replaces download.pytorch.org (``--index-base`` or, through the session,
     ``ROCMKIT_INDEX_BASE``), checked, with any credentials in it masked: the plan, its
     reasons and every cache and report hold the masked URL; the installers and rocmkit's
     HTTP client get the real one back (:func:`rocmkit.util.redact.reveal`)."""
     from rocmkit.util.redact import check_url, conceal
 
-    base = cons.index_base or os.environ.get(INDEX_BASE_ENV) or None
-    if base is None:
+    if cons.index_base is None:
         return None
-    what = "--index-base" if cons.index_base else INDEX_BASE_ENV
-    return conceal(check_url(what, base))
+    return conceal(check_url(cons.index_base_from or "--index-base", cons.index_base))

@@ -15,7 +15,7 @@ from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
 from rocmkit.plan import Plan
 from rocmkit.resolve import amd, cuda, rocm
-from rocmkit.resolve.constraints import INDEX_BASE_ENV, Constraints, index_base_of
+from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 from rocmkit.resolve.releases import (
     candidate_releases,
@@ -33,9 +33,10 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
     m = matrix or load_matrix()
     notes = Notes(matrix=m)
     python = cons.python or f"{sys.version_info.major}.{sys.version_info.minor}"
-    base = index_base_of(cons)
-    if base and not cons.index_base:
-        notes.why(f"index base {base} from {INDEX_BASE_ENV} replaces {m.pytorch_base}")
+    # The index base is read from the environment once, by the session (rocmkit.session).
+    base = cons.index_base
+    if base and cons.index_base_from:
+        notes.why(f"index base {base} from {cons.index_base_from} replaces {m.pytorch_base}")
     elif base:
         notes.why(f"index base {base} replaces {m.pytorch_base}")
 

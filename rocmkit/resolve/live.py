@@ -20,7 +20,7 @@ Answers are cached in ``<cache>/indexes/`` with their ETag: a fresh entry (under
 ``TTL_S``) is used without a request, an older one is revalidated with
 ``If-None-Match``; an index that did not answer is remembered for ``DOWN_TTL_S``, so
 an offline ``resolve`` pays for the attempt once. ``ROCMKIT_OFFLINE=1`` (or
-``resolve --offline``) skips all of it.
+``resolve --offline``) skips all of it (the session, :mod:`rocmkit.session`, decides).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import os
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
@@ -48,7 +47,6 @@ from rocmkit.pkgindex.pages import IndexFile, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints, index_base_of
 
-OFFLINE_ENV = "ROCMKIT_OFFLINE"
 TIMEOUT_S = 2.0
 TTL_S = 15 * 60
 DOWN_TTL_S = 5 * 60
@@ -57,10 +55,6 @@ _ROUNDS = 6  # each round reads only indexes not read before, so this bounds not
 
 Build = tuple[str, str]  # ("2.13.0+cpu", "3.11")
 PURE = "py3"  # a Build's Python for a wheel any CPython 3 installs (torchaudio 2.11.1: py3-none-...)
-
-
-def offline_requested() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -386,8 +380,7 @@ def _check_torch(
                 ],
             )
         if direct:
-            base = index_base_of(constraints)
-            served = _served_by_index(m, seen, base, python)
+            served = _served_by_index(m, seen, index_base_of(constraints), python)
         else:
             served = _served_by_any(frozenset().union(*(s.builds for s in answering)), python)
         m = _keep(m, served)

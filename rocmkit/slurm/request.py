@@ -75,6 +75,14 @@ class ConfigRequest:
         # Each lands in a slurm.conf line (HealthCheckNodeState=..., Prolog=DIR/...).
         slurm_value("--node-state", self.node_state)
         slurm_value("--dir", str(self.folder))
+        if self.hook_args and not self.hook_args[0].startswith("-"):
+            # `config --write /etc/slurm`: the folder landed among the hooks' arguments (the doctor
+            # takes no positional argument), and the hooks would have been written elsewhere.
+            first = self.hook_args[0]
+            raise UsageError(
+                f"{first} is not an option for the hooks: --write takes no value, and the folder is --dir",
+                f"pass --dir {first}" + (" --write" if self.write else ""),
+            )
         if not self.folder.is_absolute():
             raise UsageError(
                 f"--dir {self.folder} is not an absolute path", "slurmd needs one, e.g. --dir /etc/slurm"
@@ -82,7 +90,9 @@ class ConfigRequest:
         if self.slurm_conf is not None and not Path(self.slurm_conf).is_absolute():
             raise UsageError(f"--slurm-conf {self.slurm_conf} is not an absolute path", "pass the full path")
         if self.write and not self.folder.is_dir():
-            raise UsageError(f"folder {self.folder} does not exist", "create it, or pass --dir")
+            raise UsageError(
+                f"--dir {self.folder} does not exist", "create it, or pass --dir with the folder for the hooks"
+            )
 
     def unsafe_folder(self) -> str | None:
         """Why --dir is no place for scripts slurmd runs as root (another user could replace

@@ -19,6 +19,7 @@ from rocmkit.arch import GPU_BACKENDS
 from rocmkit.errors import UsageError
 
 if TYPE_CHECKING:
+    from rocmkit.session import Session
     from rocmkit.source_build.preflight import PreflightItem, Probes
     from rocmkit.source_build.steps import Recipe
     from rocmkit.source_build.targets import ArchTargets
@@ -74,9 +75,9 @@ def _cores() -> int | None:
         return os.cpu_count()
 
 
-def plan_build(req: BuildRequest) -> BuildPlan:
-    from rocmkit.detect import load_machine
-    from rocmkit.matrix import load_matrix
+def plan_build(req: BuildRequest, session: Session | None = None) -> BuildPlan:
+    """The recipe for ``req``: for the archs given, else for the session's machine (a capture,
+    or this machine through the detection cache)."""
     from rocmkit.source_build.coverage import wheel_coverage
     from rocmkit.source_build.preflight import live_probes
     from rocmkit.source_build.recipes import BuildOptions, HostFacts, load_build_matrix, make_recipe
@@ -87,10 +88,16 @@ def plan_build(req: BuildRequest) -> BuildPlan:
     rocm_path = os.environ.get("ROCM_PATH") or "/opt/rocm"
     machine = None
     if req.archs:
-        target = target_from_args(req.archs, be, load_matrix())
+        from rocmkit.session import Session
+
+        target = target_from_args(req.archs, be, (session or Session()).matrix())
     else:
-        machine = load_machine(req.capture)
-        target = target_from_machine(machine, be, load_matrix().nvidia_compute_capability)
+        if session is None:
+            from rocmkit.session import Session
+
+            session = Session(capture=req.capture)
+        machine = session.machine()
+        target = target_from_machine(machine, be, session.matrix().nvidia_compute_capability)
         if req.capture is None and machine.rocm.installs:
             rocm_path = machine.rocm.installs[0].path
     probes = live_probes()

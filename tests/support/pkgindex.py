@@ -71,6 +71,7 @@ def make_wheel(
     requires: Sequence[str] = (),
     files: Mapping[str, str] | None = None,
     requires_python: str | None = None,
+    provides_extra: Sequence[str] = (),
 ) -> Path:
     """Write a real, installable wheel and return its path.
 
@@ -86,6 +87,7 @@ def make_wheel(
     meta_lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta_lines.append(f"Requires-Python: {requires_python}")
+    meta_lines += [f"Provides-Extra: {extra}" for extra in provides_extra]
     meta_lines += [f"Requires-Dist: {req}" for req in requires]
     metadata = "\n".join(meta_lines) + "\n\n"
     purelib = tag.endswith("-none-any")

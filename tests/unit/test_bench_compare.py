@@ -74,8 +74,10 @@ def test_an_injected_2x_slowdown_is_flagged() -> None:
 
 
 def test_a_change_within_the_noise_is_not_flagged() -> None:
-    noisy_a = _suite(_row("T5Small", 8.0, 4.0, spread=0.3))
-    noisy_b = _suite(_row("T5Small", 8.0, 4.8, spread=0.3))  # 17 % slower, but the IQRs overlap
+    # 17 % slower, but the IQRs (40 % of the median wide) overlap; wider than 50 % is not judged at all
+    # (tests/unit/test_bench_noise.py).
+    noisy_a = _suite(_row("T5Small", 8.0, 4.0, spread=0.2))
+    noisy_b = _suite(_row("T5Small", 8.0, 4.8, spread=0.2))
     d = compare.compare(noisy_a, noisy_b).models[0]
     assert d.verdict == "same" and "within the noise" in d.why
     steady_b = _suite(_row("T5Small", 8.0, 4.1, spread=0.001))

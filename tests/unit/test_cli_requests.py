@@ -109,12 +109,18 @@ def test_doctor_request_parses_settings_and_checks_report_folders(tmp_path: Path
 
 
 def test_render_and_slurm_requests() -> None:
-    with pytest.raises(UsageError, match="nothing to render"):
-        RenderRequest()
+    assert RenderRequest().this_machine and not RenderRequest(out=Path("d")).this_machine
     with pytest.raises(UsageError, match="--check needs --out"):
         RenderRequest(rocm="6.2", check=True)
     with pytest.raises(UsageError, match="not an absolute path"):
         ConfigRequest(folder=Path("etc/slurm"))
+    # `config --write /etc/slurm`: the error names --dir, the option really missing.
+    with pytest.raises(UsageError, match="--write takes no value, and the folder is --dir") as err:
+        ConfigRequest(write=True, hook_args=("/srv/slurm",))
+    assert err.value.fix == "pass --dir /srv/slurm --write"
+    with pytest.raises(UsageError, match="--dir /no/such/folder does not exist"):
+        ConfigRequest(write=True, folder=Path("/no/such/folder"))
+    assert ConfigRequest(hook_args=("--venv", "/opt/v")).hook_config().args == ("--venv", "/opt/v")
     hook = HookRequest(python_path="/p/python", skip=("torch",), settings=("a=1",))
     assert hook.doctor_args() == ("--python", "/p/python", "--skip", "torch", "--set", "a=1")
 

@@ -10,8 +10,11 @@ from click.testing import CliRunner
 from rocmkit.cli import cli
 from rocmkit.containers.dockerfile import render_all, render_dockerfile
 from rocmkit.containers.images import Images, _check_torch_wheels, choose_spec, load_images, parse_images
+from rocmkit.containers.request import RenderRequest
 from rocmkit.errors import DataError, UsageError
 from rocmkit.matrix import load_matrix
+from rocmkit.resolve.constraints import Constraints
+from rocmkit.session import Session
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"
@@ -201,6 +204,21 @@ def test_index_base_arg_comes_before_the_install_step() -> None:
     assert text.index("ARG ROCMKIT_INDEX_BASE=") < text.index("RUN rocmkit install")
 
 
-def test_cli_nothing_to_render_is_a_usage_error() -> None:
-    res = CliRunner().invoke(cli, ["docker", "render"])
-    assert isinstance(res.exception, UsageError)
+def test_bare_render_is_the_machines_image(captures_dir: Path) -> None:
+    # Nothing named: the image of the plan `rocmkit resolve` makes for the machine, for the
+    # archs of its visible AMD GPUs (the gfx1031, not the gfx1030 its wheel runs it as).
+    session = Session(capture=captures_dir / "rx6800m-gfx1031-gfx90c-fedora-rocm6.3")
+    plan = session.plan(Constraints())
+    (name, text), = RenderRequest().rendered(session).items()
+    assert "ARG ROCMKIT_GFX=gfx1031\n" in text
+    rocm = plan.backend.removeprefix("rocm")
+    torch = (plan.torch_version or "").split("+")[0]
+    assert f"RUN rocmkit install --venv /opt/rocmkit --rocm {rocm[:3]} --torch {torch}\n" in text
+    assert name == f"rocm{rocm[:3]}-torch{torch}-gfx1031.Dockerfile"
+
+
+def test_bare_render_without_an_amd_gpu_says_what_to_name(captures_dir: Path) -> None:
+    session = Session(capture=captures_dir / "synthetic-h100x2-nvidia-550")
+    with pytest.raises(UsageError, match="renders ROCm images only") as err:
+        RenderRequest().rendered(session)
+    assert "--rocm X.Y" in (err.value.fix or "")

@@ -155,6 +155,14 @@ def test_progress_lines_go_to_the_given_stream() -> None:
         chk, [CheckResult(name="env.x", level=0, status=Status.WARN, message="careful", duration_s=0.5)]
     )
     assert stream.getvalue() == "[1/2] WARN  env.x (0.50 s) careful\n"
+    # A check with sub-results: one number per result, and the total grows by as many.
+    subs = [CheckResult(name=f"env.y.{i}", level=0, status=Status.PASS, message="ok") for i in range(3)]
+    progress.result(chk, subs)
+    assert stream.getvalue().splitlines()[1:] == [
+        "[2/4] PASS  env.y.0 (0.00 s) ok",
+        "[3/4] PASS  env.y.1 (0.00 s) ok",
+        "[4/4] PASS  env.y.2 (0.00 s) ok",
+    ]
 
 
 def test_prometheus_series_stay_unique_for_repeated_names() -> None:

@@ -167,11 +167,12 @@ def test_hidden_gpus_give_cpu_wheels() -> None:
     assert go(machine).backend == "cpu"
 
 
-def test_index_base_from_constraint_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_base_from_the_constraint_only(monkeypatch: pytest.MonkeyPatch) -> None:
     plan = go(amd("gfx1030"), torch="2.5", index_base="http://127.0.0.1:8123/whl/")
     assert plan.index_urls == ("http://127.0.0.1:8123/whl/rocm6.2",)
+    # ROCMKIT_INDEX_BASE is read once, by the session (tests/unit/test_session.py), not here.
     monkeypatch.setenv("ROCMKIT_INDEX_BASE", "http://mirror.example/pt")
-    assert go(Machine()).index_urls[0] == "http://mirror.example/pt/cpu"
+    assert go(Machine()).index_urls[0] == "https://download.pytorch.org/whl/cpu"
 
 
 def test_rocm_constraint() -> None:

@@ -36,11 +36,15 @@ def _status(s: Status, colour: bool) -> str:
 
 
 class Progress:
-    """One stderr line per check as it finishes (checks can take minutes)."""
+    """One stderr line per result as checks finish (checks can take minutes).
+
+    The counter counts results, not checks: a check that reports several sub-results
+    (``attention.sdpa.*``) takes one number each, and the total grows by as many, so the last
+    line reads ``[N/N]`` and N is the number of rows in the report."""
 
     def __init__(self, total: int, stream: TextIO | None = None, colour: bool | None = None) -> None:
-        self.total = total
-        self.done = 0
+        self.total = total  # results expected: one per selected check until a check reports more
+        self.done = 0  # results printed
         self.stream = stream or sys.stderr
         self.colour = self.stream.isatty() if colour is None else colour
 
@@ -51,10 +55,11 @@ class Progress:
             self.stream.flush()
 
     def result(self, chk: Check, results: list[CheckResult]) -> None:
-        self.done += 1
+        self.total += max(0, len(results) - 1)
         # On a terminal, wipe the "... running" line that start() left.
         clear = "\x1b[2K" if self.stream.isatty() else ""
         for r in results:
+            self.done += 1
             self.stream.write(
                 f"{clear}[{self.done}/{self.total}] {_status(r.status, self.colour)} {r.name} "
                 f"({r.duration_s:.2f} s) {r.message}\n"
@@ -68,6 +73,16 @@ def _figures(r: CheckResult) -> str:
         text = f"{f.name}={f.value:.4g} {f.unit}"
         if f.fraction is not None:
             text += f" ({f.fraction:.0%} of reference)"
+        if f.sku is not None:
+            # Judged against the GPU model's row of matrices/sku.toml: share of peak and the floor.
+            judged = [f"{f.pct_of_peak:g}% of {f.sku} peak"] if f.pct_of_peak is not None else []
+            if f.floor is not None:
+                judged.append(f"floor {f.floor:.4g} {f.unit}")
+            if f.floor_fraction is not None:
+                judged.append(f"floor {f.floor_fraction:g}x reference")
+            if f.reference_floor is not None:
+                judged.append(f"reference floor {f.reference_floor:.4g} {f.unit}")
+            text += f" [{', '.join(judged)}{': BELOW' if f.below_floor else ''}]"
         parts.append(text)
     return "; ".join(parts)
 
