@@ -62,6 +62,9 @@ if TYPE_CHECKING:
 @click.option("--strict", is_flag=True, help="Warnings (a figure below its floor, a slow cache) fail (exit 1).")
 @click.option("--image-build", is_flag=True, help="Inside an image build: device nodes, groups and driver are "
     "not applicable (also assumed when ROCMKIT_GFX is set and /dev/kfd does not exist).")
+@click.option("--warm-caches", is_flag=True, help="Fill the compile caches the jobs will use (an image build, a "
+    "Slurm prolog): checks them (env.caches), compiles a training step into them cold then warm "
+    "(compile.cache_speed) and the Triton kernels for this node's archs (triton.codegen).")
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
 @request(DoctorRequest)
@@ -100,7 +103,7 @@ def _run(req: DoctorRequest) -> None:
             OUT.warning(r.message)
         return
     # Bad names fail here, before detection and the plan take their time.
-    total = len(select(found.checks, level=req.level, only=req.only, skip=req.skip))
+    total = len(select(found.checks, level=req.level, only=req.selection, skip=req.skip))
     check_option_values(req.options, found.checks.values())  # --set shm_min_bytes=abc: exit 4, now
 
     from rocmkit.pyenv import select_python
@@ -122,11 +125,11 @@ def _run(req: DoctorRequest) -> None:
     plan, plan_error = _plan(session)
     opts = RunOptions(
         level=req.level,
-        only=req.only,
+        only=req.selection,
         skip=req.skip,
         backend=req.backend,  # type: ignore[arg-type]  # checked by the request
         timeout_scale=req.timeout_scale,
-        options=req.options,
+        options={**req.options, "caches.warm": True} if req.warm_caches else req.options,
         isolation=req.isolation,  # type: ignore[arg-type]  # checked by the request
         jobs=req.jobs,
         fresh=req.fresh,

@@ -40,6 +40,9 @@ from rocmkit.resolve.constraints import CHANNELS
 @click.option("--no-companions", is_flag=True,
     help="Install torch and its Triton only: leave out torchvision/torchaudio (minimal images).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+@click.option("--project", "project", type=click.Path(path_type=Path, file_okay=False),
+    help="Write the plan's [[tool.uv.index]] and [tool.uv.sources] into DIR/pyproject.toml "
+    "(formatting kept; with --dry-run, print the diff). Installs nothing.")
 @click.option("--lock", "lock_file", type=click.Path(path_type=Path, dir_okay=False),
     help="Write the pinned closure with hashes to FILE (installs nothing).")
 @click.option("--from-lock", type=click.Path(path_type=Path, dir_okay=False, exists=True),
@@ -83,6 +86,7 @@ def cli(req: InstallRequest) -> None:
     rocmkit install --plan plan.json --venv V      install a saved plan
     rocmkit install --lock torch.lock --venv V     write a hashed lock (no install)
     rocmkit install --from-lock torch.lock --venv V
+    rocmkit install --project . --with xformers    pin a uv project's torch index
     rocmkit install --download-only --wheelhouse /shared/wh
     rocmkit install --wheelhouse /shared/wh --venv V   (offline)
     """

@@ -56,6 +56,12 @@ def cli() -> None:
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="With --sources: a clone of ROCm/TheRock.",
 )
+@click.option(
+    "--pytorch",
+    "pt_clone",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --sources: a clone of pytorch/pytorch (a blob-less one is enough).",
+)
 @request(CheckRequest)
 def check(req: CheckRequest) -> None:
     """Validate every data file in the matrix folder (the registry in rocmkit.datafiles)."""
@@ -124,6 +130,8 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None, sku: s
     help="With --write: a clone of pytorch/test-infra (its build-matrix history).")
 @click.option("--therock", type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="With --write: a clone of ROCm/TheRock.")
+@click.option("--pytorch", type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --write: a clone of pytorch/pytorch (its .ci/docker/manywheel/build.sh: ROCm arch lists).")
 @click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",
     help="Follow a redirect to HOST (repeatable); a redirect to any other host than the one asked is refused.")
 @click.option("--allow-insecure-index", is_flag=True,

@@ -42,6 +42,8 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.attention",
     "rocmkit.doctor.checks.models",
     "rocmkit.doctor.checks.compiled",
+    "rocmkit.doctor.checks.caches",
+    "rocmkit.doctor.checks.apu",
     "rocmkit.doctor.checks.distributed",
 )
 

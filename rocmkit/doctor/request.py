@@ -10,6 +10,7 @@ from rocmkit.arch import BACKENDS
 from rocmkit.errors import UsageError
 
 FORMATS = ("table", "json", "npd")
+WARM_CHECKS = ("env.caches", "compile.cache_speed", "triton.codegen")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +35,7 @@ class DoctorRequest:
     output_format: str = "table"  # table, json, npd (node-problem-detector's plugin protocol)
     strict: bool = False  # warnings (a figure below its floor) fail
     image_build: bool = False  # device nodes, groups and driver are not applicable
+    warm_caches: bool = False  # fill the jobs' compile caches (image build or prolog)
 
     def __post_init__(self) -> None:
         if not 0 <= self.level <= 3:
@@ -60,6 +62,11 @@ class DoctorRequest:
                     f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
                 )
         parse_settings(self.settings)  # a malformed --set fails now, not after detection
+
+    @property
+    def selection(self) -> tuple[str, ...]:
+        """``--only``, plus what ``--warm-caches`` runs: the cache checks and the Triton AOT builds."""
+        return (*self.only, *WARM_CHECKS) if self.warm_caches else self.only
 
     @property
     def fmt(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -21,7 +21,7 @@ QUERY_TIMEOUT_S = 600.0
 
 # Variables a user's shell may carry that would change what pip/uv do behind
 # rocmkit's back (an old guard from another venv, a forced index).
-_DROPPED_ENV = ("PIP_CONSTRAINT", "UV_CONSTRAINT", "PIP_REQUIRE_VIRTUALENV", "PYTHONPATH")
+_DROPPED_ENV = ("PIP_CONSTRAINT", "UV_CONSTRAINT", "UV_BUILD_CONSTRAINT", "PIP_REQUIRE_VIRTUALENV", "PYTHONPATH")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +44,11 @@ class InstallSpec:
     require_hashes: bool = False
     reinstall: bool = False
     break_system_packages: bool = False
+    # A source build sees only this torch: either no build isolation (its build requirements
+    # installed first), or an isolated build whose torch these constraint files pin.
+    no_build_isolation: bool = False
+    build_constraints: tuple[Path, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)  # set for this run only (GPU_ARCHS, MAX_JOBS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +111,8 @@ def option_args(spec: InstallSpec) -> list[str]:
         args.append("--require-hashes")
     if spec.break_system_packages:
         args.append("--break-system-packages")
+    if spec.no_build_isolation:
+        args.append("--no-build-isolation")
     return args
 
 

@@ -19,6 +19,7 @@ instead of swapping the build.
 from __future__ import annotations
 
 import configparser
+import dataclasses
 import io
 import shlex
 from dataclasses import dataclass
@@ -57,15 +58,30 @@ def guard_files(prefix: Path) -> GuardFiles:
 
 
 def pins_for(plan: Plan) -> list[str]:
-    """The ``name==version`` pins of the plan's torch family and Triton."""
+    """The ``name==version`` pins of the plan's torch family and Triton, and of the ``--with``
+    libraries whose native code is tied to this torch build (xformers, flash-attn)."""
     pins: list[str] = []
     seen: set[str] = set()
-    for req in (*plan.requirements, *((plan.triton,) if plan.triton else ())):
+    tied = tuple(p.requirement for p in plan.with_packages if p.pins_torch and p.how != "index")
+    for req in (*plan.requirements, *((plan.triton,) if plan.triton else ()), *tied):
         pin = parse_pin(req)
-        if pin and pin.project in GUARDED and pin.project not in seen:
+        if pin and (pin.project in GUARDED or req in tied) and pin.project not in seen:
             seen.add(pin.project)
             pins.append(str(pin))
     return pins
+
+
+def installed_view(plan: Plan, left_out: tuple[str, ...]) -> Plan:
+    """``plan`` as it was really installed: without the companions left out (--no-companions, or
+    no reachable source had them). The guard pins only those: a pin of a torchvision that is not
+    there makes every later install that pulls torchvision (timm) unresolvable."""
+    if not left_out:
+        return plan
+    return dataclasses.replace(
+        plan,
+        requirements=tuple(r for r in plan.requirements if r not in left_out),
+        companions=tuple(c for c in plan.companions if c not in left_out),
+    )
 
 
 def constraints_text(plan: Plan) -> str:
@@ -73,6 +89,8 @@ def constraints_text(plan: Plan) -> str:
         "# Written by `rocmkit install`: keeps this environment's torch build.\n"
         f"# backend {plan.backend}; to change it, run `rocmkit install` again "
         "(or remove this file's lines to lift the guard).\n"
+        "# A package that cannot be installed beside these pins needs a version built for this torch:\n"
+        "# `rocmkit install --with PKG` finds one, or builds it against this torch (no build isolation).\n"
     )
     return header + "".join(pin + "\n" for pin in pins_for(plan))
 
@@ -101,13 +119,16 @@ def _activate_block(constraints: Path, env: dict[str, str]) -> str:
     unsets = "".join(f"        unset {k}\n" for k in sorted(env))
     plan_note = "# The plan's environment (`rocmkit resolve` says why):\n" if env else ""
     return f"""{BEGIN}
-# uv reads no per-venv config; this keeps `uv pip install` from swapping torch.
+# uv reads no per-venv config; this keeps `uv pip install` from swapping torch, and a
+# source build from compiling against another torch (build constraints).
 export UV_CONSTRAINT={quoted}
+export UV_BUILD_CONSTRAINT={quoted}
 {plan_note}{exports}if command -v deactivate >/dev/null 2>&1; then
     # activate has just (re)defined deactivate: wrap that definition.
     eval "_rocmkit_$(declare -f deactivate)"
     deactivate () {{
         if [ "${{UV_CONSTRAINT:-}}" = {quoted} ]; then unset UV_CONSTRAINT; fi
+        if [ "${{UV_BUILD_CONSTRAINT:-}}" = {quoted} ]; then unset UV_BUILD_CONSTRAINT; fi
 {unsets}        _rocmkit_deactivate "$@"
         if [ "${{1:-}}" != "nondestructive" ]; then unset -f _rocmkit_deactivate 2>/dev/null; fi
     }}

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rocmkit.install.flow import Options
     from rocmkit.install.lock import LockFile
     from rocmkit.install.request import InstallRequest
+    from rocmkit.machine import Machine
     from rocmkit.plan import Plan
     from rocmkit.pyenv import PyEnv
     from rocmkit.session import Session
@@ -149,12 +150,36 @@ def prepare(req: InstallRequest, session: Session, say: Say) -> Prepared:
     target, created, would_create = _target(req, say)
     try:
         plan, options, spec = _plan(req, inputs, session, target, options, say)
+        if req.with_packages and inputs.locked is None:
+            plan = _with_resolved(plan, req, session.machine() if inputs.plan is None else _this_host())
     except BaseException:
         _discard(target, created, say)
         raise
     return Prepared(
         plan=plan, spec=spec, target=target, options=options, created=created, would_create=would_create
     )
+
+
+def _with_resolved(plan: Plan, req: InstallRequest, machine: Machine) -> Plan:
+    """The --with packages resolved into the plan: the build of each that fits (or exit 6)."""
+    from rocmkit.companions.data import load_companions
+    from rocmkit.companions.resolve import resolve_with
+    from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
+
+    pypi = read_pip_config().index_url or PYPI_SIMPLE
+    return resolve_with(plan, machine, req.with_packages, load_companions(), pypi=pypi)
+
+
+def _this_host() -> Machine:
+    """The build host's cores and memory (MAX_JOBS of a source build) without detecting GPUs:
+    a saved plan already names them."""
+    from rocmkit.machine import Host, Machine
+
+    try:
+        memory: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = None
+    return Machine(host=Host(cpu_cores=os.cpu_count(), memory_bytes=memory))
 
 
 def _plan(

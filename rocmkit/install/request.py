@@ -42,6 +42,7 @@ class InstallRequest:
     with_packages: tuple[str, ...] = ()
     no_companions: bool = False
     dry_run: bool = False
+    project: Path | None = None  # --project DIR: write the plan into DIR/pyproject.toml
     lock_file: Path | None = None
     from_lock: Path | None = None
     download_only: bool = False
@@ -74,13 +75,25 @@ class InstallRequest:
             raise UsageError(f"{' and '.join(given)} both say what to install", "pass only one of them")
         if self.download_only and self.wheelhouse is None:
             raise UsageError("--download-only needs --wheelhouse DIR", "add --wheelhouse DIR")
+        if self.project is not None and (
+            self.lock_file or self.from_lock or self.wheelhouse or self.download_only or self.venv or self.interpreter
+        ):
+            raise UsageError(
+                "--project writes a plan into a pyproject.toml; it does not combine with an install target, "
+                "a lock or a wheelhouse",
+                "run it on its own: rocmkit install --project DIR [--with PKG] [--dry-run]",
+            )
+        if self.project is not None and not (self.project / "pyproject.toml").is_file():
+            raise UsageError(f"--project {self.project}: no pyproject.toml there", "name the folder of a uv project")
         if self.lock_file and (self.from_lock or self.wheelhouse or self.download_only):
             raise UsageError(
                 "--lock writes a lock from a plan; it does not combine with --from-lock/--wheelhouse"
             )
-        resolving = self.torch or self.rocm or self.cpu or self.capture
+        resolving = self.torch or self.rocm or self.cpu or self.capture or self.strict_data
         if self.installs_exact_list and resolving:
-            raise UsageError("a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--capture do not apply")
+            raise UsageError(
+                "a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+            )
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
             ("--timeout", self.install_timeout),
@@ -95,7 +108,7 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cpu/--capture do not apply",
+                "a plan file fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply",
                 "drop them, or drop --plan to resolve afresh",
             )
         if self.no_companions and self.installs_exact_list:
@@ -120,8 +133,8 @@ class InstallRequest:
 
     @property
     def read_only(self) -> bool:
-        """Locking and downloading change no environment."""
-        return bool(self.lock_file or self.download_only)
+        """Locking, downloading and writing a project change no environment."""
+        return bool(self.lock_file or self.download_only or self.project)
 
     @property
     def allowed_env(self) -> frozenset[str]:
@@ -221,6 +234,8 @@ def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
         say(f"rocmkit: warning: {warning}")
     if prepared.would_create is not None:
         return _dry_run_new_venv(req, plan, opts, prepared.would_create, say)
+    if req.project is not None:
+        return _write_project(req.project, plan, req.dry_run, say)
     if req.lock_file:
         return flow.write_lock(plan, target, req.lock_file, opts, say)
     if req.download_only:
@@ -237,6 +252,48 @@ def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
             add = flow.add_later_command(req_line, plan, target, outcome.installer)
             say(f"rocmkit: WARNING: {req_line} was not installed; add it later with: {add}")
     return outcome
+
+
+def _write_project(folder: Path, plan: Plan, dry_run: bool, say: Say) -> Outcome:
+    """The plan's index and sources written into ``folder/pyproject.toml`` (a diff on a dry run)."""
+    import difflib
+
+    from rocmkit.companions.export import apply_to_pyproject
+    from rocmkit.install import flow
+    from rocmkit.util.atomicio import write_text_atomic
+
+    path = folder / "pyproject.toml"
+    before = path.read_text()
+    after = apply_to_pyproject(before, plan)
+    diff = "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path.name}", f"b/{path.name}"
+        )
+    )
+    if dry_run:
+        say(f"rocmkit: dry run: would change {path}:" if diff else f"rocmkit: {path} already holds the plan")
+        for line in diff.splitlines():
+            say(line)
+    elif diff:
+        write_text_atomic(path, after)
+        say(f"rocmkit: wrote the plan's index and sources into {path} (then: uv lock, uv sync)")
+    else:
+        say(f"rocmkit: {path} already holds the plan")
+    for package in plan.with_packages:
+        if package.how == "source":
+            say(
+                f"rocmkit: {package.requirement} is built from source against the project's torch: after "
+                f"`uv sync`, run `rocmkit install --venv .venv --with {package.name}`"
+            )
+    return flow.Outcome(
+        action="dry-run" if dry_run else "project",
+        target=str(path),
+        installer="uv",
+        plan=plan,
+        sources=flow.plan_sources(plan),
+        changes=diff,
+        path=str(path),
+    )
 
 
 def _dry_run_new_venv(req: InstallRequest, plan: Plan, opts: Options, venv: Path, say: Say) -> Outcome:

@@ -67,51 +67,71 @@ class UvInstaller:
             )
 
     @staticmethod
-    def _source_args(sources: Sources) -> tuple[list[str], dict[str, str]]:
-        """The source options, and the variables that carry them instead when a URL holds credentials."""
+    def _source_args(sources: Sources) -> list[str]:
+        """The source options; an index or link with credentials goes in :meth:`_source_env` instead."""
         real, secret = revealed(sources)
         args: list[str] = []
-        env: dict[str, str] = {}
         if real.no_index or real.offline:
             args.append("--no-index")
-        elif real.index_urls:
+        elif real.index_urls and not secret:
             # uv ranks --extra-index-url above --index-url and stops at the first index
             # holding a name; the plan's order (torch's index first) must win, so each
             # index is named in order with --index, the last one as the default.
             *ranked, last = real.index_urls
-            if secret:
-                # UV_INDEX is --index's variable: space-separated, earlier ones first.
-                if ranked:
-                    env["UV_INDEX"] = " ".join(ranked)
-                env["UV_DEFAULT_INDEX"] = last
-            else:
-                for url in ranked:
-                    args += ["--index", url]
-                args += ["--default-index", last]
+            for url in ranked:
+                args += ["--index", url]
+            args += ["--default-index", last]
         if real.offline:
             args.append("--offline")
-        if real.find_links and secret:
-            env["UV_FIND_LINKS"] = ",".join(real.find_links)
-        else:
+        if not secret:
             for link in real.find_links:
                 args += ["--find-links", link]
-        return args, env
+        return args
 
-    def _spec_args(self, spec: InstallSpec) -> tuple[list[str], dict[str, str]]:
-        sources, env = self._source_args(spec.sources)
-        args = ["--python", str(self.target.executable), *requirement_args(spec), *sources, *option_args(spec)]
-        return args, {**self.env, **env}
+    @staticmethod
+    def _source_env(sources: Sources) -> dict[str, str]:
+        """The sources as uv's variables when a URL holds credentials (never its argv):
+        UV_INDEX is --index's (space-separated, earlier ones first), UV_DEFAULT_INDEX
+        --default-index's, UV_FIND_LINKS --find-links' (comma-separated)."""
+        real, secret = revealed(sources)
+        env: dict[str, str] = {}
+        if not secret:
+            return env
+        if real.index_urls and not (real.no_index or real.offline):
+            *ranked, last = real.index_urls
+            if ranked:
+                env["UV_INDEX"] = " ".join(ranked)
+            env["UV_DEFAULT_INDEX"] = last
+        if real.find_links:
+            env["UV_FIND_LINKS"] = ",".join(real.find_links)
+        return env
+
+    def _spec_args(self, spec: InstallSpec) -> list[str]:
+        build = [a for f in spec.build_constraints for a in ("--build-constraints", str(f))]
+        return [
+            "--python",
+            str(self.target.executable),
+            *requirement_args(spec),
+            *self._source_args(spec.sources),
+            *option_args(spec),
+            *build,
+        ]
+
+    def _env(self, spec: InstallSpec) -> dict[str, str]:
+        return {**self.env, **spec.env, **self._source_env(spec.sources)}
 
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
-        spec_args, env = self._spec_args(spec)
-        argv = [self.uv, "pip", "install", *spec_args]
+        argv = [self.uv, "pip", "install", *self._spec_args(spec)]
         if spec.reinstall:
             argv.append("--reinstall")
-        return run(argv, timeout=self.limits.install_timeout_s, env=env, on_line=on_line)
+        return run(argv, timeout=self.limits.install_timeout_s, env=self._env(spec), on_line=on_line)
 
     def dry_run(self, spec: InstallSpec) -> tuple[Changes, CommandResult]:
-        spec_args, env = self._spec_args(spec)
-        result = run([self.uv, "pip", "install", "--dry-run", *spec_args], timeout=QUERY_TIMEOUT_S, env=env)
+        result = run(
+            [self.uv, "pip", "install", "--dry-run", *self._spec_args(spec)],
+            timeout=QUERY_TIMEOUT_S,
+            env=self._env(spec),
+        )
         install: list[tuple[str, str]] = []
         remove: list[tuple[str, str]] = []
         for line in (result.stdout + "\n" + result.stderr).splitlines():
@@ -124,7 +144,6 @@ class UvInstaller:
 
     def lock(self, spec: InstallSpec) -> tuple[list[Locked], CommandResult]:
         reqs = "\n".join(spec.requirements) + "\n"
-        spec_args, env = self._spec_args(InstallSpec(sources=spec.sources, constraints=spec.constraints))
         argv = [
             self.uv,
             "pip",
@@ -134,9 +153,9 @@ class UvInstaller:
             "--no-header",
             "--no-annotate",
             "--quiet",
-            *spec_args,
+            *[a for a in self._spec_args(InstallSpec(sources=spec.sources, constraints=spec.constraints))],
         ]
-        result = run(argv, timeout=QUERY_TIMEOUT_S, env=env, input_text=reqs)
+        result = run(argv, timeout=QUERY_TIMEOUT_S, env=self._env(spec), input_text=reqs)
         locked: list[Locked] = []
         if not result.ok:
             return locked, result

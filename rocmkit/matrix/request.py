@@ -24,6 +24,7 @@ class RefreshRequest:
     recording: Path | None = None
     test_infra: Path | None = None
     therock: Path | None = None
+    pytorch: Path | None = None  # a clone of pytorch/pytorch (manywheel/build.sh)
     allow_redirect: tuple[str, ...] = ()  # hosts a redirect may lead to (else: the host asked only)
     allow_insecure_index: bool = False  # --write from a plain-http index off the loopback
 
@@ -64,7 +65,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
 
     source_dir = req.directory or matrices_dir()
     upstream = recorded_upstream(req.recording) if req.recording else {}
-    upstream.update(clone_upstream(req.test_infra, req.therock))
+    upstream.update(clone_upstream(req.test_infra, req.therock, req.pytorch))
     read_on = None
     jax_read_on = None
     jax_names = jax_projects(source_dir)
@@ -94,6 +95,8 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         jax_pages=jax_pages, jax_read_on=jax_read_on,
     )
     result = plan_refresh(source_dir, inputs)
+    for line in result.summary:
+        message(f"changed: {line}")
     data(result.diff())
     for note in result.outcome.notes:
         message(f"note: {note}")

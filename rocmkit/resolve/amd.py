@@ -108,9 +108,13 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         check_driver(machine, m, notes, wanted)
     else:
         notes.why(
-            f"no --rocm: the newest ROCm on {chan.name}; torch depends on rocm[libraries] from the same index"
+            f"no --rocm: the newest ROCm on {chan.name}"
+            + (f" ({chan.rocm} as matrices/channels.toml records it)" if chan.rocm else "")
+            + "; torch depends on rocm[libraries] from the same index"
         )
-        check_driver(machine, m, notes, None)
+        if chan.rocm:
+            notes.relies_on(chan, "channels.toml", f"{chan.name} publishes ROCm {chan.rocm}", "rocm")
+        check_driver(machine, m, notes, chan.rocm)
     _stream_warning(chan, notes)
     env: dict[str, str] = {}
     unsupported: list[str] = []

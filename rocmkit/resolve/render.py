@@ -51,6 +51,9 @@ def summary_text(plan: Plan) -> str:
     out += [f"  {r}" for r in plan.requirements]
     out.append("Index:")
     out += [f"  {u}" for u in plan.index_urls]
+    if plan.fallback:
+        out.append("Fallback (installed instead if the index answers without the planned build):")
+        out += [f"  {r}" for r in plan.fallback]
     if plan.env:
         out.append("Environment (set before running Python):")
         out += [f"  export {k}={shlex.quote(v)}" for k, v in plan.env.items()]

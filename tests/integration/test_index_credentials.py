@@ -197,17 +197,18 @@ def test_wheelhouse_download_and_netrc(
 def test_installers_get_the_token_from_their_environment_never_argv(tmp_path: Path) -> None:
     masked = conceal(f"https://{USER}:{TOKEN}@mirror.example/whl/rocm6.2/")
     sources = Sources(index_urls=(masked, "https://pypi.org/simple"))
-    args, env = PipInstaller._source_args(sources)
+    args, env = PipInstaller._source_args(sources), PipInstaller._source_env(sources)
     assert TOKEN not in " ".join(args) and "--index-url" not in args
     assert env["PIP_INDEX_URL"] == f"https://{USER}:{TOKEN}@mirror.example/whl/rocm6.2/"
     assert env["PIP_EXTRA_INDEX_URL"] == "https://pypi.org/simple"
-    args, env = UvInstaller._source_args(sources)
+    args, env = UvInstaller._source_args(sources), UvInstaller._source_env(sources)
     assert TOKEN not in " ".join(args) and "--index" not in args
     assert env["UV_INDEX"] == f"https://{USER}:{TOKEN}@mirror.example/whl/rocm6.2/"
     assert env["UV_DEFAULT_INDEX"] == "https://pypi.org/simple"
     # Without credentials nothing moves: the command line says where packages come from.
-    args, env = PipInstaller._source_args(Sources(index_urls=("https://pypi.org/simple",)))
-    assert args == ["--index-url", "https://pypi.org/simple"] and env == {}
+    plain = Sources(index_urls=("https://pypi.org/simple",))
+    assert PipInstaller._source_args(plain) == ["--index-url", "https://pypi.org/simple"]
+    assert PipInstaller._source_env(plain) == {}
     assert this_python().executable  # the installers above were never started
 
 

@@ -196,3 +196,17 @@ def test_amd_plans_round_trip_through_the_plan_schema() -> None:
     plan = go(Machine(gpus=tuple(Gpu(vendor="amd", index=i, arch=a) for i, a in enumerate(many))), "amd-nightly")
     assert plan.backend == "amd-nightly-9-targets" and len(plan.target_archs) == 9
     assert Plan.from_dict(plan.to_dict()) == plan
+
+
+def test_driver_window_on_amd_channels() -> None:
+    # The mi250x capture runs ROCm 6.0's amdgpu-dkms (6.3.6: user space 5.6-6.2, AMD's matrix):
+    # AMD's stable stream publishes ROCm 7.14, outside it, so the plan warns with the fix.
+    machine = load_machine(CAPTURES / "mi250x-gfx90a-rocm6.2.1")
+    plan = go(machine, "amd")
+    assert any(
+        "amdgpu-dkms 6.3.6 (ROCm 6.0's) supports ROCm user space 5.6 to 6.2, but the wheel bundles ROCm 7.14" in w
+        for w in plan.warnings
+    )
+    assert any("amd publishes ROCm 7.14" in w for w in plan.warnings)  # an unconfirmed fact, said so
+    plan = go(machine, "amd-nightly", rocm="10.0")
+    assert any("bundles ROCm 10.0" in w for w in plan.warnings)
