@@ -45,10 +45,11 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.caches",
     "rocmkit.doctor.checks.apu",
     "rocmkit.doctor.checks.distributed",
+    "rocmkit.doctor.checks.jaxchecks",
 )
 
 # "live": looks at this running machine or Python (not at a capture's facts).
-Need = Literal["torch", "triton", "gpu", "transformers", "live"]
+Need = Literal["torch", "triton", "gpu", "transformers", "live", "jax"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -213,6 +213,8 @@ def _plan(
         channel=req.channel,
         cpu=req.cpu,
         strict_data=req.strict_data,
+        framework=req.framework,
+        jax=req.jax_version,
     )
     if session.offline:
         return _held(session.plan(constraints), say), options, None

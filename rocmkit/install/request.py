@@ -36,6 +36,8 @@ class InstallRequest:
     rocm: str | None = None
     channel: str = "stable"
     cpu: bool = False
+    framework: str = "torch"  # torch | jax | torch-xla | torch,jax
+    jax_version: str | None = None
     strict_data: bool = False  # resolve only confirmed builds
     index_base: str | None = None
     installer: str = "auto"
@@ -89,10 +91,14 @@ class InstallRequest:
             raise UsageError(
                 "--lock writes a lock from a plan; it does not combine with --from-lock/--wheelhouse"
             )
-        resolving = self.torch or self.rocm or self.cpu or self.capture or self.strict_data
+        resolving = (
+            self.torch or self.rocm or self.cpu or self.capture or self.strict_data
+            or self.framework != "torch" or self.jax_version
+        )
         if self.installs_exact_list and resolving:
             raise UsageError(
                 "a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+                " (nor --framework, --jax)"
             )
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
@@ -108,7 +114,8 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply",
+                "a plan file fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+                " (nor --framework, --jax)",
                 "drop them, or drop --plan to resolve afresh",
             )
         if self.no_companions and self.installs_exact_list:
