@@ -94,7 +94,7 @@ def cli(req: DoctorRequest) -> None:
 
 
 def _run(req: DoctorRequest) -> None:
-    from rocmkit.doctor.registry import check_modules, list_lines, unknown_options
+    from rocmkit.doctor.registry import check_modules, check_option_values, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, select
 
@@ -106,6 +106,7 @@ def _run(req: DoctorRequest) -> None:
         return
     # Bad names fail here, before detection and the plan take their time.
     picked = select(found.checks, level=req.level, only=req.selection, skip=req.skip)
+    check_option_values(req.options, found.checks.values())  # --set shm_min_bytes=abc: exit 4, now
 
     from rocmkit.doctor.run import for_frameworks, frameworks_for
     from rocmkit.pyenv import select_python

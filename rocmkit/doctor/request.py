@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,10 @@ class DoctorRequest:
             raise UsageError(f"--backend {self.backend!r} is not one of {', '.join(BACKENDS)}", "pick one")
         if self.isolation not in ("fork", "spawn"):
             raise UsageError(f"--isolation {self.isolation!r} is not fork or spawn", "pick one")
+        if not (math.isfinite(self.timeout_scale) and self.timeout_scale > 0):
+            raise UsageError(
+                f"--timeout-scale {self.timeout_scale} is not a positive number", "give e.g. 2 (twice the time)"
+            )
         if self.output_format not in FORMATS:
             raise UsageError(f"--format {self.output_format!r} is not one of {', '.join(FORMATS)}", "pick one")
         if self.output_format != "table" and self.as_json:

@@ -325,7 +325,7 @@ def _timed(fn: Callable[[], Any]) -> float:
     exclusive=True,
     timeout_s=300.0,
     options={"jax_jit_size": "rows and columns of the jit workloads (default 256 on a GPU, 128 on a CPU)",
-             "jax_jit_repeats": "interleaved op-by-op / jitted pairs timed (default 15)"},
+             "jax_jit_repeats": "interleaved op-by-op / jitted pairs timed (default 9)"},
 )
 def jax_jit(ctx: CheckContext) -> CheckResult:
     import numpy as np
@@ -333,7 +333,7 @@ def jax_jit(ctx: CheckContext) -> CheckResult:
     platform = expected_platform(ctx.backend)
     jax = _import_jax(platform)
     size = int(ctx.options.get("jax_jit_size", 256 if platform != "cpu" else 128))
-    repeats = int(ctx.options.get("jax_jit_repeats", 15))
+    repeats = int(ctx.options.get("jax_jit_repeats", 9))
     figures: list[Figure] = []
     bad: list[str] = []
     speedups: dict[str, float] = {}
