@@ -415,6 +415,11 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
     dest = Path(dest)
     created = not dest.exists()
     try:
+        if created:
+            # A capture holds host facts (dmesg lines, PCI ids, the hostname): private until
+            # its owner chooses to share it.
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.mkdir(mode=0o700)
         (dest / "cmd").mkdir(parents=True, exist_ok=True)
         (dest / "root").mkdir(parents=True, exist_ok=True)
     except OSError as exc:

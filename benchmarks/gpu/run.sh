@@ -14,7 +14,11 @@
 #    of the MI250 figure), on a subset of PyTorch's HF list; every row is appended to a
 #    results file as it finishes, so whatever the budget allowed is kept;
 # 3. the tables as Markdown (benchmarks/gpu-<device>.md) and HTML, and a compare against the
-#    MI250 reference line.
+#    MI250 reference line;
+# 4. the jax checks (rocmkit doctor --framework jax --level 3: the plugin loads with
+#    JAX_PLATFORMS set, the devices and their archs, jit vs op by op, bf16/fp16 matmul
+#    TFLOP/s, psum across the GPUs) in JAX_PYTHON (default: PYTHON, when it has jax), JSON
+#    into benchmarks/gpu/results/. Skipped, saying so, where no Python with jax is at hand.
 #
 # Each step has its own timeout inside the overall budget; a step that runs out leaves its
 # partial results. Needs: a Python with torch that sees a GPU, transformers, and rocmkit's own
@@ -91,5 +95,14 @@ if [ -s "$results" ]; then
     "$py" -m rocmkit bench models --load "$results" --markdown "$tables/gpu-$slug.md" \
         --html "$out/hf-train-$dtype-$slug.html" >"$out/hf-train-$dtype-$slug.txt" || true
     "$py" -m rocmkit bench compare "$results" "$results" --html "$out/compare-$slug.html" >/dev/null || true
+fi
+# 4. jax: its own interpreter (a jax venv need not hold torch), a short step limit of its own.
+jax_py="${JAX_PYTHON:-$py}"
+if "$jax_py" -c 'import jax' 2>/dev/null; then
+    jax_s="${JAX_STEP_S:-150}"
+    timeout "$jax_s" "$py" -m rocmkit doctor --python "$jax_py" --framework jax --level 3 --only jax --json \
+        >"$out/doctor-jax-$slug.json" || say "doctor --framework jax ended with $? (a FAIL, or the ${jax_s}s step limit)"
+else
+    say "no jax in $jax_py: the jax checks are skipped (set JAX_PYTHON to a venv's python made by 'rocmkit install --framework jax --venv V')"
 fi
 say "done in $(( $(date +%s) - start ))s; tables in $tables/gpu-$slug.md and $out"

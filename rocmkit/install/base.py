@@ -116,6 +116,23 @@ def option_args(spec: InstallSpec) -> list[str]:
     return args
 
 
+def revealed(sources: Sources) -> tuple[Sources, bool]:
+    """The sources with their real URLs (masked credentials put back, :func:`rocmkit.util.redact.reveal`),
+    and whether any URL carries credentials: then the installer takes the URLs from its
+    environment (``PIP_INDEX_URL``, ``UV_INDEX``), never from its argument list, which every
+    user of the machine can read in ``ps`` and which rocmkit prints when a run fails."""
+    from rocmkit.util.redact import has_credentials, reveal
+
+    real = Sources(
+        index_urls=tuple(reveal(u) for u in sources.index_urls),
+        find_links=tuple(reveal(u) for u in sources.find_links),
+        no_index=sources.no_index,
+        offline=sources.offline,
+    )
+    secret = any(has_credentials(u) for u in (*real.index_urls, *real.find_links))
+    return real, secret
+
+
 def uninstall_args(target: PyEnv) -> list[str]:
     # pip and uv refuse to uninstall from a PEP 668 Python without it; rocmkit only
     # reaches an uninstall there after the user allowed changing it.

@@ -21,6 +21,7 @@ from __future__ import annotations
 import configparser
 import dataclasses
 import io
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,13 @@ END = "# <<< rocmkit guard <<<"
 
 # Distributions whose build must match the installed torch.
 GUARDED = ("torch", *COMPANIONS, *TRITON_DISTRIBUTIONS)
+# And JAX's: jax, jaxlib and the GPU plugin and PJRT pinned to one version (a later
+# `pip install flax optax` must not move jaxlib or swap the plugin), and PyTorch/XLA.
+GUARDED_JAX = re.compile(r"^(jax|jaxlib|jax-(rocm|cuda)[0-9]+-(plugin|pjrt)|torch-xla)$")
+
+
+def is_guarded(project: str) -> bool:
+    return project in GUARDED or bool(GUARDED_JAX.match(project))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,14 +66,14 @@ def guard_files(prefix: Path) -> GuardFiles:
 
 
 def pins_for(plan: Plan) -> list[str]:
-    """The ``name==version`` pins of the plan's torch family and Triton, and of the ``--with``
-    libraries whose native code is tied to this torch build (xformers, flash-attn)."""
+    """The ``name==version`` pins of the plan's torch family and Triton, of its jax family, and of
+    the ``--with`` libraries whose native code is tied to this torch build (xformers, flash-attn)."""
     pins: list[str] = []
     seen: set[str] = set()
     tied = tuple(p.requirement for p in plan.with_packages if p.pins_torch and p.how != "index")
     for req in (*plan.requirements, *((plan.triton,) if plan.triton else ()), *tied):
         pin = parse_pin(req)
-        if pin and (pin.project in GUARDED or req in tied) and pin.project not in seen:
+        if pin and (is_guarded(pin.project) or req in tied) and pin.project not in seen:
             seen.add(pin.project)
             pins.append(str(pin))
     return pins
@@ -86,13 +94,17 @@ def installed_view(plan: Plan, left_out: tuple[str, ...]) -> Plan:
 
 def constraints_text(plan: Plan) -> str:
     header = (
-        "# Written by `rocmkit install`: keeps this environment's torch build.\n"
+        f"# Written by `rocmkit install`: keeps this environment's {_what(plan)} build.\n"
         f"# backend {plan.backend}; to change it, run `rocmkit install` again "
         "(or remove this file's lines to lift the guard).\n"
         "# A package that cannot be installed beside these pins needs a version built for this torch:\n"
         "# `rocmkit install --with PKG` finds one, or builds it against this torch (no build isolation).\n"
     )
     return header + "".join(pin + "\n" for pin in pins_for(plan))
+
+
+def _what(plan: Plan) -> str:
+    return {"jax": "jax", "torch+jax": "torch and jax", "torch-xla": "torch and torch-xla"}.get(plan.framework, "torch")
 
 
 def _pip_conf_text(existing: str | None, constraints: Path) -> str:

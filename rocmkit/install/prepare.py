@@ -84,10 +84,14 @@ def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str]
     except DataError as exc:
         raise DataError(exc.message, "pass the output of `rocmkit resolve --json`") from exc
     plan = Plan.from_dict(data, allow_env=allow_env)
+    from rocmkit.util.redact import conceal
+
+    # A hand-written plan may carry a mirror's token: kept in memory, masked everywhere else.
+    urls = tuple(conceal(u) for u in plan.index_urls)
     if index_base:
         m = load_matrix()
-        plan = dataclasses.replace(plan, index_urls=tuple(m.rebase(u, index_base) for u in plan.index_urls))
-    return plan
+        urls = tuple(m.rebase(u, conceal(index_base)) for u in urls)
+    return plan if urls == plan.index_urls else dataclasses.replace(plan, index_urls=urls)
 
 
 def _read_inputs(req: InstallRequest, session: Session, options: Options, say: Say) -> _Inputs:
@@ -120,7 +124,9 @@ def _target(req: InstallRequest, say: Say) -> tuple[PyEnv, bool, Path | None]:
         return probe(Path(sys.executable)), False, None
     if req.dry_run and req.venv is not None and not venv_interpreter(req.venv.absolute()).exists():
         # Nothing to dry-run against: plan for the Python the venv would be made from.
-        return probe(Path(sys.executable)), False, req.venv.absolute()
+        from rocmkit.install.venv import base_interpreter
+
+        return probe(base_interpreter(req.venv_base)), False, req.venv.absolute()
     target, created = select_target(
         venv=req.venv,
         python=req.interpreter,
@@ -207,6 +213,8 @@ def _plan(
         channel=req.channel,
         cpu=req.cpu,
         strict_data=req.strict_data,
+        framework=req.framework,
+        jax=req.jax_version,
     )
     if session.offline:
         return _held(session.plan(constraints), say), options, None

@@ -36,6 +36,8 @@ class InstallRequest:
     rocm: str | None = None
     channel: str = "stable"
     cpu: bool = False
+    framework: str = "torch"  # torch | jax | torch-xla | torch,jax
+    jax_version: str | None = None
     strict_data: bool = False  # resolve only confirmed builds
     index_base: str | None = None
     installer: str = "auto"
@@ -89,10 +91,14 @@ class InstallRequest:
             raise UsageError(
                 "--lock writes a lock from a plan; it does not combine with --from-lock/--wheelhouse"
             )
-        resolving = self.torch or self.rocm or self.cpu or self.capture or self.strict_data
+        resolving = (
+            self.torch or self.rocm or self.cpu or self.capture or self.strict_data
+            or self.framework != "torch" or self.jax_version
+        )
         if self.installs_exact_list and resolving:
             raise UsageError(
                 "a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+                " (nor --framework, --jax)"
             )
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
@@ -108,7 +114,8 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply",
+                "a plan file fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+                " (nor --framework, --jax)",
                 "drop them, or drop --plan to resolve afresh",
             )
         if self.no_companions and self.installs_exact_list:
@@ -116,6 +123,10 @@ class InstallRequest:
                 "a lock or wheelhouse installs its exact list; --no-companions does not apply",
                 "make the lock or wheelhouse with --no-companions instead",
             )
+        if self.venv is not None:
+            check_venv_path(self.venv)
+        if self.venv_base is not None:
+            check_base_python(self.venv_base)
         from rocmkit.install.companions import with_packages_of
 
         object.__setattr__(
@@ -160,6 +171,48 @@ class InstallRequest:
         )
 
 
+# Kernel and device file systems: nothing can be made there, whatever the permissions say
+# (root may "write" to /proc's folders as far as access(2) is concerned).
+_VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def check_venv_path(venv: Path) -> None:
+    """``--venv`` can be a virtual environment: an existing folder, or a path whose nearest
+    existing parent is a folder on a real file system (checked before a dry run says it
+    "would create" it, and before a real run tries)."""
+    path = venv.absolute()
+    resolved = path.resolve()
+    under = next((root for root in _VIRTUAL_ROOTS if resolved == root or resolved.is_relative_to(root)), None)
+    if under is not None:
+        raise UsageError(
+            f"--venv {venv} is under {under}, a kernel file system: no environment can be made there",
+            "pass a folder on a disk, e.g. --venv ~/venvs/torch",
+        )
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--venv {venv} is a file, not a folder", "pass a folder (made if missing)")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"--venv {venv}: {parent} is a file, not a folder", "pass a path under a folder")
+
+
+def check_base_python(value: str) -> None:
+    """``--python``: an interpreter's path, or a CPython 3 version uv can find (3.12, 3.12.4)."""
+    import re
+
+    if "/" in value:
+        path = Path(value)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise UsageError(
+                f"--python {value}: no Python interpreter there", "pass an existing python, or a version like 3.12"
+            )
+        return
+    if not re.fullmatch(r"3\.[0-9]{1,3}(\.[0-9]{1,3})?", value):
+        raise UsageError(
+            f"--python {value!r} is neither a path nor a Python 3 version",
+            "pass a version like 3.12, or the path of a python",
+        )
+
+
 def carry_out(req: InstallRequest, say: Say, session: Session | None = None) -> Outcome:
     """Prepare (read the inputs once, pick the target, making a missing venv; plan), then run;
     a venv this run made is removed again when anything fails."""
@@ -178,6 +231,10 @@ def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
     from rocmkit.util.redact import redact_text
 
     plan, opts, target = prepared.plan, prepared.options, prepared.target
+    if req.with_packages:
+        from rocmkit.install.companions import check_against_plan
+
+        check_against_plan(req.with_packages, plan)
     urls = f" from {redact_text(', '.join(plan.index_urls))}" if plan.index_urls else ""
     say(f"rocmkit: plan {plan.backend}: {' '.join(plan.requirements)}{urls}")
     for warning in plan.warnings:

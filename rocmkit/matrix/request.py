@@ -29,8 +29,14 @@ class RefreshRequest:
     allow_insecure_index: bool = False  # --write from a plain-http index off the loopback
 
     def __post_init__(self) -> None:
+        from rocmkit.util.redact import check_url, conceal
+
         if self.timeout <= 0:
             raise UsageError(f"--timeout {self.timeout:g} is not a positive number of seconds", "give e.g. 20")
+        # Credentials in either URL reach the index; only the masked URL is kept and shown.
+        object.__setattr__(self, "index_base", conceal(check_url("--index", self.index_base)))
+        if self.simple_url is not None:
+            object.__setattr__(self, "simple_url", conceal(check_url("--simple", self.simple_url)))
 
     def redirects(self) -> AbstractContextManager[None]:
         """Every read of this refresh: redirects only to the host asked, or to --allow-redirect's."""
@@ -104,4 +110,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
     written = write_refresh(target, result, source_dir=source_dir)
     message(f"wrote {', '.join(written)}")
     if req.directory is None:
+        from rocmkit.util.paths import stamp_overlay
+
+        stamp_overlay(target)
         message(f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)")

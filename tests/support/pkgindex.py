@@ -211,6 +211,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, *, head: bool) -> None:
         owner = self.server.owner
         path = unquote(urlsplit(self.path).path)
+        if owner.auth is not None and self.headers.get("Authorization") != owner.auth:
+            # An authenticated mirror: 401 with a Basic challenge, as Artifactory and devpi answer.
+            with owner._lock:
+                owner.refused.append(path)
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="rocmkit-tests"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         with owner._lock:
             owner.requests.append(path)
             cut = owner._stop_at is not None and path.endswith(owner._stop_at)
@@ -261,8 +270,17 @@ class _Server(ThreadingHTTPServer):
 class IndexServer:
     """Serve ``root`` as PEP 503/691 simple indexes with PEP 658 metadata on 127.0.0.1."""
 
-    def __init__(self, root: Path, *, legacy_metadata: bool = True) -> None:
+    def __init__(
+        self, root: Path, *, legacy_metadata: bool = True, basic_auth: tuple[str, str] | None = None
+    ) -> None:
         self.root = Path(root)
+        # ("user", "token"): every request without that HTTP Basic Authorization gets 401.
+        self.auth = (
+            None
+            if basic_auth is None
+            else "Basic " + base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
+        )
+        self.refused: list[str] = []  # paths answered 401
         # PEP 658's first attribute name (data-dist-info-metadata) as well as PEP 714's.
         # pip 23.0 (Debian bookworm's) mishandles the first, which is why PyPI serves
         # only data-core-metadata; False serves what PyPI does.

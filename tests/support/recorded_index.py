@@ -21,6 +21,7 @@ downloaded whole.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import html
 import io
@@ -44,9 +45,12 @@ def _dist_info(filename: str) -> str:
 
 
 class RecordedIndex:
-    def __init__(self, pypi: Path, mode: str = "pep658") -> None:
+    def __init__(self, pypi: Path, mode: str = "pep658", *, basic_auth: tuple[str, str] | None = None) -> None:
         self.pypi = pypi
         self.mode = mode
+        # ("user", "token"): every request without that HTTP Basic Authorization gets 401.
+        self.auth = None if basic_auth is None else "Basic " + base64.b64encode(":".join(basic_auth).encode()).decode()
+        self.refused: list[str] = []
         self.requests: list[str] = []
         self.bytes_sent = 0
         self.full_wheel_bodies = 0
@@ -126,6 +130,13 @@ class RecordedIndex:
 
     def _serve(self, h: BaseHTTPRequestHandler) -> None:
         path = unquote(urlsplit(h.path).path)
+        if self.auth is not None and h.headers.get("Authorization") != self.auth:
+            self.refused.append(path)
+            h.send_response(401)
+            h.send_header("WWW-Authenticate", 'Basic realm="rocmkit-tests"')
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return None
         self.requests.append(path)
         m = re.fullmatch(r"/simple/([^/]+)/", path)
         if m and self.mode == "redirect" and h.headers.get("Host", "").startswith("127.0.0.1"):

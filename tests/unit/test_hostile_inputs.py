@@ -213,7 +213,7 @@ def test_snapshot_env_never_carries_credentials() -> None:
     )
     text = json.dumps(env)
     assert "token@" not in text and "s3cret" not in text and "abc" not in text
-    assert env["ROCMKIT_INDEX_BASE"] == "https://***@mirror.example/whl?token=***"
+    assert env["ROCMKIT_INDEX_BASE"] == "https://user:***@mirror.example/whl?token=***"
     assert "HOME" not in env
 
 

@@ -261,3 +261,12 @@ def test_install_refuses_an_install_folder_others_can_write(open_folder: Path, m
     assert not (open_folder / "install").exists()
     monkeypatch.setenv("ROCMKIT_CACHE_DIR", str(open_folder / ".." / "private"))
     assert mode(journal.install_folder()) == 0o700
+
+
+def test_a_snapshot_folder_rocmkit_makes_is_private(tmp_path: Path, captures_dir: Path) -> None:
+    # A capture holds host facts (dmesg lines, PCI ids, the hostname).
+    from rocmkit.sources import CaptureSource, snapshot
+
+    source = CaptureSource(next(p for p in sorted(captures_dir.iterdir()) if (p / "cmd").is_dir()))
+    written = snapshot(source, tmp_path / "new" / "node1")
+    assert written and mode(tmp_path / "new" / "node1") == 0o700
