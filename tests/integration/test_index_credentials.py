@@ -105,6 +105,7 @@ def test_resolve_checks_the_authenticated_index_and_shows_user_and_mask(
     shown = f"http://{USER}:***@127.0.0.1:{server.port}/whl"
     assert f"{shown}/cpu serves torch 2.13.0+cpu for Python 3.11" in res.stdout
     assert server.requests and server.requests[0] == "/whl/cpu/torch/"
+    assert "the index's token is masked as ***" in res.stdout
     as_json = rocmkit(
         "resolve", "--cpu", "--python", "3.11", "--json", env={**env, "ROCMKIT_INDEX_BASE": _base(server)}
     )
