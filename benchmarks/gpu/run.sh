@@ -4,6 +4,10 @@
 #   PYTHON=/path/to/python benchmarks/gpu/run.sh            # a Python with a GPU torch (ROCm or CUDA)
 #   BUDGET_S=480 MODELS=DistillGPT2,BertForMaskedLM benchmarks/gpu/run.sh
 #
+# 0. rocmkit doctor --level 2 on issue 32's checks: compile.correctness (eager vs torch.compile
+#    training curves, default and reduce-overhead), compile.cache_speed (cold vs warm), env.caches,
+#    env.apu_memory, the Triton vector add and matmul (and the all-reduce with 2+ GPUs); each figure
+#    with its % of peak and its floor from matrices/sku.toml, as Markdown (benchmarks/gpu/floors.py);
 # 1. rocmkit doctor --level 3 --only models (the HF representative subset: decoder, encoder,
 #    encoder-decoder), JSON into benchmarks/gpu/results/;
 # 2. rocmkit bench models --suite huggingface at full size, training with AMP bf16 (the setup
@@ -50,6 +54,28 @@ fi
 device="$("$py" -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu")')"
 slug="$(echo "$device" | tr -c 'A-Za-z0-9\n' '-' | tr -s '-' | sed 's/-$//' | tr '[:upper:]' '[:lower:]')"
 say "device: $device; budget ${budget}s"
+
+# 0. the floor, cache and correctness checks, in two doctor runs so that one running out of time
+#    (the step is killed, its JSON lost) does not take the other's figures with it.
+step() {  # step NAME CAP_S ARGS...: one doctor run into $out/doctor-l2-NAME-$slug.json
+    local name="$1" cap="$2"; shift 2
+    cap=$(( cap < $(left) ? cap : $(left) ))
+    timeout "$cap" "$py" -m rocmkit doctor --level 2 "$@" --json >"$out/doctor-l2-$name-$slug.json" || \
+        say "doctor level 2 ($name) ended with $? (a FAIL, a warning below a floor, or the ${cap}s step limit)"
+}
+checks=(--only env.caches --only env.apu_memory --only triton.vector_add --only triton.matmul
+        --only compile.cache_speed)
+gpus="$("$py" -c 'import torch; print(torch.cuda.device_count())')"
+[ "${gpus:-0}" -ge 2 ] && checks+=(--only distributed.all_reduce)
+step floors "${FLOORS_S:-120}" "${checks[@]}"
+step correctness "${CORRECTNESS_S:-150}" --only compile.correctness --set compile.steps="${COMPILE_STEPS:-4}"
+reports=()
+for r in "$out/doctor-l2-floors-$slug.json" "$out/doctor-l2-correctness-$slug.json"; do
+    [ -s "$r" ] && reports+=("$r")
+done
+if [ "${#reports[@]}" -gt 0 ]; then
+    "$py" "$here/floors.py" "${reports[@]}" >"$tables/gpu-floors-$slug.md" && say "floors: $tables/gpu-floors-$slug.md"
+fi
 
 # 1. doctor level 3, the models check only (the rest of level 3 is not what this session measures).
 doctor_s=$(( $(left) * 2 / 5 ))

@@ -64,7 +64,8 @@ def cli(req: ResolveRequest) -> None:
 
     session = Session(capture=req.capture, fresh=req.fresh, offline=req.offline, index_base=req.index_base)
     plan = session.plan(req.constraints())
-    if session.offline and session.detected_at is not None:
+    # With --with, the plan also depends on pip's configuration (the index standing for PyPI).
+    if session.offline and session.detected_at is not None and not req.with_packages:
         # Offline, the plan is a function of the machine, the data and the options: a rerun
         # may replay it. Online it also depends on what the index serves now.
         from rocmkit.cache import output_cache

@@ -46,6 +46,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.apu",
     "rocmkit.doctor.checks.distributed",
     "rocmkit.doctor.checks.jaxchecks",
+    "rocmkit.doctor.checks.companions",
 )
 
 # "live": looks at this running machine or Python (not at a capture's facts).

@@ -8,7 +8,8 @@ from pathlib import Path
 import rocmkit
 
 REPO = Path(rocmkit.__file__).resolve().parents[1]
-_CITED = re.compile(r"\bdocs/([\w.-]+\.md)")
+# rocmkit's own docs/NAME.md, not a path inside an upstream URL (".../blob/REV/docs/x.md").
+_CITED = re.compile(r"(?<![/\w.-])docs/([\w.-]+\.md)")
 
 
 def _texts() -> list[tuple[Path, str]]:

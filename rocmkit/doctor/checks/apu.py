@@ -49,6 +49,8 @@ def apu_memory(ctx: CheckContext) -> CheckResult:
     kinds = [(g, archs.is_integrated(g)) for g in amd]
     apus = [g for g, k in kinds if k and g.visible]
     discrete = [g for g, k in kinds if k is False and g.visible]
+    if not amd:
+        return result(Status.SKIP, "no AMD GPU detected")
     if not apus:
         return result(Status.SKIP, "no integrated AMD GPU does the compute here (a discrete GPU's memory is its VRAM)")
     if discrete:
