@@ -429,8 +429,11 @@ def install(
         # A lock installs its exact list (--require-hashes --no-deps): nothing may be left out.
         pins = tuple(spec.requirements) or tuple(plan.requirements)
         spec = _with_sources(spec, checked_sources(spec.sources, pins, target, opts, echo, notes)[0])
-    # The guard pins what this install really puts in: not a companion it left out.
-    guarded_plan = guard.installed_view(plan, left_out)
+    # The guard pins what this install really puts in: not a companion no reachable source had
+    # (that pin would make every later install pulling it unresolvable). Companions dropped on
+    # purpose (--no-companions) stay pinned: the plan's index serves them, and a later install
+    # must take that build.
+    guarded_plan = guard.installed_view(plan, left_out if opts.companions else ())
     guarded = opts.guard and target.is_venv and bool(guard.pins_for(guarded_plan))
     files = guard.guard_files(target.prefix)
     # --no-guard on a venv guarded before: the old pins go (restorable like any change).
@@ -506,7 +509,8 @@ def _journaled(
     workdir = tx.workdir
     try:
         if guarded:
-            guard.write_guard(target.prefix, guarded_plan)
+            left = tuple(r for r in plan.requirements if r not in guarded_plan.requirements)
+            guard.write_guard(target.prefix, guarded_plan, left)
         elif unguard and guard.remove_guard(target.prefix):
             echo(f"rocmkit: removed the earlier guard of {target.prefix} (--no-guard)")
         changes, result = installer.dry_run(spec)

@@ -92,7 +92,10 @@ def installed_view(plan: Plan, left_out: tuple[str, ...]) -> Plan:
     )
 
 
-def constraints_text(plan: Plan) -> str:
+def constraints_text(plan: Plan, left_out: tuple[str, ...] = ()) -> str:
+    """The constraints file. ``left_out``: the plan's companions this install did not put in
+    (named in a comment, not pinned: a pin no reachable source satisfies would make every later
+    install that pulls the package unresolvable)."""
     header = (
         f"# Written by `rocmkit install`: keeps this environment's {_what(plan)} build.\n"
         f"# backend {plan.backend}; to change it, run `rocmkit install` again "
@@ -100,6 +103,11 @@ def constraints_text(plan: Plan) -> str:
         "# A package that cannot be installed beside these pins needs a version built for this torch:\n"
         "# `rocmkit install --with PKG` finds one, or builds it against this torch (no build isolation).\n"
     )
+    if left_out:
+        header += (
+            f"# Left out by this install, so not pinned: {', '.join(left_out)}. Add them from the plan's "
+            "index (`rocmkit install` again once it answers), never from another source.\n"
+        )
     return header + "".join(pin + "\n" for pin in pins_for(plan))
 
 
@@ -159,10 +167,11 @@ def _strip_block(text: str) -> str:
     return text[:start] + text[end + len(END) :].lstrip("\n")
 
 
-def write_guard(prefix: Path, plan: Plan) -> GuardFiles:
-    """Write (or rewrite) the guard of the venv at ``prefix`` for ``plan``."""
+def write_guard(prefix: Path, plan: Plan, left_out: tuple[str, ...] = ()) -> GuardFiles:
+    """Write (or rewrite) the guard of the venv at ``prefix`` for ``plan`` (as installed:
+    :func:`installed_view`; ``left_out`` is named in a comment)."""
     files = guard_files(prefix)
-    write_text_atomic(files.constraints, constraints_text(plan))
+    write_text_atomic(files.constraints, constraints_text(plan, left_out))
     existing = files.pip_conf.read_text() if files.pip_conf.is_file() else None
     write_text_atomic(files.pip_conf, _pip_conf_text(existing, files.constraints))
     if files.activate.is_file():
