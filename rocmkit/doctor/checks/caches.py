@@ -194,7 +194,7 @@ def _remedy(facts: list[dict[str, Any]]) -> str:
     "env.caches",
     level=0,
     description="Triton, inductor and MIOpen caches persist across jobs (not tmpfs or a per-job folder), "
-    "are writable by this user and by no other, with their size and free space (ROCm/rocm-libraries#3553)",
+    "are writable by this user and by no other, with their size and free space (#30)",
     needs=("live",),
     options={"cache_min_free_bytes": "free bytes the cache folder needs"},
 )

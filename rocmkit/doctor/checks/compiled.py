@@ -192,7 +192,7 @@ def _train(torch: Any, model: Any, batches: list[tuple[Any, Any]], *, step_fn: A
     NAME,
     level=2,
     description="torch.compile trains like eager: loss and grad-norm curves of a transformer block and a conv net "
-    "agree (PyTorch's same() rule), in each compile mode; names the step a divergence began (pytorch#187715)",
+    "agree (PyTorch's same() rule), in each compile mode; names the step a divergence began (#29)",
     needs=("torch",),
     isolated=True,
     timeout_s=900.0,
