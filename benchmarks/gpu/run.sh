@@ -18,7 +18,9 @@
 # 4. the jax checks (rocmkit doctor --framework jax --level 3: the plugin loads with
 #    JAX_PLATFORMS set, the devices and their archs, jit vs op by op, bf16/fp16 matmul
 #    TFLOP/s, psum across the GPUs) in JAX_PYTHON (default: PYTHON, when it has jax), JSON
-#    into benchmarks/gpu/results/. Skipped, saying so, where no Python with jax is at hand.
+#    into benchmarks/gpu/results/. Skipped, saying so, where no Python with jax is at hand;
+# 5. the companion checks (companion.xformers, .flash_attn, .bitsandbytes) of the libraries PYTHON
+#    has, JSON into benchmarks/gpu/results/.
 #
 # Each step has its own timeout inside the overall budget; a step that runs out leaves its
 # partial results. Needs: a Python with torch that sees a GPU, transformers, and rocmkit's own
@@ -104,5 +106,13 @@ if "$jax_py" -c 'import jax' 2>/dev/null; then
         >"$out/doctor-jax-$slug.json" || say "doctor --framework jax ended with $? (a FAIL, or the ${jax_s}s step limit)"
 else
     say "no jax in $jax_py: the jax checks are skipped (set JAX_PYTHON to a venv's python made by 'rocmkit install --framework jax --venv V')"
+fi
+# 5. the companion libraries this Python has (xformers, flash-attn, bitsandbytes: docs/companions.md),
+#    each import, build and one op against torch on the GPU; those not installed are skipped.
+comp_s="${COMPANIONS_S:-90}"
+comp_s=$(( comp_s < $(left) ? comp_s : $(left) ))
+if [ "$comp_s" -gt 10 ]; then
+    timeout "$comp_s" "$py" -m rocmkit doctor --level 1 --only companion --json >"$out/doctor-companions-$slug.json" || \
+        say "doctor companion checks ended with $? (a FAIL, or the ${comp_s}s step limit)"
 fi
 say "done in $(( $(date +%s) - start ))s; tables in $tables/gpu-$slug.md and $out"

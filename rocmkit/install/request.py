@@ -237,6 +237,9 @@ def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
         check_against_plan(req.with_packages, plan)
     urls = f" from {redact_text(', '.join(plan.index_urls))}" if plan.index_urls else ""
     say(f"rocmkit: plan {plan.backend}: {' '.join(plan.requirements)}{urls}")
+    how = {"wheel": "prebuilt wheel", "source": "built here against this torch", "index": "from the indexes"}
+    for package in plan.with_packages:
+        say(f"rocmkit: with {package.requirement} ({how.get(package.how, package.how)})")
     for warning in plan.warnings:
         say(f"rocmkit: warning: {warning}")
     if prepared.would_create is not None:
