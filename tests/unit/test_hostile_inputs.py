@@ -255,6 +255,18 @@ def test_credentials_are_masked_where_they_come_in_and_given_back_only_on_reques
     assert reveal("https://***@git.example/simple") == "https://git.example/simple"
 
 
+def test_a_crash_traceback_is_printed_with_credentials_masked(capsys: pytest.CaptureFixture[str]) -> None:
+    from rocmkit.cli.group import _redacted_traceback
+
+    try:
+        raise RuntimeError("a bug while reading https://u:tok3n@mirror.example/whl/cpu/torch/")
+    except RuntimeError as exc:
+        _redacted_traceback(type(exc), exc, exc.__traceback__)
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: a bug while reading https://u:***@mirror.example" in err
+    assert "tok3n" not in err
+
+
 def test_a_lock_never_holds_a_source_token(tmp_path: Path) -> None:
     from rocmkit.install.base import Locked, Sources
     from rocmkit.install.lock import render

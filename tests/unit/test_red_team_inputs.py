@@ -99,6 +99,21 @@ def test_a_test_infra_arch_that_is_not_a_number() -> None:
         testinfra.read_build_matrix(bad_rocm)
 
 
+def test_a_test_infra_arch_that_is_not_a_number_in_the_cli(tmp_path: Path) -> None:
+    recording = tmp_path / "upstream"
+    shutil.copytree(RECORDING, recording)
+    folder = tmp_path / "matrices"
+    shutil.copytree(DATA.parent.parent / "matrices", folder)
+    # The newest revision (the channels' current lists): a word where a CUDA version goes.
+    newest = sorted((recording / "test-infra").glob(f"*/{testinfra.BUILD_MATRIX_PATH}"))[-1]
+    text = newest.read_text()
+    newest.write_text(text.replace('"release": ["12.6", "13.0", "13.2"]', '"release": ["12.6", "thirteen", "13.2"]'))
+    line = _one_line(
+        "matrix", "refresh", "--write", "--dry-run", "--from", str(recording), "--dir", str(folder), code=5
+    )
+    assert "CUDA_ARCHES_DICT['release'] holds 'thirteen', which is not a version" in line
+
+
 def test_a_therock_configure_file_that_is_not_python(tmp_path: Path) -> None:
     recording = tmp_path / "upstream"
     shutil.copytree(RECORDING, recording)
