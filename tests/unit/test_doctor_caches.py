@@ -109,3 +109,12 @@ def test_mount_points_with_escaped_spaces() -> None:
     mounts = "/dev/vda / ext4 rw 0 0\ntmpfs /mnt/my\\040cache tmpfs rw 0 0\n"
     assert fs_type(Path("/mnt/my cache/triton"), mounts) == ("tmpfs", "/mnt/my cache")
     assert fs_type(Path("/mnt/other"), mounts) == ("ext4", "/")
+
+
+def test_an_nvidia_node_is_not_asked_about_miopen(home: Path) -> None:
+    from rocmkit.machine import Gpu
+
+    nvidia = Machine(gpus=(Gpu(vendor="nvidia", index=0, name="NVIDIA H100 80GB HBM3"),))
+    r = caches(CheckContext(machine=nvidia, backend="cuda", cache_dir=Path(".")))
+    assert isinstance(r, CheckResult)
+    assert [f["name"] for f in r.details["caches"]] == ["triton", "inductor"]

@@ -38,7 +38,7 @@ RAISE = (
     "env.apu_memory",
     level=0,
     description="Integrated AMD GPU (APU): usable GPU memory is the GTT/TTM limit, not the BIOS carve-out; "
-    "the kernel meets AMD's minimum for the arch; settings that raise the limit take effect",
+    "the kernel meets AMD's minimum for the arch; settings that raise the limit take effect (#31)",
     options={"apu_min_gpu_bytes": "GPU memory an APU must be able to use (e.g. 100e9 for a 70B model in bf16)"},
 )
 def apu_memory(ctx: CheckContext) -> CheckResult:

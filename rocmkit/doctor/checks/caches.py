@@ -51,7 +51,7 @@ class CacheDir:
     configured: bool  # the variable was set (else the tool's default)
 
 
-def cache_dirs(env: Mapping[str, str]) -> list[CacheDir]:
+def cache_dirs(env: Mapping[str, str], *, miopen: bool = True) -> list[CacheDir]:
     """Where each cache is for a job with this environment."""
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     try:
@@ -65,13 +65,17 @@ def cache_dirs(env: Mapping[str, str]) -> list[CacheDir]:
         return CacheDir(name=name, path=Path(value) if value else default, variable=var, configured=bool(value))
 
     triton_home = Path(env.get("TRITON_HOME") or home)
-    return [
+    out = [
         one("triton", "TRITON_CACHE_DIR", triton_home / ".triton" / "cache"),
         one("inductor", "TORCHINDUCTOR_CACHE_DIR",
             Path(tmp) / ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))),
-        one("miopen kernels", "MIOPEN_CUSTOM_CACHE_DIR", home / ".cache" / "miopen"),
-        one("miopen user db", "MIOPEN_USER_DB_PATH", home / ".config" / "miopen"),
     ]
+    if miopen:  # ROCm's convolution library: only where ROCm runs
+        out += [
+            one("miopen kernels", "MIOPEN_CUSTOM_CACHE_DIR", home / ".cache" / "miopen"),
+            one("miopen user db", "MIOPEN_USER_DB_PATH", home / ".config" / "miopen"),
+        ]
+    return out
 
 
 def _unescape(field: str) -> str:
@@ -194,7 +198,7 @@ def _remedy(facts: list[dict[str, Any]]) -> str:
     "env.caches",
     level=0,
     description="Triton, inductor and MIOpen caches persist across jobs (not tmpfs or a per-job folder), "
-    "are writable by this user and by no other, with their size and free space (ROCm/rocm-libraries#3553)",
+    "are writable by this user and by no other, with their size and free space (#30)",
     needs=("live",),
     options={"cache_min_free_bytes": "free bytes the cache folder needs"},
 )
@@ -206,7 +210,10 @@ def caches(ctx: CheckContext) -> CheckResult:
     env = {**os.environ, **ctx.env}
     min_free = int(ctx.options.get("cache_min_free_bytes", DEFAULT_MIN_FREE_BYTES))
     mounts = _read("/proc/self/mounts") or _read("/proc/mounts")
-    facts = [judge_cache(c, env, mounts, min_free) for c in cache_dirs(env)]
+    # MIOpen is ROCm's: its caches matter on AMD nodes only (a CPU-only box checks them too, since
+    # nothing says which GPU its jobs will see; an NVIDIA node does not).
+    amd = bool(ctx.machine.amd_gpus) or ctx.backend == "rocm" or not ctx.machine.nvidia_gpus
+    facts = [judge_cache(c, env, mounts, min_free) for c in cache_dirs(env, miopen=amd)]
     figures = tuple(
         Figure(name=f"{f['name'].replace(' ', '_')}.size", value=round(f["size_bytes"] / MIB, 2), unit="MiB")
         for f in facts if "size_bytes" in f
