@@ -41,6 +41,7 @@ VOLATILE_FS = {"tmpfs", "ramfs"}
 JOB_IDS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID", "FLUX_JOB_ID")
 DEFAULT_MIN_FREE_BYTES = 2 * GIB
 MAX_WALK = 200_000  # entries counted for a cache's size; a bigger cache is "at least" that
+WALK_BUDGET_S = 0.3  # seconds spent counting one cache
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,10 +115,14 @@ def _in_temp(path: Path, env: Mapping[str, str]) -> str | None:
     return None
 
 
-def _size(path: Path) -> tuple[int, bool]:
-    """Bytes under ``path`` (not following links), and whether the walk was cut short."""
+def _size(path: Path, budget_s: float = WALK_BUDGET_S) -> tuple[int, bool]:
+    """Bytes under ``path`` (not following links), and whether the walk was cut short (by
+    ``MAX_WALK`` entries or ``budget_s`` seconds: level 0 stays fast on a cache of 100k files)."""
     total, seen = 0, 0
+    deadline = time.monotonic() + budget_s
     for root, dirs, files in os.walk(path):
+        if time.monotonic() > deadline:
+            return total, True
         for f in files:
             seen += 1
             if seen > MAX_WALK:
