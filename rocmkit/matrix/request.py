@@ -62,6 +62,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
     from rocmkit.matrix.write import plan_refresh, write_refresh
     from rocmkit.pkgindex.http import plain_http
     from rocmkit.util.paths import matrices_dir, overlay_dir
+    from rocmkit.util.redact import has_credentials, without_credentials
 
     source_dir = req.directory or matrices_dir()
     upstream = recorded_upstream(req.recording) if req.recording else {}
@@ -87,8 +88,11 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         jax_pages = jax_index_pages(index_url, jax_names, timeout=req.timeout)
         # The source lines name where the data really came from (a redirect the user allowed).
         real = pages["torch"].url.rstrip("/").rsplit("/", 1)[0]
-        if real != index_url.rstrip("/"):
+        # (The client never puts credentials in a URL: compared, and named, without them.)
+        if real != without_credentials(index_url).rstrip("/"):
             message(f"note: {index_url.rstrip('/')} redirected to {real}: the sources name {real}")
+            index_url = real
+        elif has_credentials(index_url):
             index_url = real
     inputs = build_inputs(
         index_url=index_url, pages=pages, metadata=metadata, upstream=upstream, read_on=read_on,

@@ -137,6 +137,15 @@ def forget_credentials() -> None:
         _SECRETS.clear()
 
 
+def without_credentials(url: str) -> str:
+    """``url`` with no userinfo at all (a source line in rocmkit's data names the host only)."""
+    found = _split(url)
+    if found is None:
+        return url
+    parts, _, hostport = found
+    return urlunsplit(parts._replace(netloc=hostport))
+
+
 def has_credentials(url: str) -> bool:
     """The URL carries a user name or password (masked or not)."""
     return _split(url) is not None

@@ -224,12 +224,16 @@ def test_matrix_refresh_reads_an_authenticated_simple_index(tmp_path: Path) -> N
     with RecordedIndex(DATA / "upstream" / "pypi", basic_auth=(USER, TOKEN)) as srv:
         url = srv.url.replace("http://", f"http://{USER}:{TOKEN}@")
         res = rocmkit(
-            "matrix", "refresh", "--write", "--dry-run", "--dir", str(folder), "--from", str(DATA / "upstream"),
+            "matrix", "refresh", "--write", "--dir", str(folder), "--from", str(DATA / "upstream"),
             "--simple", url, "--timeout", "10",
         )  # fmt: skip
         refused = list(srv.refused)
     assert res.code == 0, res.stderr
     assert refused == [] and f"reading http://{USER}:***@127.0.0.1" in res.stderr
+    assert "redirected" not in res.stderr  # the credentials are not a change of host
+    # The data's source lines name the index by its host alone: not even the user name.
+    assert all(USER not in p.read_text() for p in folder.glob("*.toml"))
+    assert rocmkit("matrix", "check", "--dir", str(folder)).code == 0
     _no_token(res, under=tmp_path)
 
 
