@@ -29,6 +29,7 @@ def data_files() -> tuple[DataFile, ...]:
     from rocmkit.bench.compare import load_references
     from rocmkit.companions.data import parse_companions
     from rocmkit.containers.images import parse_images
+    from rocmkit.doctor.apu import parse_apu
     from rocmkit.doctor.sku import parse_skus
     from rocmkit.matrix.amd_targets import FILE as AMD_TARGETS
     from rocmkit.matrix.amd_targets import parse_amd_targets
@@ -42,6 +43,7 @@ def data_files() -> tuple[DataFile, ...]:
         DataFile(names=("images.toml",), used_by="docker", load=lambda d: parse_images(d / "images.toml")),
         DataFile(names=("sku.toml",), used_by="doctor (level 2/3 floors), matrix show --sku",
                  load=lambda d: parse_skus(d / "sku.toml")),
+        DataFile(names=("apu.toml",), used_by="doctor (env.apu_memory)", load=lambda d: parse_apu(d / "apu.toml")),
         DataFile(names=("jax.toml",), used_by="resolve, install, doctor (--framework jax, torch-xla)", load=parse_jax),
         DataFile(names=("companions.toml",), used_by="resolve --with, install --with, doctor", load=parse_companions),
         DataFile(names=(AMD_TARGETS,), used_by="detect, resolve", load=parse_amd_targets),
@@ -75,10 +77,13 @@ class CheckRequest:
     offline: bool = False  # with_sources: recorded sources only
     ti_clone: Path | None = None  # a clone of pytorch/test-infra
     rock_clone: Path | None = None  # a clone of ROCm/TheRock
+    pt_clone: Path | None = None  # a clone of pytorch/pytorch
 
     def __post_init__(self) -> None:
-        if not self.with_sources and (self.recording or self.offline or self.ti_clone or self.rock_clone):
-            raise UsageError("--from, --offline, --test-infra and --therock go with --sources", "add --sources")
+        if not self.with_sources and (
+            self.recording or self.offline or self.ti_clone or self.rock_clone or self.pt_clone
+        ):
+            raise UsageError("--from, --offline, --test-infra, --therock and --pytorch go with --sources", "add --sources")
 
 
 def check_data(req: CheckRequest, out: Output) -> None:
@@ -109,7 +114,8 @@ def _check_sources(m: Matrix, req: CheckRequest, out: Output) -> None:
     from rocmkit.matrix.sourcecheck import Sources, check_sources
     from rocmkit.util.paths import shipped_matrices_dir
 
-    clones = {k: v for k, v in (("test-infra", req.ti_clone), ("TheRock", req.rock_clone)) if v is not None}
+    named = (("test-infra", req.ti_clone), ("TheRock", req.rock_clone), ("pytorch", req.pt_clone))
+    clones = {k: v for k, v in named if v is not None}
     recording = req.recording
     if recording is None:
         checkout = shipped_matrices_dir().parent / "tests" / "data" / "upstream"

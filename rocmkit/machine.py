@@ -88,6 +88,16 @@ class DeviceNode:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DrmMemory:
+    """What amdgpu reports for one render node (/sys/class/drm/renderD*/device/mem_info_*)."""
+
+    node: str  # "renderD128"
+    pci_bus_id: str | None = None  # "0000:c5:00.0", from the device's uevent
+    vram_bytes: int | None = None  # on an APU: the BIOS carve-out
+    gtt_bytes: int | None = None  # system memory the GPU may map (the GTT/TTM limit)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Host:
     hostname: str | None = None
     os_id: str | None = None  # "ubuntu"
@@ -109,6 +119,13 @@ class Host:
     kernel_cmdline: str | None = None
     numa_balancing: bool | None = None
     shm_bytes: int | None = None  # size of /dev/shm
+    # The GPU-memory settings of integrated GPUs (APUs): /sys/module/ttm/parameters/pages_limit
+    # (4 KiB pages), /sys/module/amdgpu/parameters/gttsize (MiB, -1 default), the `options ttm|amdgpu`
+    # lines of /etc/modprobe.d/*.conf, and each render node's VRAM and GTT.
+    ttm_pages_limit: int | None = None
+    amdgpu_gttsize_mib: int | None = None
+    modprobe_options: tuple[str, ...] = ()
+    drm_memory: tuple[DrmMemory, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +191,8 @@ class Machine:
             host_d["devices"] = tuple(DeviceNode(**d) for d in host_d.get("devices", ()))
             host_d["groups"] = tuple(host_d.get("groups", ()))
             host_d["gids"] = tuple(host_d.get("gids", ()))
+            host_d["modprobe_options"] = tuple(host_d.get("modprobe_options", ()))
+            host_d["drm_memory"] = tuple(DrmMemory(**_known(DrmMemory, d)) for d in host_d.get("drm_memory", ()))
             rocm_d = dict(data.get("rocm") or {})
             rocm_d["installs"] = tuple(RocmInstall(**i) for i in rocm_d.get("installs", ()))
             return cls(

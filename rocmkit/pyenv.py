@@ -39,10 +39,10 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 # Modules whose presence decides needs, and distributions whose versions go in the report.
-MODULES = ("torch", "triton", "transformers", "packaging", "psutil")
+MODULES = ("torch", "triton", "transformers", "packaging", "jax", "psutil")
 # torch, the Triton builds, and what the level-0 package checks compare them with
 # (torch.amdsmi): read here and by the probe, so no check needs a child for them.
-DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS, "amdsmi", "rocm-sdk-core")
+DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS, "amdsmi", "rocm-sdk-core", "jax", "jaxlib")
 PROBE_TIMEOUT_S = 30.0
 
 

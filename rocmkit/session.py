@@ -66,7 +66,6 @@ class Session:
         ``ROCMKIT_OFFLINE`` and ``ROCMKIT_INDEX_BASE`` apply where they are not given.
         ``python``: the target Python (``3.11``) plans are made for, where constraints do not
         name one (default: the running interpreter's)."""
-        from rocmkit.errors import UsageError
 
         self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
         self.capture = capture
@@ -77,12 +76,12 @@ class Session:
         self.index_base: str | None = given or from_env
         # Where the index base came from, for the plan's reasons.
         self.index_base_from: str | None = None if given or not from_env else INDEX_BASE_ENV
-        if self.index_base is not None and not self.index_base.startswith(("http://", "https://", "file://")):
-            where = "--index-base" if given else INDEX_BASE_ENV
-            raise UsageError(
-                f"{where} {self.index_base!r} is not a URL",
-                "give the root that holds the indexes, like http://mirror.example/whl",
-            )
+        if self.index_base is not None:
+            from rocmkit.util.redact import check_url, conceal
+
+            # One well-formed URL (no spaces or line breaks: exit 4); a mirror's token in it is
+            # kept in memory only, and everything downstream holds user:*** (util/redact.py).
+            self.index_base = conceal(check_url("--index-base" if given else INDEX_BASE_ENV, self.index_base))
         self.python = python
         self._cache_dir = cache_dir
         self._machine: Machine | None = None

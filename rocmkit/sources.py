@@ -82,10 +82,18 @@ FILES: tuple[str, ...] = (
     "/run/.containerenv",
     "/etc/group",
     "/proc/sys/kernel/hostname",
+    "/sys/module/ttm/parameters/pages_limit",
+    "/sys/module/amdgpu/parameters/gttsize",
 )
 
 # Folders whose listing or files detection needs, read recursively for snapshots.
 TREES: tuple[str, ...] = ("/sys/class/kfd/kfd/topology/nodes",)
+# Module options (only the `options ttm|amdgpu` lines are kept in a snapshot: they set how
+# much memory an integrated GPU may use).
+MODPROBE = "/etc/modprobe.d"
+# Per render node under /sys/class/drm/<node>/device/: what amdgpu says of its memory (APUs).
+DRM = "/sys/class/drm"
+DRM_FILES: tuple[str, ...] = ("mem_info_gtt_total", "mem_info_vram_total", "uevent")
 
 # Read caps. Live files are cut at the cap (only their head matters); a capture file
 # over its cap is refused (a capture is a few hundred KiB; rocminfo on 16 GPUs ~1 MiB).
@@ -388,7 +396,7 @@ def _clear_previous_snapshot(dest: Path, extra_files: tuple[str, ...]) -> None:
     for path in (*FILES, *extra_files):
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             (root / path.lstrip("/")).unlink()
-    for tree in TREES:
+    for tree in (*TREES, DRM, MODPROBE):
         shutil.rmtree(root / tree.lstrip("/"), ignore_errors=True)
     with contextlib.suppress(OSError):  # no opt/ from an earlier snapshot
         for entry in (root / "opt").iterdir():
@@ -407,6 +415,11 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
     dest = Path(dest)
     created = not dest.exists()
     try:
+        if created:
+            # A capture holds host facts (dmesg lines, PCI ids, the hostname): private until
+            # its owner chooses to share it.
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.mkdir(mode=0o700)
         (dest / "cmd").mkdir(parents=True, exist_ok=True)
         (dest / "root").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -464,6 +477,25 @@ def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) ->
         written.append(f"root{path}")
     for tree in TREES:
         _copy_tree(source, tree, dest / "root")
+    from rocmkit.parsers.host import gpu_module_options
+
+    for conf in sorted(source.listdir(MODPROBE) or [])[:64]:
+        kept = gpu_module_options(source.read(f"{MODPROBE}/{conf}")) if conf.endswith(".conf") else ()
+        if kept:
+            target = dest / "root" / MODPROBE.lstrip("/") / conf
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(target, "\n".join(kept) + "\n")
+            written.append(f"root{MODPROBE}/{conf}")
+    for node in source.listdir(DRM) or []:
+        if not node.startswith("renderD"):
+            continue
+        for name in DRM_FILES:
+            text = source.read(f"{DRM}/{node}/device/{name}")
+            if text is not None:
+                target = dest / "root" / DRM.lstrip("/") / node / "device" / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(target, text)
+                written.append(f"root{DRM}/{node}/device/{name}")
     # ROCM_PATH's folder may hold no .info/version: keep the folder, so that replay sees
     # it exists (detection warns about a ROCM_PATH that does not).
     rocm_path = source.environ().get("ROCM_PATH", "").strip("/")

@@ -116,7 +116,8 @@ class ModelForks:
         error = outcome.error
         if status == "died":
             tail = worker.stderr_tail(3)
-            status, error = "error", "the bench worker died while it ran" + (f" ({tail[-1]})" if tail else "")
+            how = worker.exit_description()
+            status, error = "error", f"the bench worker died while it ran ({how})" + (f": {tail[-1]}" if tail else "")
         elif status == "overflow":
             error = f"{OUTPUT_CAP_BYTES // (1024 * 1024)} MiB"
         return CommandResult(

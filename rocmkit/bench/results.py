@@ -96,16 +96,56 @@ class ModelResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelResult:
+        """A row read back from a results or report file (written by another node, perhaps
+        edited): every field of the type it has to have, or one :class:`DataError`."""
+        if not isinstance(d, dict):
+            raise DataError("a bench row is not an object", _ROW_FIX)
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in d.items() if k in known}
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            raise DataError("a bench row has no model name", _ROW_FIX)
         if data.get("status") not in STATUSES:
-            raise DataError(f"bench result for {d.get('name')!r} has status {data.get('status')!r}")
-        for key in ("eager_spread", "compiled_spread"):
-            if data.get(key) is not None:
-                data[key] = Spread(**data[key])
-        if data.get("accuracy") is not None:
-            data["accuracy"] = Accuracy(**data["accuracy"])
-        return cls(**data)
+            raise DataError(f"bench result for {name!r} has status {data.get('status')!r}", _ROW_FIX)
+        for key in _NUMBERS:
+            _number(data, key, name)
+        for key in _INTS:
+            _number(data, key, name, whole=True)
+        for key in ("message", "suite", "impl", "memory_kind", "stderr_tail"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise DataError(f"bench result for {name!r}: {key} is not text", _ROW_FIX)
+        try:
+            for key in ("eager_spread", "compiled_spread"):
+                if data.get(key) is not None:
+                    spread = data[key]
+                    for part in ("q1", "q3", "min", "max"):
+                        _number(spread, part, name, required=True)
+                    data[key] = Spread(**spread)
+            if data.get("accuracy") is not None:
+                data["accuracy"] = Accuracy(**data["accuracy"])
+            return cls(**data)
+        except (TypeError, AttributeError) as exc:
+            raise DataError(f"bench result for {name!r} is malformed: {exc}", _ROW_FIX) from None
+
+
+_ROW_FIX = "pass a file written by `rocmkit bench models`, unedited"
+# The row's measured figures: a number (not a bool, not text) or absent.
+_NUMBERS = ("speedup", "speedup_q1", "speedup_q3", "eager_ms", "compiled_ms", "compile_s",
+            "eager_peak_mb", "compiled_peak_mb", "duration_s")  # fmt: skip
+_INTS = ("batch_size", "params", "calls_per_sample", "repeat")
+
+
+def _number(data: Any, key: str, name: str, *, whole: bool = False, required: bool = False) -> None:
+    """``data[key]`` is a finite number (an integer when ``whole``), or absent/None."""
+    if not isinstance(data, dict):
+        raise DataError(f"bench result for {name!r}: a spread is not an object", _ROW_FIX)
+    value = data.get(key)
+    if value is None and not required:
+        return
+    fits = isinstance(value, int) or (isinstance(value, float) and not whole and math.isfinite(value))
+    if isinstance(value, bool) or not fits:
+        want = "an integer" if whole else "a number"
+        raise DataError(f"bench result for {name!r}: {key} {value!r} is not {want}", _ROW_FIX)
 
 
 def geomean(values: list[float]) -> float | None:

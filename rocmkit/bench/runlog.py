@@ -167,6 +167,10 @@ def append_row(path: Path, row: ModelResult, *, run: str | None) -> None:
         raise UsageError(f"cannot append to results file {path}: {exc.strerror}", "check the disk") from exc
 
 
+# What every results file's header says (to_suite reads them): text, plus the integer repeat.
+_HEADER_KEYS = ("backend", "device", "mode", "dtype", "size")
+
+
 def parse(lines: Iterable[str], where: str) -> RunLog:
     it = iter(lines)
     first = next(it, "")
@@ -231,6 +235,13 @@ def read(path: Path) -> RunLog:
 
 def to_suite(header: dict[str, Any], rows: Iterable[ModelResult], *, finished_at: str = "") -> SuiteResult:
     """A :class:`SuiteResult` of the rows, in the header's order."""
+    lacking = [k for k in _HEADER_KEYS if not isinstance(header.get(k), str)]
+    if lacking or isinstance(header.get("repeat"), bool) or not isinstance(header.get("repeat"), int):
+        what = f"no {lacking[0]}" if lacking else "no whole repeat count"
+        raise DataError(
+            f"a results file's header line has {what}",
+            "pass a file written by `rocmkit bench models --results`, unedited",
+        )
     by_name = {r.name: r for r in rows}
     order = [n for n in header.get("order") or header.get("models") or [] if n in by_name]
     order += [n for n in by_name if n not in order]

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 @click.option("--python", "python_path", metavar="PATH", help="Check this interpreter's torch and Triton.")
 @click.option("--backend", type=click.Choice(BACKENDS),
     help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).")
+@click.option("--framework", metavar="torch|jax|torch,jax",
+    help="Which frameworks' checks to run (jax: the jax.* checks). Default: the frameworks the checked Python has.")
 @click.option("--timeout-scale", type=click.FloatRange(0.1, 100.0), default=1.0, show_default=True,
     help="Multiply every isolated check's timeout (slow or busy nodes).")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
@@ -62,6 +64,9 @@ if TYPE_CHECKING:
 @click.option("--strict", is_flag=True, help="Warnings (a figure below its floor, a slow cache) fail (exit 1).")
 @click.option("--image-build", is_flag=True, help="Inside an image build: device nodes, groups and driver are "
     "not applicable (also assumed when ROCMKIT_GFX is set and /dev/kfd does not exist).")
+@click.option("--warm-caches", is_flag=True, help="Fill the compile caches the jobs will use (an image build, a "
+    "Slurm prolog): checks them (env.caches), compiles a training step into them cold then warm "
+    "(compile.cache_speed) and the Triton kernels for this node's archs (triton.codegen).")
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
 @click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
 @request(DoctorRequest)
@@ -89,7 +94,7 @@ def cli(req: DoctorRequest) -> None:
 
 
 def _run(req: DoctorRequest) -> None:
-    from rocmkit.doctor.registry import check_modules, list_lines, unknown_options
+    from rocmkit.doctor.registry import check_modules, check_option_values, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, select
 
@@ -100,11 +105,14 @@ def _run(req: DoctorRequest) -> None:
             OUT.warning(r.message)
         return
     # Bad names fail here, before detection and the plan take their time.
-    total = len(select(found.checks, level=req.level, only=req.only, skip=req.skip))
+    picked = select(found.checks, level=req.level, only=req.selection, skip=req.skip)
+    check_option_values(req.options, found.checks.values())  # --set shm_min_bytes=abc: exit 4, now
 
+    from rocmkit.doctor.run import for_frameworks, frameworks_for
     from rocmkit.pyenv import select_python
 
     python = select_python(venv=req.venv, python=req.python_path)
+    total = len(for_frameworks(picked, frameworks_for(python, req.frameworks), req.selection))
     from rocmkit.install.flow import recover_for_python
 
     # An install killed in this venv (kill -9) left a journal: undo it before checking.
@@ -121,15 +129,16 @@ def _run(req: DoctorRequest) -> None:
     plan, plan_error = _plan(session)
     opts = RunOptions(
         level=req.level,
-        only=req.only,
+        only=req.selection,
         skip=req.skip,
         backend=req.backend,  # type: ignore[arg-type]  # checked by the request
         timeout_scale=req.timeout_scale,
-        options=req.options,
+        options={**req.options, "caches.warm": True} if req.warm_caches else req.options,
         isolation=req.isolation,  # type: ignore[arg-type]  # checked by the request
         jobs=req.jobs,
         fresh=req.fresh,
         image_build=req.image_build,
+        frameworks=req.frameworks,
     )
     for key in unknown_options(opts.options, found.checks.values()):
         OUT.warning(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from types import TracebackType
 from typing import Any
 
 import click
@@ -93,9 +94,20 @@ def _install_signal_handlers() -> None:
             signal.signal(sig, _on_signal)
 
 
+def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """A crash (a bug) still shows its traceback, with URL credentials masked: its message
+    may quote a mirror URL, and tracebacks are pasted into bug reports."""
+    import traceback
+
+    from rocmkit.util.redact import redact_text
+
+    sys.stderr.write(redact_text("".join(traceback.format_exception(kind, exc, tb))))
+
+
 def run(argv: list[str] | None = None) -> Any:
     """Runs the CLI and turns rocmkit's errors into one line and an exit code."""
     _install_signal_handlers()
+    sys.excepthook = _redacted_traceback
     try:
         return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
     except RocmkitError as exc:

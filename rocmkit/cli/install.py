@@ -30,6 +30,9 @@ from rocmkit.resolve.constraints import CHANNELS
     help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly)."
 )
 @click.option("--cpu", is_flag=True, help="Resolve CPU wheels whatever the machine has.")
+@click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
+    help="What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT), PyTorch/XLA, or torch and jax.")
+@click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release to resolve (with --framework jax).")
 @click.option("--strict-data", is_flag=True,
     help="Resolve only builds a source confirms (no build known only from upstream's build lists).")
 @click.option("--index-base",
@@ -40,6 +43,9 @@ from rocmkit.resolve.constraints import CHANNELS
 @click.option("--no-companions", is_flag=True,
     help="Install torch and its Triton only: leave out torchvision/torchaudio (minimal images).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+@click.option("--project", "project", type=click.Path(path_type=Path, file_okay=False),
+    help="Write the plan's [[tool.uv.index]] and [tool.uv.sources] into DIR/pyproject.toml "
+    "(formatting kept; with --dry-run, print the diff). Installs nothing.")
 @click.option("--lock", "lock_file", type=click.Path(path_type=Path, dir_okay=False),
     help="Write the pinned closure with hashes to FILE (installs nothing).")
 @click.option("--from-lock", type=click.Path(path_type=Path, dir_okay=False, exists=True),
@@ -73,16 +79,18 @@ from rocmkit.resolve.constraints import CHANNELS
 )
 @request(InstallRequest)
 def cli(req: InstallRequest) -> None:
-    """Install the resolved torch/triton builds into a virtual environment.
+    """Install the resolved torch/triton (or jax: --framework jax) builds into a virtual environment.
 
     \b
     Records the environment first and restores it exactly if any step fails;
     guards torch against later `pip install`s; verifies the result.
     \b
     rocmkit install --venv ~/venvs/rocm            resolve for this machine, install
+    rocmkit install --framework jax --venv V       jax + jaxlib + the plugin for this GPU
     rocmkit install --plan plan.json --venv V      install a saved plan
     rocmkit install --lock torch.lock --venv V     write a hashed lock (no install)
     rocmkit install --from-lock torch.lock --venv V
+    rocmkit install --project . --with xformers    pin a uv project's torch index
     rocmkit install --download-only --wheelhouse /shared/wh
     rocmkit install --wheelhouse /shared/wh --venv V   (offline)
     """

@@ -56,6 +56,12 @@ def cli() -> None:
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="With --sources: a clone of ROCm/TheRock.",
 )
+@click.option(
+    "--pytorch",
+    "pt_clone",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --sources: a clone of pytorch/pytorch (a blob-less one is enough).",
+)
 @request(CheckRequest)
 def check(req: CheckRequest) -> None:
     """Validate every data file in the matrix folder (the registry in rocmkit.datafiles)."""
@@ -124,6 +130,12 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None, sku: s
     help="With --write: a clone of pytorch/test-infra (its build-matrix history).")
 @click.option("--therock", type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="With --write: a clone of ROCm/TheRock.")
+@click.option("--pytorch", type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="With --write: a clone of pytorch/pytorch (its .ci/docker/manywheel/build.sh: ROCm arch lists).")
+@click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",
+    help="Follow a redirect to HOST (repeatable); a redirect to any other host than the one asked is refused.")
+@click.option("--allow-insecure-index", is_flag=True,
+    help="With --write: accept a plain-http --simple index off the loopback interface.")
 @request(RefreshRequest)
 def refresh(req: RefreshRequest) -> None:
     """Compare the matrix with a live package index and report what it lacks or has wrong:
@@ -134,12 +146,17 @@ def refresh(req: RefreshRequest) -> None:
     and Pythons; every fact with its source. Exit 9 when an index does not answer (nothing written).
     """
     if req.write:
-        refresh_write(req, data=lambda text: OUT.data(text, nl=False), message=OUT.message)
+        with req.redirects():
+            refresh_write(req, data=lambda text: OUT.data(text, nl=False), message=OUT.message)
         return
     from rocmkit.matrix import load_matrix
     from rocmkit.matrix.refresh import compare
 
-    report = compare(load_matrix(req.directory), req.index_base, only=req.only or None, timeout=req.timeout, progress=OUT.message)
+    with req.redirects():
+        report = compare(
+            load_matrix(req.directory), req.index_base, only=req.only or None, timeout=req.timeout,
+            progress=OUT.message,
+        )  # fmt: skip
     if req.as_json:
         OUT.json(report.to_dict())
         return

@@ -45,6 +45,11 @@ class Output:
         self.tee: list[tuple[bool, str]] | None = None
 
     def _echo(self, text: str, *, err: bool = False, nl: bool = True) -> None:
+        from rocmkit.util.redact import redact_text
+
+        # The one place rocmkit's output is rendered: a mirror's user:token in any URL (a plan's
+        # index, an error naming a page, a pip.conf source) leaves as user:***, whatever made it.
+        text = redact_text(text)
         click.echo(text, nl=nl, err=err)
         if self.tee is not None:
             self.tee.append((err, text + "\n" if nl else text))
@@ -73,9 +78,10 @@ class Output:
         a full disk or a read-only folder leaves no half page behind and is one error line."""
         from rocmkit.errors import StorageError, UsageError, storage_error
         from rocmkit.util.atomicio import write_text_atomic
+        from rocmkit.util.redact import redact_text
 
         try:
-            write_text_atomic(path, text, mode=mode)
+            write_text_atomic(path, redact_text(text), mode=mode)
         except OSError as exc:
             # A full or read-only disk is the storage error (its own exit code); anything
             # else (no such folder, no permission) is this path's problem.

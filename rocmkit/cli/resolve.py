@@ -46,7 +46,9 @@ from rocmkit.resolve.request import FORMATS, ResolveRequest
     type=click.Choice(FORMATS),
     default="summary",
     show_default=True,
-    help="requirements: a requirements file with its --index-url lines.",
+    help="requirements: a requirements file with its --index-url lines; pylock: a PEP 751 pylock.toml "
+    "(the closure with wheel URLs and hashes; asks the index); uv-project: the [tool.uv] index and "
+    "sources tables of a pyproject.toml.",
 )
 @request(ResolveRequest)
 def cli(req: ResolveRequest) -> None:
@@ -62,7 +64,8 @@ def cli(req: ResolveRequest) -> None:
 
     session = Session(capture=req.capture, fresh=req.fresh, offline=req.offline, index_base=req.index_base)
     plan = session.plan(req.constraints())
-    if session.offline and session.detected_at is not None:
+    # With --with, the plan also depends on pip's configuration (the index standing for PyPI).
+    if session.offline and session.detected_at is not None and not req.with_packages:
         # Offline, the plan is a function of the machine, the data and the options: a rerun
         # may replay it. Online it also depends on what the index serves now.
         from rocmkit.cache import output_cache
@@ -71,9 +74,25 @@ def cli(req: ResolveRequest) -> None:
     if req.with_packages:
         from rocmkit.companions.data import load_companions
         from rocmkit.companions.resolve import resolve_with
+        from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
 
-        plan = resolve_with(plan, session.machine(), req.with_packages, load_companions())
-    if req.as_json or req.fmt == "json":
+        pypi = read_pip_config().index_url or PYPI_SIMPLE
+        plan = resolve_with(plan, session.machine(), req.with_packages, load_companions(), pypi=pypi)
+    if req.fmt in ("pylock", "uv-project"):
+        if req.fmt == "pylock":
+            import sys
+
+            from rocmkit.install.pylock import pylock_text
+
+            python = plan.python or f"{sys.version_info.major}.{sys.version_info.minor}"
+            OUT.data(pylock_text(plan, python=python, offline=req.offline), nl=False)
+        else:
+            from rocmkit.companions.export import uv_project_text
+
+            OUT.data(uv_project_text(plan), nl=False)
+        for warning in plan.warnings:
+            OUT.warning(warning)
+    elif req.as_json or req.fmt == "json":
         OUT.json(plan.to_dict())
     elif req.fmt == "requirements":
         OUT.data(requirements_text(plan), nl=False)

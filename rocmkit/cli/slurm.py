@@ -74,9 +74,9 @@ def healthcheck_cmd(req: HealthcheckRequest) -> None:
     """
     from rocmkit.slurm.hooks import Log, NodeMemo, health_check, node_name, single_run
     from rocmkit.slurm.request import quick_outcome
-    from rocmkit.slurm.scontrol import Scontrol
+    from rocmkit.slurm.scontrol import Scontrol, slurm_value
 
-    name = node_name(req.node, dict(os.environ))
+    name = slurm_value("node name (--node, SLURMD_NODENAME or the host name)", node_name(req.node, dict(os.environ)))
     log = Log(req.log_target, "rocmkit-healthcheck")
     # scontrol needs only a PATH (a standard one when slurmd gave none) and, at sites
     # with slurm.conf elsewhere, SLURM_CONF.

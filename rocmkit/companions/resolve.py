@@ -148,7 +148,7 @@ def _toolkit(build: Build) -> str:
 
 
 def resolve_one(
-    requirement: str, plan: Plan, machine: Machine, data: CompanionData
+    requirement: str, plan: Plan, machine: Machine, data: CompanionData, pypi: str = PYPI_SIMPLE
 ) -> tuple[WithPackage, tuple[str, ...], tuple[str, ...], dict[str, str]]:
     """One ``--with`` requirement: the package, its reasons, its warnings and the variables it
     reads at import. Raises NoPlanError when the library is known and no build fits."""
@@ -160,7 +160,7 @@ def resolve_one(
     if companion is None:
         return (
             WithPackage(name=name, requirement=requirement, how="index"),
-            (f"{requirement}: from the plan's indexes (PyPI last), under the guard that keeps this torch",),
+            (f"{requirement}: from the plan's indexes, under the guard that keeps this torch",),
             (),
             {},
         )
@@ -190,7 +190,7 @@ def resolve_one(
             f"{name} is compiled on this machine ({rule.split(' = ')[0]} = {jobs}): expect a long build; "
             "it needs the ROCm/CUDA compiler of the plan's toolkit"
         )
-    index_url = plan.index_urls[0] if build.index == "pytorch" and plan.index_urls else PYPI_SIMPLE
+    index_url = plan.index_urls[0] if build.index == "pytorch" and plan.index_urls else pypi
     package = WithPackage(
         name=name,
         requirement=f"{name}=={build.version}",
@@ -231,8 +231,16 @@ def _refusal(name: str, plan: Plan, fits: list[Fit], note: str | None) -> NoPlan
     return NoPlanError(f"--with {name}: no build fits {torch} ({plan.backend}){archs}: {why}", fix)
 
 
-def resolve_with(plan: Plan, machine: Machine, wanted: tuple[str, ...], data: CompanionData) -> Plan:
-    """``plan`` with the ``--with`` packages resolved into it (or NoPlanError)."""
+def resolve_with(
+    plan: Plan, machine: Machine, wanted: tuple[str, ...], data: CompanionData, *, pypi: str = PYPI_SIMPLE
+) -> Plan:
+    """``plan`` with the ``--with`` packages resolved into it (or NoPlanError). ``pypi``: the
+    index that stands for PyPI (the user's own default index, when pip's configuration names one).
+    A package the plan already resolved (a saved plan) is not resolved again."""
+    from packaging.requirements import Requirement
+
+    have = {p.name for p in plan.with_packages}
+    wanted = tuple(w for w in wanted if canonical(Requirement(w).name) not in have)
     if not wanted:
         return plan
     packages: list[WithPackage] = []
@@ -240,16 +248,17 @@ def resolve_with(plan: Plan, machine: Machine, wanted: tuple[str, ...], data: Co
     warnings: list[str] = []
     env = dict(plan.env)
     for requirement in wanted:
-        package, why, warn, run_env = resolve_one(requirement, plan, machine, data)
+        package, why, warn, run_env = resolve_one(requirement, plan, machine, data, pypi)
         packages.append(package)
         reasons += why
         warnings += warn
         env.update(run_env)
     index_urls = plan.index_urls
-    if PYPI_SIMPLE not in index_urls and any(p.index_url in (PYPI_SIMPLE, None) or p.how == "index" for p in packages):
-        # The packages PyTorch's index does not carry come from PyPI, ranked after it: torch's
-        # pins carry a local label (+rocm7.2) that PyPI's builds never have.
-        index_urls = (*index_urls, PYPI_SIMPLE)
+    if pypi not in index_urls and any(p.how != "index" and p.index_url == pypi for p in packages):
+        # A library PyTorch's index does not carry comes from PyPI, ranked after it: torch's
+        # pins carry a local label (+rocm7.2) that PyPI's builds never have. (Other packages
+        # come from the plan's indexes, as before: a CPU plan's include PyPI.)
+        index_urls = (*index_urls, pypi)
     return dataclasses.replace(
         plan,
         with_packages=(*plan.with_packages, *packages),

@@ -77,6 +77,12 @@ def parse_overrides(env: Mapping[str, str]) -> Overrides:
                 "use names like gfx1100 or gfx90a,gfx942 (one per GPU)",
             )
         gfx.append(name)
+    if not gfx and raw.get("ROCMKIT_GFX", "").strip():
+        # ",,," names no GPU: silently resolving for this machine instead would be a wrong answer.
+        raise UsageError(
+            f"ROCMKIT_GFX={raw['ROCMKIT_GFX']!r} names no gfx target",
+            "use names like gfx1100 or gfx90a,gfx942 (one per GPU), or unset ROCMKIT_GFX",
+        )
     cuda_arch = None
     arch_raw = raw.get("ROCMKIT_CUDA_ARCH", "").strip()
     if arch_raw:

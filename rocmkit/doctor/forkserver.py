@@ -178,16 +178,27 @@ class ForkServer:
                 results = [replace(r, details={**r.details, **note}) for r in results]
             return results
         if status == "died":
+            # Say what ended it (the signal, or an exit code): the out-of-memory killer sends
+            # SIGKILL, so only that one points at it; any other is the check's own doing.
+            how = worker.exit_description()
+            oom = " (the kernel's out-of-memory killer sends it; so can any process of this user)"
             return [
                 isolate.error_result(
                     chk,
                     ctx,
-                    "the doctor's worker process died twice while this check ran (in two "
-                    "workers); it was started again for the checks after it",
+                    f"the doctor's worker process died twice while this check ran (in two "
+                    f"workers), the second time {how}"
+                    f"{oom if how == 'killed by SIGKILL' else ''}; "
+                    "it was started again for the checks after it",
                     elapsed,
-                    "check `dmesg` for the out-of-memory killer; rerun with "
-                    f"`rocmkit doctor --only {chk.name} --isolation spawn`",
+                    (
+                        "check `dmesg | grep -i 'out of memory'`; "
+                        if how == "killed by SIGKILL"
+                        else "the check (or something it ran) ended its parent process; "
+                    )
+                    + f"rerun with `rocmkit doctor --only {chk.name} --isolation spawn`",
                     {
+                        "worker_exit": how,
                         "worker_pid": worker_pid,
                         "worker_stderr_tail": worker.stderr_tail(isolate.STDERR_TAIL_LINES),
                         "stderr_tail": isolate.stderr_tail(output),

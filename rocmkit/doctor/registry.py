@@ -21,6 +21,7 @@ import contextlib
 import functools
 import importlib
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -41,11 +42,15 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.attention",
     "rocmkit.doctor.checks.models",
     "rocmkit.doctor.checks.compiled",
+    "rocmkit.doctor.checks.caches",
+    "rocmkit.doctor.checks.apu",
     "rocmkit.doctor.checks.distributed",
+    "rocmkit.doctor.checks.jaxchecks",
+    "rocmkit.doctor.checks.companions",
 )
 
 # "live": looks at this running machine or Python (not at a capture's facts).
-Need = Literal["torch", "triton", "gpu", "transformers", "live"]
+Need = Literal["torch", "triton", "gpu", "transformers", "live", "jax"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,12 +124,16 @@ class Check:
     # The --set keys this check reads, each with what it sets; a key may be a glob
     # ("models.*"). The CLI warns about a key no selected check declares.
     options: Mapping[str, str] = field(default_factory=dict)
+    # The kind of value an option takes (rocmkit.kernels.options.KINDS: "positive_int",
+    # "fraction", ...): a value of another kind is a usage error before any check runs.
+    option_kinds: Mapping[str, str] = field(default_factory=dict)
     # Reads only facts about the checked Python (ctx.python, or this process's metadata):
     # runs in this process, never in a child, whichever Python is checked.
     python_facts: bool = False
 
 
 _REGISTRY: dict[str, Check] = {}
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 
 def check(
@@ -139,8 +148,12 @@ def check(
     options: Mapping[str, str] | None = None,
     exclusive: bool = False,
     python_facts: bool = False,
+    option_kinds: Mapping[str, str] | None = None,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check function under ``name``."""
+    if not _NAME.fullmatch(name):
+        # The name reaches reports, logs and `scontrol update ... Reason=rocmkit: NAME`.
+        raise ValueError(f"check name {name!r} is not letters, digits and . _ - (a site check module?)")
 
     def deco(func: CheckFunc) -> CheckFunc:
         existing = _REGISTRY.get(name)
@@ -163,6 +176,7 @@ def check(
             timeout_s=timeout_s,
             pristine=pristine,
             options=dict(options or {}),
+            option_kinds=dict(option_kinds or {}),
             exclusive=exclusive,
             python_facts=python_facts,
         )
@@ -221,6 +235,23 @@ def unknown_options(options: Iterable[str], checks: Iterable[Check]) -> list[str
 
     known = option_keys(checks)
     return [k for k in options if not any(k == p or fnmatch.fnmatchcase(k, p) for p in known)]
+
+
+def check_option_values(options: Mapping[str, object], checks: Iterable[Check]) -> None:
+    """Refuse (:class:`UsageError`, exit 4) a ``--set`` value of the wrong kind for an option a
+    check declares a kind for (``--set shm_min_bytes=abc``), before any check runs."""
+    from rocmkit.errors import UsageError
+    from rocmkit.kernels.options import Option
+
+    for chk in checks:
+        for key, kind in chk.option_kinds.items():
+            if key not in options:
+                continue
+            option = Option(key=key, help=chk.options.get(key, key), kind=kind, gpu=None, interpreter=None)
+            try:
+                option.parse(options[key], "cpu")
+            except UsageError as exc:
+                raise UsageError(exc.message.replace("kernel option", "--set", 1), exc.fix) from None
 
 
 def check_modules(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:

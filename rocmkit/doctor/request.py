@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from rocmkit.arch import BACKENDS
 from rocmkit.errors import UsageError
 
 FORMATS = ("table", "json", "npd")
+WARM_CHECKS = ("env.caches", "compile.cache_speed", "triton.codegen")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +35,8 @@ class DoctorRequest:
     output_format: str = "table"  # table, json, npd (node-problem-detector's plugin protocol)
     strict: bool = False  # warnings (a figure below its floor) fail
     image_build: bool = False  # device nodes, groups and driver are not applicable
+    framework: str | None = None  # torch, jax or torch,jax; default: what the checked Python has
+    warm_caches: bool = False  # fill the jobs' compile caches (image build or prolog)
 
     def __post_init__(self) -> None:
         if not 0 <= self.level <= 3:
@@ -41,10 +45,18 @@ class DoctorRequest:
             raise UsageError(f"--backend {self.backend!r} is not one of {', '.join(BACKENDS)}", "pick one")
         if self.isolation not in ("fork", "spawn"):
             raise UsageError(f"--isolation {self.isolation!r} is not fork or spawn", "pick one")
+        if not (math.isfinite(self.timeout_scale) and self.timeout_scale > 0):
+            raise UsageError(
+                f"--timeout-scale {self.timeout_scale} is not a positive number", "give e.g. 2 (twice the time)"
+            )
         if self.output_format not in FORMATS:
             raise UsageError(f"--format {self.output_format!r} is not one of {', '.join(FORMATS)}", "pick one")
         if self.output_format != "table" and self.as_json:
             raise UsageError("--json and --format are two ways to say one thing", "give one of them")
+        if self.framework is not None and (
+            not self.frameworks or any(f not in ("torch", "jax") for f in self.frameworks)
+        ):
+            raise UsageError(f"--framework {self.framework!r} is not torch, jax or torch,jax", "pick one")
         if self.jobs is not None and self.jobs < 1:
             raise UsageError(f"--jobs {self.jobs} is not a positive count", "give e.g. 2")
         if self.list_only:
@@ -55,6 +67,15 @@ class DoctorRequest:
                     f"folder {path.parent} does not exist", f"create it or write {path.name} elsewhere"
                 )
         parse_settings(self.settings)  # a malformed --set fails now, not after detection
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f.strip() for f in (self.framework or "").split(",") if f.strip()))
+
+    @property
+    def selection(self) -> tuple[str, ...]:
+        """``--only``, plus what ``--warm-caches`` runs: the cache checks and the Triton AOT builds."""
+        return (*self.only, *WARM_CHECKS) if self.warm_caches else self.only
 
     @property
     def fmt(self) -> str:

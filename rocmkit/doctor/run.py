@@ -141,11 +141,12 @@ def missing_need(chk: Check, ctx: CheckContext, python: PyEnv | None = None) -> 
         if need == "gpu" and ctx.backend == "cpu":
             return Why("needs a GPU, and this run uses the CPU backend", "run it on a GPU node")
         present = python.has(need) if python is not None else _installed(need)
-        if need in ("torch", "triton", "transformers") and not present:
+        if need in ("torch", "triton", "transformers", "jax") and not present:
             remedy = {
                 "torch": install_torch_remedy(python or this_python()),
                 "triton": "install the Triton build torch pins (`rocmkit install` does)",
                 "transformers": "pip install transformers",
+                "jax": "rocmkit install --framework jax --venv V",
             }[need]
             where = "this Python" if python is None or python.own else python.executable
             return Why(f"needs {need}, which is not installed in {where}", remedy, need)
@@ -153,7 +154,40 @@ def missing_need(chk: Check, ctx: CheckContext, python: PyEnv | None = None) -> 
 
 
 # A check whose failure means every check that needs this thing would fail the same way.
-GATE_CHECKS = {"torch.import": "torch", "triton.import": "triton"}
+GATE_CHECKS = {"torch.import": "torch", "triton.import": "triton", "jax.import": "jax"}
+
+# Which framework a check belongs to (None: both, as the env.* checks): `--framework jax`
+# runs the jax.* checks and the shared ones, and a venv holding only jax is not failed for
+# lacking torch.
+TORCH_GROUPS = ("torch", "triton", "attention", "models", "compile", "distributed")
+# Environment checks about torch's own machinery (the inductor and Triton compile caches).
+TORCH_CHECKS = ("env.caches",)
+FRAMEWORKS = ("torch", "jax")
+
+
+def framework_of(chk: Check) -> str | None:
+    group = chk.name.split(".", 1)[0]
+    if group == "jax":
+        return "jax"
+    if group in TORCH_GROUPS or chk.name in TORCH_CHECKS or chk.needs & {"torch", "triton", "transformers"}:
+        return "torch"
+    return None
+
+
+def frameworks_for(python: PyEnv, asked: Sequence[str] = ()) -> tuple[str, ...]:
+    """The frameworks to check: those asked for, else those the checked Python has (torch when
+    it has neither: its absence is then the finding, as it always was)."""
+    if asked:
+        return tuple(asked)
+    found = tuple(f for f in FRAMEWORKS if python.has(f))
+    return found or ("torch",)
+
+
+def for_frameworks(checks: Sequence[Check], frameworks: Sequence[str], only: Sequence[str] = ()) -> list[Check]:
+    """``checks`` without those of a framework not being checked (``--only`` names checks itself)."""
+    if only:
+        return list(checks)
+    return [c for c in checks if framework_of(c) in (None, *frameworks)]
 
 Progress = Callable[[Check], None]
 ResultHook = Callable[[Check, list[CheckResult]], None]
@@ -174,6 +208,7 @@ class RunOptions:
     jobs: int | None = None  # checks at once; default: the usable cores (1 with spawn)
     fresh: bool = False  # ignore every cache (compile caches here; detection in the CLI)
     image_build: bool = False  # --image-build: device nodes, groups and driver are not applicable
+    frameworks: tuple[str, ...] = ()  # --framework; default: what the checked Python has
 
 
 def run_checks(
@@ -509,9 +544,13 @@ def doctor(
 
     env = dict(os.environ if environ is None else environ)
     found = checks or discover(opts.modules or check_modules(env))
-    selected = select(found.checks, level=opts.level, only=opts.only, skip=opts.skip)
-    started = now_iso()
     py = python or this_python()
+    selected = for_frameworks(
+        select(found.checks, level=opts.level, only=opts.only, skip=opts.skip),
+        frameworks_for(py, opts.frameworks),
+        opts.only,
+    )
+    started = now_iso()
     ctx = CheckContext(
         machine=machine,
         plan=plan,

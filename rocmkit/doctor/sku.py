@@ -199,6 +199,13 @@ def _rule(result: CheckResult, fig: Figure, sku: Sku) -> _Rule | None:
             return None
         return _Rule(peak=sku.get(f"{dtype}_tflops"), floor=None, floor_key=f"gemm_{dtype}_tflops",
                      fraction_floor=sku.get("gemm_vs_torch"))
+    if check == "jax.matmul" and fig.unit == "TFLOP/s":
+        # XLA's GEMM (hipBLASLt / cuBLAS underneath) is held to the floor torch.matmul's is.
+        dtype = fig.name.rsplit(".", 1)[-1]
+        if dtype not in ("bf16", "fp16"):
+            return None
+        return _Rule(peak=sku.get(f"{dtype}_tflops"), floor=sku.get(f"gemm_{dtype}_tflops"),
+                     floor_key=f"gemm_{dtype}_tflops")
     if check.startswith("distributed.") and fig.name.startswith("busbw_") and fig.unit == "GB/s":
         world = int(result.details.get("world_size") or 0)
         nbytes = _bytes(fig.name[len("busbw_"):])

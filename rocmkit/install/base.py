@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -21,7 +21,7 @@ QUERY_TIMEOUT_S = 600.0
 
 # Variables a user's shell may carry that would change what pip/uv do behind
 # rocmkit's back (an old guard from another venv, a forced index).
-_DROPPED_ENV = ("PIP_CONSTRAINT", "UV_CONSTRAINT", "PIP_REQUIRE_VIRTUALENV", "PYTHONPATH")
+_DROPPED_ENV = ("PIP_CONSTRAINT", "UV_CONSTRAINT", "UV_BUILD_CONSTRAINT", "PIP_REQUIRE_VIRTUALENV", "PYTHONPATH")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +44,11 @@ class InstallSpec:
     require_hashes: bool = False
     reinstall: bool = False
     break_system_packages: bool = False
+    # A source build sees only this torch: either no build isolation (its build requirements
+    # installed first), or an isolated build whose torch these constraint files pin.
+    no_build_isolation: bool = False
+    build_constraints: tuple[Path, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)  # set for this run only (GPU_ARCHS, MAX_JOBS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,7 +111,26 @@ def option_args(spec: InstallSpec) -> list[str]:
         args.append("--require-hashes")
     if spec.break_system_packages:
         args.append("--break-system-packages")
+    if spec.no_build_isolation:
+        args.append("--no-build-isolation")
     return args
+
+
+def revealed(sources: Sources) -> tuple[Sources, bool]:
+    """The sources with their real URLs (masked credentials put back, :func:`rocmkit.util.redact.reveal`),
+    and whether any URL carries credentials: then the installer takes the URLs from its
+    environment (``PIP_INDEX_URL``, ``UV_INDEX``), never from its argument list, which every
+    user of the machine can read in ``ps`` and which rocmkit prints when a run fails."""
+    from rocmkit.util.redact import has_credentials, reveal
+
+    real = Sources(
+        index_urls=tuple(reveal(u) for u in sources.index_urls),
+        find_links=tuple(reveal(u) for u in sources.find_links),
+        no_index=sources.no_index,
+        offline=sources.offline,
+    )
+    secret = any(has_credentials(u) for u in (*real.index_urls, *real.find_links))
+    return real, secret
 
 
 def uninstall_args(target: PyEnv) -> list[str]:

@@ -27,8 +27,10 @@ from typing import Any, Literal
 from rocmkit.errors import RocmkitError, ToolError, UsageError, storage_error
 from rocmkit.install import guard, journal, lock, wheelhouse
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
+from rocmkit.install.conflict import guard_conflict
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
 from rocmkit.install.pip import PipInstaller, pip_available
+from rocmkit.install.sourcebuild import build_against_torch
 from rocmkit.install.sources_policy import check_source_urls, is_url
 from rocmkit.install.state import diff
 from rocmkit.install.transaction import Transaction, restore_state
@@ -36,7 +38,7 @@ from rocmkit.install.uv import UvInstaller
 from rocmkit.install.venv import find_uv
 from rocmkit.install.verify import verify
 from rocmkit.packages import canonical, parse_pin
-from rocmkit.plan import Plan
+from rocmkit.plan import Plan, WithPackage
 from rocmkit.proc.runner import CommandResult, on_child_started
 from rocmkit.pyenv import PyEnv
 from rocmkit.util.atomicio import write_text_atomic
@@ -303,6 +305,18 @@ def planned_requirements(
     return sources, keep, (*dropped, *missing)
 
 
+def with_requirements(plan: Plan, opts: Options) -> tuple[str, ...]:
+    """The ``--with`` packages installed in the main run: those the plan resolved (source
+    builds come after, against the installed torch), or the bare names of an older plan."""
+    if plan.with_packages:
+        return tuple(p.requirement for p in plan.with_packages if p.how != "source")
+    return opts.with_packages
+
+
+def source_builds(plan: Plan) -> tuple[WithPackage, ...]:
+    return tuple(p for p in plan.with_packages if p.how == "source")
+
+
 def check_fits(plan: Plan, target: PyEnv) -> None:
     """A plan resolved for another Python would fail deep inside pip; say so first."""
     if plan.python and plan.python != target.short_version:
@@ -312,6 +326,13 @@ def check_fits(plan: Plan, target: PyEnv) -> None:
         )
 
 
+def _say_not_locked(plan: Plan, into: str, echo: Echo, notes: list[str]) -> None:
+    for package in source_builds(plan):
+        why = f"{package.requirement} is built from source against the installed torch: {into} does not hold it"
+        echo(f"rocmkit: {why}")
+        notes.append(why)
+
+
 def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Echo) -> Outcome:
     check_fits(plan, target)
     installer = choose_installer(opts.installer, target, opts.limits)
@@ -319,7 +340,8 @@ def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Echo)
     sources, reqs, left_out = planned_requirements(
         plan, target, opts, echo, notes, installer.name, into=f"the lock {path}"
     )
-    spec = InstallSpec(requirements=(*reqs, *opts.with_packages), sources=sources)
+    _say_not_locked(plan, f"the lock {path}", echo, notes)
+    spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources)
     entries, result = installer.lock(spec)
     if not result.ok or not entries:
         raise ToolError(f"could not resolve the lock: {result.describe()}")
@@ -348,7 +370,8 @@ def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, 
     sources, reqs, left_out = planned_requirements(
         plan, target, opts, echo, notes, pip.name, into=f"the wheelhouse {folder}"
     )
-    spec = InstallSpec(requirements=(*reqs, *opts.with_packages), sources=sources)
+    _say_not_locked(plan, f"the wheelhouse {folder}", echo, notes)
+    spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources)
     echo(
         f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version} into {folder}"
     )
@@ -369,8 +392,12 @@ def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, 
     )
 
 
-def _failed(step: str, result: CommandResult) -> ToolError:
+def _failed(step: str, result: CommandResult, spec: InstallSpec | None = None) -> ToolError:
     text = result.stdout + "\n" + result.stderr
+    if spec is not None and spec.constraints:
+        conflict = guard_conflict(step, text, spec.requirements, spec.constraints)
+        if conflict is not None:
+            return conflict
     if result.status == "timeout":
         return ToolError(f"{step} did not finish within {result.timeout_s:g} s and was stopped")
     for needle in ("DO NOT MATCH THE HASHES", "Hash mismatch", "hash mismatch"):
@@ -397,12 +424,17 @@ def install(
     left_out: tuple[str, ...] = ()
     if spec is None:
         sources, reqs, left_out = planned_requirements(plan, target, opts, echo, notes, installer.name)
-        spec = InstallSpec(requirements=(*reqs, *opts.with_packages), sources=sources)
+        spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources)
     elif not spec.sources.offline:
         # A lock installs its exact list (--require-hashes --no-deps): nothing may be left out.
         pins = tuple(spec.requirements) or tuple(plan.requirements)
         spec = _with_sources(spec, checked_sources(spec.sources, pins, target, opts, echo, notes)[0])
-    guarded = opts.guard and target.is_venv and bool(guard.pins_for(plan))
+    # The guard pins what this install really puts in: not a companion no reachable source had
+    # (that pin would make every later install pulling it unresolvable). Companions dropped on
+    # purpose (--no-companions) stay pinned: the plan's index serves them, and a later install
+    # must take that build.
+    guarded_plan = guard.installed_view(plan, left_out if opts.companions else ())
+    guarded = opts.guard and target.is_venv and bool(guard.pins_for(guarded_plan))
     files = guard.guard_files(target.prefix)
     # --no-guard on a venv guarded before: the old pins go (restorable like any change).
     unguard = not guarded and target.is_venv and files.constraints.exists()
@@ -415,16 +447,20 @@ def install(
             )
         if guarded:
             dry_pins = Path(tempfile.mkdtemp(prefix="rocmkit-dry-")) / guard.CONSTRAINTS_NAME
-            write_text_atomic(dry_pins, guard.constraints_text(plan))
+            write_text_atomic(dry_pins, guard.constraints_text(guarded_plan))
             spec = _with_constraints(spec, dry_pins)
-        outcome = _dry_run(plan, target, installer, spec, guarded, echo, notes)
+        for package in source_builds(plan):
+            echo(f"rocmkit: dry run: would then build {package.requirement} against this torch (no build isolation)")
+        outcome = _dry_run(guarded_plan, target, installer, spec, guarded, echo, notes)
         return dataclasses.replace(outcome, left_out=left_out)
     if guarded:
         spec = _with_constraints(spec, files.constraints)
 
     with _exclusive(target):
         recover_pending(target, installer, echo)
-        outcome = _transaction(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes)
+        outcome = _transaction(
+            plan, target, opts, echo, installer, spec, guarded, unguard, files, notes, guarded_plan
+        )
     return dataclasses.replace(outcome, left_out=left_out)
 
 
@@ -439,6 +475,7 @@ def _transaction(
     unguard: bool,
     files: guard.GuardFiles,
     notes: list[str],
+    guarded_plan: Plan,
 ) -> Outcome:
     try:
         workdir = _workdir()
@@ -452,7 +489,7 @@ def _transaction(
         f"; journal {tx.journal.path}"
     )
     with on_child_started(tx.journal.child_started):
-        return _journaled(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes, tx)
+        return _journaled(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes, tx, guarded_plan)
 
 
 def _journaled(
@@ -467,16 +504,18 @@ def _journaled(
     files: guard.GuardFiles,
     notes: list[str],
     tx: Transaction,
+    guarded_plan: Plan,
 ) -> Outcome:
     workdir = tx.workdir
     try:
         if guarded:
-            guard.write_guard(target.prefix, plan)
+            left = tuple(r for r in plan.requirements if r not in guarded_plan.requirements)
+            guard.write_guard(target.prefix, guarded_plan, left)
         elif unguard and guard.remove_guard(target.prefix):
             echo(f"rocmkit: removed the earlier guard of {target.prefix} (--no-guard)")
         changes, result = installer.dry_run(spec)
         if not result.ok:
-            raise _failed(f"{installer.name} (resolving)", result)
+            raise _failed(f"{installer.name} (resolving)", result, spec)
         backup = tx.backup(_forced_changes(spec, changes))
         if backup.wheels:
             echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
@@ -485,7 +524,12 @@ def _journaled(
         with _heartbeat(echo, f"{installer.name} install"):
             result = installer.install(spec, on_line=_progress(echo, opts.show_output))
         if not result.ok:
-            raise _failed(installer.name, result)
+            raise _failed(installer.name, result, spec)
+        for package in source_builds(plan):
+            with _heartbeat(echo, f"building {package.name}"):
+                build_against_torch(
+                    package, target, installer, spec, echo, _progress(echo, opts.show_output), _failed
+                )
         verification = None
         tx.journal.at("verifying")
         if opts.verify:
@@ -529,7 +573,8 @@ def _journaled(
     write_text_atomic(workdir / "state-after.json", json.dumps(after.to_dict(), indent=2) + "\n")
     if guarded:
         echo(
-            f"rocmkit: guarded {', '.join(guard.pins_for(plan))} against later pip/uv installs ({files.constraints})"
+            f"rocmkit: guarded {', '.join(guard.pins_for(guarded_plan))} against later pip/uv installs "
+            f"({files.constraints})"
         )
     return Outcome(
         messages=tuple(notes),
@@ -554,7 +599,7 @@ def _dry_run(
 ) -> Outcome:
     changes, result = installer.dry_run(spec)
     if not result.ok:
-        raise _failed(f"{installer.name} (dry run)", result)
+        raise _failed(f"{installer.name} (dry run)", result, spec)
     lines = [f"+ {n}=={v}" for n, v in changes.install] + [f"- {n}=={v}" for n, v in changes.remove]
     echo(
         f"rocmkit: dry run with {installer.name} into {target.prefix}: "
@@ -578,7 +623,13 @@ def _with_sources(spec: InstallSpec, sources: Sources) -> InstallSpec:
 
 
 def _with_constraints(spec: InstallSpec, constraints: Path) -> InstallSpec:
-    return _replace(spec, constraints=(*spec.constraints, constraints))
+    # The guard's pins hold for any sdist built in this run too: its isolated build environment
+    # gets this torch or none, never another.
+    return _replace(
+        spec,
+        constraints=(*spec.constraints, constraints),
+        build_constraints=(*spec.build_constraints, constraints),
+    )
 
 
 def _with_break(spec: InstallSpec, flag: bool) -> InstallSpec:

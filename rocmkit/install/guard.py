@@ -19,7 +19,9 @@ instead of swapping the build.
 from __future__ import annotations
 
 import configparser
+import dataclasses
 import io
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,13 @@ END = "# <<< rocmkit guard <<<"
 
 # Distributions whose build must match the installed torch.
 GUARDED = ("torch", *COMPANIONS, *TRITON_DISTRIBUTIONS)
+# And JAX's: jax, jaxlib and the GPU plugin and PJRT pinned to one version (a later
+# `pip install flax optax` must not move jaxlib or swap the plugin), and PyTorch/XLA.
+GUARDED_JAX = re.compile(r"^(jax|jaxlib|jax-(rocm|cuda)[0-9]+-(plugin|pjrt)|torch-xla)$")
+
+
+def is_guarded(project: str) -> bool:
+    return project in GUARDED or bool(GUARDED_JAX.match(project))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,24 +66,53 @@ def guard_files(prefix: Path) -> GuardFiles:
 
 
 def pins_for(plan: Plan) -> list[str]:
-    """The ``name==version`` pins of the plan's torch family and Triton."""
+    """The ``name==version`` pins of the plan's torch family and Triton, of its jax family, and of
+    the ``--with`` libraries whose native code is tied to this torch build (xformers, flash-attn)."""
     pins: list[str] = []
     seen: set[str] = set()
-    for req in (*plan.requirements, *((plan.triton,) if plan.triton else ())):
+    tied = tuple(p.requirement for p in plan.with_packages if p.pins_torch and p.how != "index")
+    for req in (*plan.requirements, *((plan.triton,) if plan.triton else ()), *tied):
         pin = parse_pin(req)
-        if pin and pin.project in GUARDED and pin.project not in seen:
+        if pin and (is_guarded(pin.project) or req in tied) and pin.project not in seen:
             seen.add(pin.project)
             pins.append(str(pin))
     return pins
 
 
-def constraints_text(plan: Plan) -> str:
+def installed_view(plan: Plan, left_out: tuple[str, ...]) -> Plan:
+    """``plan`` as it was really installed: without the companions left out (--no-companions, or
+    no reachable source had them). The guard pins only those: a pin of a torchvision that is not
+    there makes every later install that pulls torchvision (timm) unresolvable."""
+    if not left_out:
+        return plan
+    return dataclasses.replace(
+        plan,
+        requirements=tuple(r for r in plan.requirements if r not in left_out),
+        companions=tuple(c for c in plan.companions if c not in left_out),
+    )
+
+
+def constraints_text(plan: Plan, left_out: tuple[str, ...] = ()) -> str:
+    """The constraints file. ``left_out``: the plan's companions this install did not put in
+    (named in a comment, not pinned: a pin no reachable source satisfies would make every later
+    install that pulls the package unresolvable)."""
     header = (
-        "# Written by `rocmkit install`: keeps this environment's torch build.\n"
+        f"# Written by `rocmkit install`: keeps this environment's {_what(plan)} build.\n"
         f"# backend {plan.backend}; to change it, run `rocmkit install` again "
         "(or remove this file's lines to lift the guard).\n"
+        "# A package that cannot be installed beside these pins needs a version built for this torch:\n"
+        "# `rocmkit install --with PKG` finds one, or builds it against this torch (no build isolation).\n"
     )
+    if left_out:
+        header += (
+            f"# Left out by this install, so not pinned: {', '.join(left_out)}. Add them from the plan's "
+            "index (`rocmkit install` again once it answers), never from another source.\n"
+        )
     return header + "".join(pin + "\n" for pin in pins_for(plan))
+
+
+def _what(plan: Plan) -> str:
+    return {"jax": "jax", "torch+jax": "torch and jax", "torch-xla": "torch and torch-xla"}.get(plan.framework, "torch")
 
 
 def _pip_conf_text(existing: str | None, constraints: Path) -> str:
@@ -101,13 +139,16 @@ def _activate_block(constraints: Path, env: dict[str, str]) -> str:
     unsets = "".join(f"        unset {k}\n" for k in sorted(env))
     plan_note = "# The plan's environment (`rocmkit resolve` says why):\n" if env else ""
     return f"""{BEGIN}
-# uv reads no per-venv config; this keeps `uv pip install` from swapping torch.
+# uv reads no per-venv config; this keeps `uv pip install` from swapping torch, and a
+# source build from compiling against another torch (build constraints).
 export UV_CONSTRAINT={quoted}
+export UV_BUILD_CONSTRAINT={quoted}
 {plan_note}{exports}if command -v deactivate >/dev/null 2>&1; then
     # activate has just (re)defined deactivate: wrap that definition.
     eval "_rocmkit_$(declare -f deactivate)"
     deactivate () {{
         if [ "${{UV_CONSTRAINT:-}}" = {quoted} ]; then unset UV_CONSTRAINT; fi
+        if [ "${{UV_BUILD_CONSTRAINT:-}}" = {quoted} ]; then unset UV_BUILD_CONSTRAINT; fi
 {unsets}        _rocmkit_deactivate "$@"
         if [ "${{1:-}}" != "nondestructive" ]; then unset -f _rocmkit_deactivate 2>/dev/null; fi
     }}
@@ -126,10 +167,11 @@ def _strip_block(text: str) -> str:
     return text[:start] + text[end + len(END) :].lstrip("\n")
 
 
-def write_guard(prefix: Path, plan: Plan) -> GuardFiles:
-    """Write (or rewrite) the guard of the venv at ``prefix`` for ``plan``."""
+def write_guard(prefix: Path, plan: Plan, left_out: tuple[str, ...] = ()) -> GuardFiles:
+    """Write (or rewrite) the guard of the venv at ``prefix`` for ``plan`` (as installed:
+    :func:`installed_view`; ``left_out`` is named in a comment)."""
     files = guard_files(prefix)
-    write_text_atomic(files.constraints, constraints_text(plan))
+    write_text_atomic(files.constraints, constraints_text(plan, left_out))
     existing = files.pip_conf.read_text() if files.pip_conf.is_file() else None
     write_text_atomic(files.pip_conf, _pip_conf_text(existing, files.constraints))
     if files.activate.is_file():

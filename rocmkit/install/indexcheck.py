@@ -211,7 +211,9 @@ def decide_sources(
     pins = pinned(required)
     project = pins[0][0] if pins else "torch"
     probes = tuple(probe_index(url, project, timeout) for url in sources.index_urls)
-    failed = [p for p in probes if not p.ok]
+    # A later index that answers 404 for the first pin is alive: it serves the plan's other
+    # projects (PyPI for Triton or jax beside PyTorch's index, PyPI for jax beside AMD's).
+    failed = [p for i, p in enumerate(probes) if not p.ok and not (i > 0 and "HTTP 404" in p.detail)]
     if not failed:
         return SourceDecision(sources=sources, probes=probes)
     if not fallback:

@@ -19,6 +19,15 @@ Every write is atomic, so the journal is always whole. On success it is
 deleted (the commit point); after an in-process restore it is deleted too. The
 next ``rocmkit install`` or ``rocmkit doctor`` on an environment that still has
 one finishes the restore, and says so.
+
+A journal is an instruction (put these files back, stop these processes) that
+root acts on (``doctor --venv`` from slurmd), kept in a venv others may write.
+So :func:`read` refuses (exit 13, nothing written or stopped) any journal that is
+a symlink, another user's, writable by others, not bound to this venv (device and
+inode), writer (uid) and run (a seal of its digests in the run's private backup
+folder), or that asks to restore anything but the venv's guard files; and
+:func:`stop_leftovers` stops a process only when its pid, start time and boot all
+match the record.
 """
 
 from __future__ import annotations

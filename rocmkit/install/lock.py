@@ -55,11 +55,16 @@ def render(entries: list[Locked], sources: Sources, plan: Plan | None) -> str:
         "# Install: rocmkit install --from-lock FILE   (or: pip install --require-hashes -r FILE)\n",
     ]
     body = LockFile(entries=tuple(sorted(entries, key=lambda e: e.name)), sources=sources).requirements_text()
+    from rocmkit.util.redact import conceal
+
+    # A source from the user's pip.conf may carry a token: the lock names it as user:***
+    # (an install from the lock gets it back from ROCMKIT_INDEX_BASE or ~/.netrc).
+    urls, links = [conceal(u) for u in sources.index_urls], [conceal(u) for u in sources.find_links]
     src: list[str] = []
-    if sources.index_urls:
-        src.append(f"--index-url {sources.index_urls[0]}\n")
-        src += [f"--extra-index-url {url}\n" for url in sources.index_urls[1:]]
-    src += [f"--find-links {link}\n" for link in sources.find_links]
+    if urls:
+        src.append(f"--index-url {urls[0]}\n")
+        src += [f"--extra-index-url {url}\n" for url in urls[1:]]
+    src += [f"--find-links {link}\n" for link in links]
     if plan is not None:
         data = {k: v for k, v in plan.to_dict().items() if k not in ("pip_command", "uv_command")}
         plan_json = json.dumps(data, sort_keys=True)

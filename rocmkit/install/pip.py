@@ -30,6 +30,7 @@ from rocmkit.install.base import (
     base_env,
     option_args,
     requirement_args,
+    revealed,
     uninstall_args,
 )
 from rocmkit.packages import canonical
@@ -86,32 +87,60 @@ class PipInstaller:
 
     @staticmethod
     def _source_args(sources: Sources) -> list[str]:
+        """The source options; an index or link with credentials goes in :meth:`_source_env` instead."""
+        real, secret = revealed(sources)
         args: list[str] = []
-        if sources.no_index or sources.offline:
+        if real.no_index or real.offline:
             args.append("--no-index")
-        elif sources.index_urls:
-            args += ["--index-url", sources.index_urls[0]]
-            for url in sources.index_urls[1:]:
+        elif real.index_urls and not secret:
+            args += ["--index-url", real.index_urls[0]]
+            for url in real.index_urls[1:]:
                 args += ["--extra-index-url", url]
-        for link in sources.find_links:
-            args += ["--find-links", link]
+        if not secret:
+            for link in real.find_links:
+                args += ["--find-links", link]
         return args
+
+    @staticmethod
+    def _source_env(sources: Sources) -> dict[str, str]:
+        """The sources as pip's variables when a URL holds credentials (never its argv, which
+        any user reads in ``ps`` and rocmkit quotes when a run fails); pip reads PIP_<OPTION>
+        like the option itself, several values space-separated."""
+        real, secret = revealed(sources)
+        env: dict[str, str] = {}
+        if not secret:
+            return env
+        if real.index_urls and not (real.no_index or real.offline):
+            env["PIP_INDEX_URL"] = real.index_urls[0]
+            if real.index_urls[1:]:
+                env["PIP_EXTRA_INDEX_URL"] = " ".join(real.index_urls[1:])
+        if real.find_links:
+            env["PIP_FIND_LINKS"] = " ".join(real.find_links)
+        return env
 
     def _spec_args(self, spec: InstallSpec) -> list[str]:
         return [*requirement_args(spec), *self._source_args(spec.sources), *option_args(spec)]
+
+    def _env(self, spec: InstallSpec) -> dict[str, str]:
+        env = {**self.env, **spec.env, **self._source_env(spec.sources)}
+        if spec.build_constraints:
+            # pip (before 25.3's --build-constraint) has no option for the isolated build
+            # environment; that inner pip inherits the environment, so PIP_CONSTRAINT reaches it.
+            env["PIP_CONSTRAINT"] = " ".join(str(f) for f in spec.build_constraints)
+        return env
 
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
         args = ["install", *self._spec_args(spec)]
         if spec.reinstall:
             args.append("--force-reinstall")
-        return run(self._pip(*args), timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+        return run(self._pip(*args), timeout=self.limits.install_timeout_s, env=self._env(spec), on_line=on_line)
 
     def _report(self, spec: InstallSpec, *extra: str) -> tuple[list[dict[str, Any]], CommandResult]:
         with tempfile.TemporaryDirectory(prefix="rocmkit-pip-") as tmp:
             report = Path(tmp) / "report.json"
             argv = self._pip("install", "--dry-run", "--quiet", "--report", str(report), *extra)
             argv += self._spec_args(spec)
-            result = run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
+            result = run(argv, timeout=QUERY_TIMEOUT_S, env=self._env(spec))
             if not result.ok or not report.is_file():
                 return [], result
             items = json.loads(report.read_text()).get("install", [])
@@ -148,4 +177,4 @@ class PipInstaller:
 
     def download(self, spec: InstallSpec, dest: Path, *, on_line: LineSink = None) -> CommandResult:
         argv = self._pip("download", "--dest", str(dest), "--only-binary", ":all:", *self._spec_args(spec))
-        return run(argv, timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+        return run(argv, timeout=self.limits.install_timeout_s, env=self._env(spec), on_line=on_line)

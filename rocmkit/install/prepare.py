@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rocmkit.install.flow import Options
     from rocmkit.install.lock import LockFile
     from rocmkit.install.request import InstallRequest
+    from rocmkit.machine import Machine
     from rocmkit.plan import Plan
     from rocmkit.pyenv import PyEnv
     from rocmkit.session import Session
@@ -83,10 +84,14 @@ def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str]
     except DataError as exc:
         raise DataError(exc.message, "pass the output of `rocmkit resolve --json`") from exc
     plan = Plan.from_dict(data, allow_env=allow_env)
+    from rocmkit.util.redact import conceal
+
+    # A hand-written plan may carry a mirror's token: kept in memory, masked everywhere else.
+    urls = tuple(conceal(u) for u in plan.index_urls)
     if index_base:
         m = load_matrix()
-        plan = dataclasses.replace(plan, index_urls=tuple(m.rebase(u, index_base) for u in plan.index_urls))
-    return plan
+        urls = tuple(m.rebase(u, conceal(index_base)) for u in urls)
+    return plan if urls == plan.index_urls else dataclasses.replace(plan, index_urls=urls)
 
 
 def _read_inputs(req: InstallRequest, session: Session, options: Options, say: Say) -> _Inputs:
@@ -119,7 +124,9 @@ def _target(req: InstallRequest, say: Say) -> tuple[PyEnv, bool, Path | None]:
         return probe(Path(sys.executable)), False, None
     if req.dry_run and req.venv is not None and not venv_interpreter(req.venv.absolute()).exists():
         # Nothing to dry-run against: plan for the Python the venv would be made from.
-        return probe(Path(sys.executable)), False, req.venv.absolute()
+        from rocmkit.install.venv import base_interpreter
+
+        return probe(base_interpreter(req.venv_base)), False, req.venv.absolute()
     target, created = select_target(
         venv=req.venv,
         python=req.interpreter,
@@ -143,12 +150,36 @@ def prepare(req: InstallRequest, session: Session, say: Say) -> Prepared:
     target, created, would_create = _target(req, say)
     try:
         plan, options, spec = _plan(req, inputs, session, target, options, say)
+        if req.with_packages and inputs.locked is None:
+            plan = _with_resolved(plan, req, session.machine() if inputs.plan is None else _this_host())
     except BaseException:
         _discard(target, created, say)
         raise
     return Prepared(
         plan=plan, spec=spec, target=target, options=options, created=created, would_create=would_create
     )
+
+
+def _with_resolved(plan: Plan, req: InstallRequest, machine: Machine) -> Plan:
+    """The --with packages resolved into the plan: the build of each that fits (or exit 6)."""
+    from rocmkit.companions.data import load_companions
+    from rocmkit.companions.resolve import resolve_with
+    from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
+
+    pypi = read_pip_config().index_url or PYPI_SIMPLE
+    return resolve_with(plan, machine, req.with_packages, load_companions(), pypi=pypi)
+
+
+def _this_host() -> Machine:
+    """The build host's cores and memory (MAX_JOBS of a source build) without detecting GPUs:
+    a saved plan already names them."""
+    from rocmkit.machine import Host, Machine
+
+    try:
+        memory: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = None
+    return Machine(host=Host(cpu_cores=os.cpu_count(), memory_bytes=memory))
 
 
 def _plan(
@@ -182,6 +213,8 @@ def _plan(
         channel=req.channel,
         cpu=req.cpu,
         strict_data=req.strict_data,
+        framework=req.framework,
+        jax=req.jax_version,
     )
     if session.offline:
         return _held(session.plan(constraints), say), options, None

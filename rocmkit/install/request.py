@@ -36,12 +36,15 @@ class InstallRequest:
     rocm: str | None = None
     channel: str = "stable"
     cpu: bool = False
+    framework: str = "torch"  # torch | jax | torch-xla | torch,jax
+    jax_version: str | None = None
     strict_data: bool = False  # resolve only confirmed builds
     index_base: str | None = None
     installer: str = "auto"
     with_packages: tuple[str, ...] = ()
     no_companions: bool = False
     dry_run: bool = False
+    project: Path | None = None  # --project DIR: write the plan into DIR/pyproject.toml
     lock_file: Path | None = None
     from_lock: Path | None = None
     download_only: bool = False
@@ -74,13 +77,29 @@ class InstallRequest:
             raise UsageError(f"{' and '.join(given)} both say what to install", "pass only one of them")
         if self.download_only and self.wheelhouse is None:
             raise UsageError("--download-only needs --wheelhouse DIR", "add --wheelhouse DIR")
+        if self.project is not None and (
+            self.lock_file or self.from_lock or self.wheelhouse or self.download_only or self.venv or self.interpreter
+        ):
+            raise UsageError(
+                "--project writes a plan into a pyproject.toml; it does not combine with an install target, "
+                "a lock or a wheelhouse",
+                "run it on its own: rocmkit install --project DIR [--with PKG] [--dry-run]",
+            )
+        if self.project is not None and not (self.project / "pyproject.toml").is_file():
+            raise UsageError(f"--project {self.project}: no pyproject.toml there", "name the folder of a uv project")
         if self.lock_file and (self.from_lock or self.wheelhouse or self.download_only):
             raise UsageError(
                 "--lock writes a lock from a plan; it does not combine with --from-lock/--wheelhouse"
             )
-        resolving = self.torch or self.rocm or self.cpu or self.capture
+        resolving = (
+            self.torch or self.rocm or self.cpu or self.capture or self.strict_data
+            or self.framework != "torch" or self.jax_version
+        )
         if self.installs_exact_list and resolving:
-            raise UsageError("a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--capture do not apply")
+            raise UsageError(
+                "a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+                " (nor --framework, --jax)"
+            )
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
             ("--timeout", self.install_timeout),
@@ -95,7 +114,8 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cpu/--capture do not apply",
+                "a plan file fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+                " (nor --framework, --jax)",
                 "drop them, or drop --plan to resolve afresh",
             )
         if self.no_companions and self.installs_exact_list:
@@ -103,6 +123,10 @@ class InstallRequest:
                 "a lock or wheelhouse installs its exact list; --no-companions does not apply",
                 "make the lock or wheelhouse with --no-companions instead",
             )
+        if self.venv is not None:
+            check_venv_path(self.venv)
+        if self.venv_base is not None:
+            check_base_python(self.venv_base)
         from rocmkit.install.companions import with_packages_of
 
         object.__setattr__(
@@ -116,8 +140,8 @@ class InstallRequest:
 
     @property
     def read_only(self) -> bool:
-        """Locking and downloading change no environment."""
-        return bool(self.lock_file or self.download_only)
+        """Locking, downloading and writing a project change no environment."""
+        return bool(self.lock_file or self.download_only or self.project)
 
     @property
     def allowed_env(self) -> frozenset[str]:
@@ -147,6 +171,48 @@ class InstallRequest:
         )
 
 
+# Kernel and device file systems: nothing can be made there, whatever the permissions say
+# (root may "write" to /proc's folders as far as access(2) is concerned).
+_VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def check_venv_path(venv: Path) -> None:
+    """``--venv`` can be a virtual environment: an existing folder, or a path whose nearest
+    existing parent is a folder on a real file system (checked before a dry run says it
+    "would create" it, and before a real run tries)."""
+    path = venv.absolute()
+    resolved = path.resolve()
+    under = next((root for root in _VIRTUAL_ROOTS if resolved == root or resolved.is_relative_to(root)), None)
+    if under is not None:
+        raise UsageError(
+            f"--venv {venv} is under {under}, a kernel file system: no environment can be made there",
+            "pass a folder on a disk, e.g. --venv ~/venvs/torch",
+        )
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--venv {venv} is a file, not a folder", "pass a folder (made if missing)")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"--venv {venv}: {parent} is a file, not a folder", "pass a path under a folder")
+
+
+def check_base_python(value: str) -> None:
+    """``--python``: an interpreter's path, or a CPython 3 version uv can find (3.12, 3.12.4)."""
+    import re
+
+    if "/" in value:
+        path = Path(value)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise UsageError(
+                f"--python {value}: no Python interpreter there", "pass an existing python, or a version like 3.12"
+            )
+        return
+    if not re.fullmatch(r"3\.[0-9]{1,3}(\.[0-9]{1,3})?", value):
+        raise UsageError(
+            f"--python {value!r} is neither a path nor a Python 3 version",
+            "pass a version like 3.12, or the path of a python",
+        )
+
+
 def carry_out(req: InstallRequest, say: Say, session: Session | None = None) -> Outcome:
     """Prepare (read the inputs once, pick the target, making a missing venv; plan), then run;
     a venv this run made is removed again when anything fails."""
@@ -165,12 +231,21 @@ def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
     from rocmkit.util.redact import redact_text
 
     plan, opts, target = prepared.plan, prepared.options, prepared.target
+    if req.with_packages:
+        from rocmkit.install.companions import check_against_plan
+
+        check_against_plan(req.with_packages, plan)
     urls = f" from {redact_text(', '.join(plan.index_urls))}" if plan.index_urls else ""
     say(f"rocmkit: plan {plan.backend}: {' '.join(plan.requirements)}{urls}")
+    how = {"wheel": "prebuilt wheel", "source": "built here against this torch", "index": "from the indexes"}
+    for package in plan.with_packages:
+        say(f"rocmkit: with {package.requirement} ({how.get(package.how, package.how)})")
     for warning in plan.warnings:
         say(f"rocmkit: warning: {warning}")
     if prepared.would_create is not None:
         return _dry_run_new_venv(req, plan, opts, prepared.would_create, say)
+    if req.project is not None:
+        return _write_project(req.project, plan, req.dry_run, say)
     if req.lock_file:
         return flow.write_lock(plan, target, req.lock_file, opts, say)
     if req.download_only:
@@ -187,6 +262,48 @@ def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
             add = flow.add_later_command(req_line, plan, target, outcome.installer)
             say(f"rocmkit: WARNING: {req_line} was not installed; add it later with: {add}")
     return outcome
+
+
+def _write_project(folder: Path, plan: Plan, dry_run: bool, say: Say) -> Outcome:
+    """The plan's index and sources written into ``folder/pyproject.toml`` (a diff on a dry run)."""
+    import difflib
+
+    from rocmkit.companions.export import apply_to_pyproject
+    from rocmkit.install import flow
+    from rocmkit.util.atomicio import write_text_atomic
+
+    path = folder / "pyproject.toml"
+    before = path.read_text()
+    after = apply_to_pyproject(before, plan)
+    diff = "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path.name}", f"b/{path.name}"
+        )
+    )
+    if dry_run:
+        say(f"rocmkit: dry run: would change {path}:" if diff else f"rocmkit: {path} already holds the plan")
+        for line in diff.splitlines():
+            say(line)
+    elif diff:
+        write_text_atomic(path, after)
+        say(f"rocmkit: wrote the plan's index and sources into {path} (then: uv lock, uv sync)")
+    else:
+        say(f"rocmkit: {path} already holds the plan")
+    for package in plan.with_packages:
+        if package.how == "source":
+            say(
+                f"rocmkit: {package.requirement} is built from source against the project's torch: after "
+                f"`uv sync`, run `rocmkit install --venv .venv --with {package.name}`"
+            )
+    return flow.Outcome(
+        action="dry-run" if dry_run else "project",
+        target=str(path),
+        installer="uv",
+        plan=plan,
+        sources=flow.plan_sources(plan),
+        changes=diff,
+        path=str(path),
+    )
 
 
 def _dry_run_new_venv(req: InstallRequest, plan: Plan, opts: Options, venv: Path, say: Say) -> Outcome:

@@ -17,6 +17,7 @@ from rocmkit.install.base import (
     base_env,
     option_args,
     requirement_args,
+    revealed,
     uninstall_args,
 )
 from rocmkit.install.venv import find_uv
@@ -67,43 +68,69 @@ class UvInstaller:
 
     @staticmethod
     def _source_args(sources: Sources) -> list[str]:
+        """The source options; an index or link with credentials goes in :meth:`_source_env` instead."""
+        real, secret = revealed(sources)
         args: list[str] = []
-        if sources.no_index or sources.offline:
+        if real.no_index or real.offline:
             args.append("--no-index")
-        elif sources.index_urls:
+        elif real.index_urls and not secret:
             # uv ranks --extra-index-url above --index-url and stops at the first index
             # holding a name; the plan's order (torch's index first) must win, so each
             # index is named in order with --index, the last one as the default.
-            *ranked, last = sources.index_urls
+            *ranked, last = real.index_urls
             for url in ranked:
                 args += ["--index", url]
             args += ["--default-index", last]
-        if sources.offline:
+        if real.offline:
             args.append("--offline")
-        for link in sources.find_links:
-            args += ["--find-links", link]
+        if not secret:
+            for link in real.find_links:
+                args += ["--find-links", link]
         return args
 
+    @staticmethod
+    def _source_env(sources: Sources) -> dict[str, str]:
+        """The sources as uv's variables when a URL holds credentials (never its argv):
+        UV_INDEX is --index's (space-separated, earlier ones first), UV_DEFAULT_INDEX
+        --default-index's, UV_FIND_LINKS --find-links' (comma-separated)."""
+        real, secret = revealed(sources)
+        env: dict[str, str] = {}
+        if not secret:
+            return env
+        if real.index_urls and not (real.no_index or real.offline):
+            *ranked, last = real.index_urls
+            if ranked:
+                env["UV_INDEX"] = " ".join(ranked)
+            env["UV_DEFAULT_INDEX"] = last
+        if real.find_links:
+            env["UV_FIND_LINKS"] = ",".join(real.find_links)
+        return env
+
     def _spec_args(self, spec: InstallSpec) -> list[str]:
+        build = [a for f in spec.build_constraints for a in ("--build-constraints", str(f))]
         return [
             "--python",
             str(self.target.executable),
             *requirement_args(spec),
             *self._source_args(spec.sources),
             *option_args(spec),
+            *build,
         ]
+
+    def _env(self, spec: InstallSpec) -> dict[str, str]:
+        return {**self.env, **spec.env, **self._source_env(spec.sources)}
 
     def install(self, spec: InstallSpec, *, on_line: LineSink = None) -> CommandResult:
         argv = [self.uv, "pip", "install", *self._spec_args(spec)]
         if spec.reinstall:
             argv.append("--reinstall")
-        return run(argv, timeout=self.limits.install_timeout_s, env=self.env, on_line=on_line)
+        return run(argv, timeout=self.limits.install_timeout_s, env=self._env(spec), on_line=on_line)
 
     def dry_run(self, spec: InstallSpec) -> tuple[Changes, CommandResult]:
         result = run(
             [self.uv, "pip", "install", "--dry-run", *self._spec_args(spec)],
             timeout=QUERY_TIMEOUT_S,
-            env=self.env,
+            env=self._env(spec),
         )
         install: list[tuple[str, str]] = []
         remove: list[tuple[str, str]] = []
@@ -128,7 +155,7 @@ class UvInstaller:
             "--quiet",
             *[a for a in self._spec_args(InstallSpec(sources=spec.sources, constraints=spec.constraints))],
         ]
-        result = run(argv, timeout=QUERY_TIMEOUT_S, env=self.env, input_text=reqs)
+        result = run(argv, timeout=QUERY_TIMEOUT_S, env=self._env(spec), input_text=reqs)
         locked: list[Locked] = []
         if not result.ok:
             return locked, result

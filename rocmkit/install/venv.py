@@ -41,6 +41,28 @@ def create_venv(venv: Path, *, base_python: str | None = None, env: Mapping[str,
         raise ToolError(f"could not create the virtual environment {venv}: {detail}")
 
 
+def base_interpreter(base_python: str | None, env: Mapping[str, str] | None = None) -> Path:
+    """The interpreter a new venv would be made from (``--python``: a path, or a version uv or
+    PATH finds); a version found nowhere is a :class:`UsageError`, as the real run would fail."""
+    if base_python is None:
+        return Path(sys.executable)
+    if "/" in base_python:
+        return Path(base_python)
+    uv = find_uv(env)
+    if uv is not None:
+        result = run([uv, "python", "find", base_python], timeout=VENV_TIMEOUT_S, env=env)
+        found = result.stdout.strip().splitlines()
+        if result.ok and found:
+            return Path(found[-1])
+    exe = which(f"python{base_python}", env)
+    if exe:
+        return Path(exe)
+    raise UsageError(
+        f"--python {base_python}: no such Python on this machine",
+        f"install it (`uv python install {base_python}`), or pass another version or a path",
+    )
+
+
 def find_uv(env: Mapping[str, str] | None = None) -> str | None:
     """uv on PATH, else next to rocmkit's interpreter (``pip install uv`` puts it there)."""
     found = which("uv", env)

@@ -46,6 +46,26 @@ write_result(out)
 """
 
 
+# The jax family (and torch-xla): each pinned distribution's installed version, and `import jax`.
+_DISTS_CHILD = r"""
+import sys
+from importlib import metadata
+out = {"dists": {}}
+for name in sys.argv[1:]:
+    try:
+        out["dists"][name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        out["dists"][name] = None
+if "jax" in sys.argv[1:]:
+    try:
+        import jax
+        out["jax"] = str(jax.__version__)
+    except Exception as exc:
+        out["jax_error"] = "%s: %s" % (type(exc).__name__, exc)
+write_result(out)
+"""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Verification:
     ok: bool
@@ -54,13 +74,16 @@ class Verification:
 
     def summary(self) -> str:
         if self.ok:
-            parts = [f"torch {self.facts.get('torch')}"]
+            parts = [f"torch {self.facts.get('torch')}"] if "torch" in self.facts else []
             if self.facts.get("hip"):
                 parts.append(f"hip {self.facts['hip']}")
             if self.facts.get("cuda"):
                 parts.append(f"cuda {self.facts['cuda']}")
             if self.facts.get("triton_dist"):
                 parts.append(f"triton {self.facts['triton_dist']}")
+            dists = self.facts.get("dists")
+            if isinstance(dists, dict):
+                parts += [f"{name} {version}" for name, version in dists.items()]
             return "verified: " + ", ".join(parts)
         return "verification failed: " + "; ".join(self.problems)
 
@@ -112,19 +135,61 @@ def check_facts(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     return problems
 
 
+def other_pins(plan: Plan) -> dict[str, str]:
+    """The plan's pins of the jax family and torch-xla (project -> version): checked by distribution."""
+    from rocmkit.install.guard import GUARDED_JAX
+
+    out: dict[str, str] = {}
+    for req in plan.requirements:
+        pin = parse_pin(req)
+        if pin is not None and GUARDED_JAX.match(pin.project):
+            out[str(pin.project)] = pin.version
+    return out
+
+
+def check_dists(plan: Plan, facts: Mapping[str, object]) -> list[str]:
+    """What in the distribution child's ``facts`` contradicts the plan's jax-family pins."""
+    problems: list[str] = []
+    dists = facts.get("dists")
+    got = dists if isinstance(dists, dict) else {}
+    for name, version in other_pins(plan).items():
+        have = got.get(name)
+        if have is None:
+            problems.append(f"{name} is not installed (the plan pins {name}=={version})")
+        elif have != version:
+            problems.append(f"{name} is {have}, the plan pins {version}")
+    if "jax_error" in facts:
+        problems.append(f"`import jax` failed: {facts['jax_error']}")
+    elif plan.jax_version and "jax" in facts and facts["jax"] != plan.jax_version:
+        problems.append(f"jax.__version__ is {facts['jax']}, the plan installs {plan.jax_version}")
+    return problems
+
+
 def verify(target: PyEnv, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> Verification:
     """Run the checks in a child of ``target`` with the plan's environment variables set."""
     env = dict(os.environ)
     env.update(plan.env)
     env.pop("PYTHONPATH", None)
+    pins = other_pins(plan)
+    facts: dict[str, object] = {}
+    problems: list[str] = []
+    if pins:
+        ran = run_json(target.executable, Inline(_DISTS_CHILD), list(pins), timeout=timeout, env=env)
+        if not ran.proc.ok or not isinstance(ran.data, dict):
+            why = ran.proc.describe() if not ran.proc.ok else (ran.error or "no result")
+            return Verification(ok=False, problems=(f"the check child failed: {why}",), facts={})
+        facts.update(ran.data)
+        problems += check_dists(plan, ran.data)
+    if plan.framework == "jax":
+        return Verification(ok=not problems, problems=tuple(problems), facts=facts)
     triton_name = (requirement_name(plan.triton) or "") if plan.triton else ""
     ran = run_json(target.executable, Inline(_CHILD), [triton_name], timeout=timeout, env=env)
     result = ran.proc
     if not result.ok:
         return Verification(ok=False, problems=(f"the check child failed: {result.describe()}",), facts={})
-    facts = ran.data
-    if not isinstance(facts, dict):
+    data = ran.data
+    if not isinstance(data, dict):
         why = f": {ran.error}" if ran.error else ""
         return Verification(ok=False, problems=(f"the check child gave no result{why}",), facts={})
-    problems = check_facts(plan, facts)
-    return Verification(ok=not problems, problems=tuple(problems), facts=facts)
+    problems = check_facts(plan, data) + problems
+    return Verification(ok=not problems, problems=tuple(problems), facts={**data, **facts})

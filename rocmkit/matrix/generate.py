@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +97,21 @@ _CUDA_REQ = (
     re.compile(r"^cuda-toolkit(?:\[[^\]]*\])?\s*==\s*(\d+)\.(\d+)"),
     re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)"),
 )
+
+
+_TRITON_SPEC = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(==|~=)\s*([0-9][0-9A-Za-z.+]*)\s*$")
+
+
+def triton_of_requires(requires: Sequence[str]) -> str | None:
+    """The Triton a torch wheel requires, as it says it: "triton==3.7.1" or "triton~=3.8.0"."""
+    from rocmkit.packages import TRITON_DISTRIBUTIONS, requirement_name
+
+    for line in requires:
+        if requirement_name(line) not in TRITON_DISTRIBUTIONS:
+            continue
+        m = _TRITON_SPEC.match(line.split(";", 1)[0].replace("(", "").replace(")", ""))
+        return f"{m.group(1)}{m.group(2)}{m.group(3)}" if m else None
+    return None
 
 
 def cuda_of_requires(requires: tuple[str, ...]) -> str | None:
@@ -181,6 +196,7 @@ def generate(torch_doc: dict[str, Any], channels_doc: dict[str, Any], inputs: In
             row_sources = _add(row_sources, pypi)
             meta = inputs.metadata(_pick(wheels).file)
             pypi_cuda = cuda_of_requires(meta.requires_dist) if meta else None
+            pypi_triton = triton_of_requires(meta.requires_dist) if meta else None
             if meta is None:
                 out.notes.append(f"torch {version}: no metadata readable on {inputs.index_url}")
             for name, found in companions.items():
@@ -196,16 +212,17 @@ def generate(torch_doc: dict[str, Any], channels_doc: dict[str, Any], inputs: In
                         ),
                     )
         else:
-            pypi_cuda = None
+            pypi_cuda = pypi_triton = None
         build = builds.get(version) or _series_build(builds, version)
         if build is not None:
             row["variants"] = _variants(
-                row.get("variants", []), build, version, pypi_cuda, src, out, tuple(row.get("not_built", ()))
+                row.get("variants", []), build, version, pypi_cuda, src, out, tuple(row.get("not_built", ())),
+                pypi_triton,
             )
             ti = _ti_source(build, version)
             row_sources = _add(row_sources, src(*ti))
         elif pypi_cuda:
-            row["variants"] = _confirm_cuda(row.get("variants", []), pypi_cuda, src)
+            row["variants"] = _confirm_cuda(row.get("variants", []), pypi_cuda, src, pypi_triton)
         if inputs.release_versions is not None:
             rv = testinfra.read_release_versions(inputs.release_versions.text)
             if rv.get("PYTORCH_VERSION") == version:
@@ -364,6 +381,7 @@ def _variants(
     src: Callable[[str, str], str],
     out: Outcome,
     not_built: tuple[str, ...] = (),
+    pypi_triton: str | None = None,
 ) -> list[dict[str, Any]]:
     by_index = {str(v["index"]): dict(v) for v in existing}
     ti_name, ti_text = _ti_source(build, version)
@@ -400,22 +418,27 @@ def _variants(
                 "and no source confirms it"
             )
     if pypi_cuda:
-        merged = _confirm_cuda(list(result.values()), pypi_cuda, src)
+        merged = _confirm_cuda(list(result.values()), pypi_cuda, src, pypi_triton)
         result = {str(v["index"]): v for v in merged}
     return [result[k] for k in sorted(result, key=_index_order)]
 
 
 def _confirm_cuda(
-    variants: list[dict[str, Any]], tag: str, src: Callable[[str, str], str]
+    variants: list[dict[str, Any]], tag: str, src: Callable[[str, str], str], triton: str | None = None
 ) -> list[dict[str, Any]]:
-    """PyPI's torch is the cuXYZ build its Requires-Dist names: that variant exists."""
+    """PyPI's torch is the cuXYZ build its Requires-Dist names: that variant exists, and requires
+    the Triton that Requires-Dist names (``==`` or, from 2.14 on, ``~=``)."""
     out = [dict(v) for v in variants]
     hit = next((v for v in out if v["index"] == tag), None)
     if hit is None:
         hit = {"index": tag}
         out.append(hit)
     hit["sources"] = _add([s for s in hit.get("sources", [])], "pypi_torch")
+    if triton:
+        hit["triton"] = triton
     unconf = _lift_whole(hit)
+    if triton:
+        unconf = [u for u in unconf if u != "triton"]
     if unconf:
         hit["unconfirmed"] = unconf
     else:
@@ -456,12 +479,19 @@ def _rocm_archs_from_script(
 
     if not inputs.build_scripts:
         return
+    from rocmkit.errors import DataError
+
     snap = inputs.build_scripts[-1]
     for row in tdoc.get("rocm_index", []):
         rocm = str(row["name"]).removeprefix("rocm")
-        if not pytorch.names_version(snap.text, rocm):
-            continue
-        archs = list(pytorch.rocm_archs(snap.text, rocm))
+        try:
+            if not pytorch.names_version(snap.text, rocm):
+                continue
+            archs = list(pytorch.rocm_archs(snap.text, rocm))
+        except DataError as exc:
+            # A new layout of the script: the lists stay as they are, and the note says why.
+            out.notes.append(f"{pytorch.BUILD_SH_PATH} at {snap.commit[:8]}: {exc.message}; arch lists kept")
+            return
         when = "commit date not recorded" if not snap.date[:1].isdigit() else f"committed {snap.date[:10]}"
         key = src(
             f"pt_{snap.commit[:8]}",

@@ -83,8 +83,12 @@ def recorded_upstream(folder: Path) -> dict[str, object]:
     }
 
 
-def clone_upstream(test_infra: Path | None, the_rock: Path | None) -> dict[str, object]:
+def clone_upstream(
+    test_infra: Path | None, the_rock: Path | None, pytorch_clone: Path | None = None
+) -> dict[str, object]:
     out: dict[str, object] = {}
+    if pytorch_clone is not None:
+        out["build_scripts"] = (git_head(pytorch_clone, pytorch.BUILD_SH_PATH),)
     if test_infra is not None:
         out["build_history"] = tuple(git_history(test_infra, testinfra.BUILD_MATRIX_PATH))
         out["release_versions"] = git_head(test_infra, testinfra.RELEASE_VERSIONS_PATH)

@@ -301,6 +301,21 @@ def _parse_rocm_indexes(
     return out
 
 
+_COMPATIBLE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)~=([0-9][0-9.]*)$")
+
+
+def _triton_requirement(row: Row, kind: str) -> str | None:
+    """A variant's Triton: an exact pin, or for a CUDA build the compatible-release range its
+    PyPI wheel requires ("triton~=3.8.0": torch 2.14's Requires-Dist), which pip reads as is."""
+    text = row.opt_string("triton")
+    if text is not None and kind == "cuda" and "~=" in text:
+        m = _COMPATIBLE.match(text)
+        if m is None or len(m.group(2).split(".")) < 2:
+            raise row.error(f"triton = {text!r} must be 'name~=X.Y[.Z]' (like 'triton~=3.8.0')")
+        return text
+    return _requirement_pin(row, "triton")
+
+
 def _requirement_pin(row: Row, key: str) -> str | None:
     """ "name==version" (no extras, no markers): what a plan can hand to pip as is."""
     text = row.opt_string(key)
@@ -399,7 +414,7 @@ def _parse_releases(
             variants[index] = TorchVariant(
                 index=index,
                 kind=kind,
-                triton=_requirement_pin(vrow, "triton"),
+                triton=_triton_requirement(vrow, kind),
                 interpreter_triton=_requirement_pin(vrow, "interpreter_triton"),
                 linux_only=bool(vrow.opt_bool("linux_only")),
                 archs=archs,
@@ -481,6 +496,7 @@ def _parse_channels(
         "all_arch_url",
         "legacy_url",
         "layout_from",
+        "rocm",
     )
     names: dict[str, Channel] = {}
     for i, data in enumerate(rows(doc, "channel", file=file)):
@@ -517,6 +533,7 @@ def _parse_channels(
             all_arch_url=row.opt_string("all_arch_url"),
             legacy_url=row.opt_string("legacy_url"),
             layout_from=row.opt_release("layout_from"),
+            rocm=row.opt_release("rocm"),
             sources=row.source_keys(),
             unconfirmed=row.unconfirmed(),
         )

@@ -295,6 +295,11 @@ def _compare_triton(
             )
         ]
     pin = triton_pin(requires)
+    if listed and "~=" in listed:
+        # A compatible-release range (PyPI's CUDA builds from 2.14 on): compared as written.
+        from rocmkit.matrix.generate import triton_of_requires
+
+        pin = triton_of_requires(requires)
     if pin == listed:
         if pin and not confirmed:
             return [

@@ -50,6 +50,7 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
         "all_arch_url",
         "legacy_url",
         "layout_from",
+        "rocm",
         "description",
         "indexes",
         "torch_min",

@@ -49,7 +49,12 @@ def summary_lines(m: Matrix) -> list[str]:
         if m.torch_releases
         else "torch.toml: no releases",
         f"rocm.toml: {len(m.rocm_releases)} ROCm releases ({weak(list(m.rocm_releases))} with unconfirmed facts)",
-        f"channels.toml: {', '.join(m.channels)}",
+        # Each channel once, with its other names ("amd-nightly (therock)").
+        "channels.toml: "
+        + ", ".join(
+            c.name + (f" ({', '.join(c.aliases)})" if c.aliases else "")
+            for c in {c.name: c for c in m.channels.values()}.values()
+        ),
     ]
 
 
@@ -77,7 +82,7 @@ def unconfirmed_lines(m: Matrix) -> list[str]:
             add("torch.toml", f"release {rel.version} variant {v.index}", v)
     for rocm in m.rocm_releases:
         add("rocm.toml", f"release {rocm.version}", rocm)
-    for chan in m.channels.values():
+    for chan in {c.name: c for c in m.channels.values()}.values():  # aliases name the same row
         add("channels.toml", f"channel {chan.name}", chan)
     return out
 
@@ -158,9 +163,8 @@ def gfx_lines(m: Matrix, name: str) -> list[str]:
         out.append(f"  torch wheels usable through the override: {', '.join(override) or 'none'}")
     supported = [r.version + _mark(r, "supported") for r in m.rocm_releases if arch.name in r.supported]
     out.append(f"  ROCm releases that list it as supported: {', '.join(supported) or 'none in rocm.toml'}")
-    therock = m.channels.get("therock")
-    if therock is not None:
-        out.append(f"  TheRock device-{arch.name} extra: {'yes' if arch.name in therock.archs else 'no'}")
+    for chan in {c.name: c for c in m.channels.values() if c.kind == "amd"}.values():
+        out.append(f"  AMD {chan.name} device-{arch.name} extra: {'yes' if arch.name in chan.archs else 'no'}")
     for fam in m.family_indexes:
         if arch.name in fam.archs:
             out.append(f"  older TheRock per-family index (no new releases): {fam.name} {fam.url}")

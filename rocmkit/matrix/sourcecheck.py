@@ -358,6 +358,8 @@ def _check_release(
     ti = [s for s in rel.sources if _is_ti(s)]
     for v in rel.variants:
         _check_variant(rel, v, ti, texts, bm_of, lambda: _pypi_cuda(rel, texts, sources), rep)
+        if v.kind == "cuda" and v.triton and "pypi_torch" in v.sources and v.is_confirmed("triton"):
+            _check_cuda_triton(rel, v, texts, sources, rep)
     # What the go-live revision lists and the data lacks.
     for key in ti:
         bm = bm_of(key)
@@ -420,6 +422,29 @@ def _check_variant(
 
 
 UNREAD = "?"  # the PyPI page or the wheel's metadata could not be read
+
+
+def _check_cuda_triton(rel: TorchRelease, v: TorchVariant, texts: dict[str, str], sources: Sources, rep: Report) -> None:
+    """PyPI's CUDA build requires exactly the Triton the variant names (``==`` or ``~=``)."""
+    from rocmkit.matrix.generate import triton_of_requires
+
+    loc = _index_of(texts.get("pypi_torch", ""))
+    page = sources.page(*loc) if loc else None
+    if page is None:
+        return  # listed as unreadable by the release's own check
+    linux = sorted(
+        (w for w in _finals(page, "torch", rel.version) if w.is_linux_x86_64()), key=lambda w: w.file.filename
+    )
+    requires = sources.requires(page, linux[0]) if linux else None
+    if requires is None:
+        return
+    rep.checked += 1
+    said = triton_of_requires(requires)
+    if said != v.triton:
+        rep.not_stated.append(
+            f"torch.toml release {rel.version} variant {v.index}: triton {v.triton}, but PyPI's wheel "
+            f"requires {said or 'no Triton'}"
+        )
 
 
 def _pypi_cuda(rel: TorchRelease, texts: dict[str, str], sources: Sources) -> str | None:

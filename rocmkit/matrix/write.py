@@ -34,6 +34,7 @@ class Refresh:
     texts: dict[str, str]  # file name -> new text
     old: dict[str, str]
     outcome: Outcome
+    summary: tuple[str, ...] = ()  # what changed, in words (rocmkit.matrix.changes)
 
     @property
     def changed(self) -> list[str]:
@@ -74,7 +75,15 @@ def plan_refresh(directory: Path, inputs: Inputs) -> Refresh:
         outcome.notes += jax.notes
         texts["jax.toml"] = render(jax.doc, header=header_of(old["jax.toml"]), top_order=TOP_ORDER["jax.toml"])
     _validate(directory, texts)
-    return Refresh(texts=texts, old=old, outcome=outcome)
+    from rocmkit.matrix.changes import describe
+
+    summary = describe(
+        read_toml(directory / "torch.toml"),
+        outcome.torch_doc,
+        read_toml(directory / "channels.toml"),
+        outcome.channels_doc,
+    )
+    return Refresh(texts=texts, old=old, outcome=outcome, summary=tuple(summary))
 
 
 def _validate(directory: Path, texts: dict[str, str]) -> None:

@@ -25,6 +25,15 @@ from rocmkit.parsers.records import strip_ansi
 
 KFD_ASIC = "kfd_asic"
 PCIE_ATOMICS = "pcie_atomics"
+# amdgpu's memory sizes at load (not refusals): "[drm] amdgpu: 512M of VRAM memory ready",
+# "amdgpu 0000:c5:00.0: amdgpu: amdgpu: 122880M of GTT memory ready." (ROCm/legacy-rocm-build#5853),
+# and its note that the old parameter is on its way out: "Configuring gttsize via module parameter
+# is deprecated, please use ttm.pages_limit" (ROCm/legacy-rocm-build#5595).
+VRAM_READY = "vram_ready"
+GTT_READY = "gtt_ready"
+GTTSIZE_DEPRECATED = "gttsize_deprecated"
+UNKNOWN_PARAMETER = "unknown_parameter"  # "amdgpu: unknown parameter 'gtt_size' ignored"
+MEMORY_KINDS = (VRAM_READY, GTT_READY, GTTSIZE_DEPRECATED, UNKNOWN_PARAMETER)
 
 _PREFIX = re.compile(r"^\s*(?:<\d+>)?\s*(?:\[\s*\d+(?:\.\d+)?\]\s*)?")
 _PCI_ID = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{4}"
@@ -34,6 +43,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (KFD_ASIC, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?kfd not supported on this ASIC")),
     (KFD_ASIC, re.compile(r"kfd kfd: (?:amdgpu: )?(?P<dev>[A-Za-z0-9_]+)\s+not supported in kfd")),
     (KFD_ASIC, re.compile(r"DID (?P<dev>[0-9a-fA-F]{4}) is missing in supported_devices")),
+    (VRAM_READY, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*amdgpu: \d+M of VRAM memory ready")),
+    (GTT_READY, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*amdgpu: \d+M of GTT memory ready")),
+    (GTTSIZE_DEPRECATED, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*Configuring gttsize via module parameter is deprecated")),
+    (UNKNOWN_PARAMETER, re.compile(r"(?P<dev>amdgpu|ttm): unknown parameter '[^']+' ignored")),
 )
 # `dmesg` run without the right to read the ring buffer (kernel.dmesg_restrict=1):
 # "dmesg: read kernel buffer failed: Operation not permitted".

@@ -193,3 +193,31 @@ def parse_python(text: str | None) -> str | None:
         if key == "version" and re.match(r"^\d+\.\d+\.\d+", value):
             return value
     return None
+
+
+def gpu_module_options(text: str | None) -> tuple[str, ...]:
+    """The ``options ttm ...`` and ``options amdgpu ...`` lines of a modprobe.d file: the
+    settings that size what an integrated GPU may map (``ttm pages_limit``, ``amdgpu gttsize``)."""
+    out: list[str] = []
+    for raw in (text or "").splitlines():
+        line = " ".join(raw.split("#", 1)[0].split())
+        if line.startswith(("options ttm ", "options amdgpu ")):
+            out.append(line)
+    return tuple(out)
+
+
+def parse_int(text: str | None) -> int | None:
+    """A sysfs number (``26214400\n``, ``-1``), or None."""
+    try:
+        return int((text or "").strip())
+    except ValueError:
+        return None
+
+
+def parse_pci_slot(uevent: str | None) -> str | None:
+    """``PCI_SLOT_NAME=0000:c5:00.0`` from a device's uevent."""
+    for line in (uevent or "").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "PCI_SLOT_NAME" and value.strip():
+            return value.strip().lower()
+    return None

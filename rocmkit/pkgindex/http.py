@@ -4,15 +4,161 @@ transport)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocmkit.errors import NetworkError
 
 if TYPE_CHECKING:
+    from http.client import HTTPResponse
+    from urllib.request import Request
 
-    pass
+
+# -- redirects -----------------------------------------------------------------
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def plain_http(url: str) -> bool:
+    """A plain-http URL off the loopback interface (anyone on the path can change what it says)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme == "http" and (parts.hostname or "") not in LOOPBACK
+
+
+# None: redirects are followed as urllib (and pip) follow them. Inside same_host_redirects():
+# only to the host asked, or to a host the user named. Process-wide, so that the threads a
+# refresh reads with obey it too.
+_ALLOWED_HOSTS: frozenset[str] | None = None
+
+
+@contextmanager
+def same_host_redirects(allowed: Iterable[str] = ()) -> Iterator[None]:
+    """While in effect, a redirect to another host than the one asked (or from https to http)
+    is a :class:`NetworkError` unless its host is in ``allowed``: data read for rocmkit's own
+    matrices must come from where the user pointed it, or from a host the user named."""
+    global _ALLOWED_HOSTS
+    saved = _ALLOWED_HOSTS
+    _ALLOWED_HOSTS = frozenset(h.strip().lower() for h in allowed if h.strip())
+    try:
+        yield
+    finally:
+        _ALLOWED_HOSTS = saved
+
+
+def open_url(req: Request, *, timeout: float) -> HTTPResponse:
+    """``urlopen(req)`` under the redirect rule in effect (:func:`same_host_redirects`); an
+    index's credentials follow a redirect on the same scheme, host and port only."""
+    from urllib.request import build_opener
+
+    opener = build_opener(_redirect_guard(_ALLOWED_HOSTS))
+    resp: HTTPResponse = opener.open(req, timeout=timeout)
+    return resp
+
+
+def _redirect_guard(allowed: frozenset[str] | None) -> Any:
+    from urllib.parse import urljoin, urlsplit
+    from urllib.request import HTTPRedirectHandler
+
+    from rocmkit.util.redact import redact_text
+
+    class Guard(HTTPRedirectHandler):
+        def redirect_request(  # type: ignore[override]
+            self, req: Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+        ) -> Request | None:
+            old, new = urlsplit(req.full_url), urlsplit(urljoin(req.full_url, newurl))
+            new_req = self._checked(req, fp, code, msg, headers, newurl, old, new)
+            auth = req.unredirected_hdrs.get("Authorization")
+            same_origin = (old.scheme, old.netloc.lower()) == (new.scheme, new.netloc.lower())
+            if new_req is not None and auth is not None and same_origin:
+                new_req.add_unredirected_header("Authorization", auth)
+            return new_req
+
+        def _checked(
+            self, req: Request, fp: Any, code: int, msg: str, headers: Any, newurl: str, old: Any, new: Any
+        ) -> Request | None:
+            if allowed is None:
+                return super().redirect_request(req, fp, code, msg, headers, newurl)
+            host = (new.hostname or "").lower()
+            if host != (old.hostname or "").lower() and host not in allowed:
+                raise NetworkError(
+                    f"{redact_text(req.full_url)} redirected (HTTP {code}) to another host, {host} "
+                    f"({redact_text(newurl)}); rocmkit does not follow it unless asked",
+                    f"pass --allow-redirect {host} if you trust that host, or point rocmkit at it directly",
+                )
+            if old.scheme == "https" and new.scheme != "https":
+                raise NetworkError(
+                    f"{redact_text(req.full_url)} redirected (HTTP {code}) to plain {new.scheme}: "
+                    f"{redact_text(newurl)}",
+                    "point rocmkit at an https index that does not downgrade",
+                )
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    return Guard()
+
+
+# -- credentials ---------------------------------------------------------------
+
+
+def _basic(user: str, password: str) -> str:
+    import base64
+
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def _netrc_auth(host: str) -> str | None:
+    """``~/.netrc`` (or ``$NETRC``) credentials for ``host``, as pip and uv would use them."""
+    import netrc
+    import os
+
+    path = os.environ.get("NETRC") or None
+    try:
+        found = netrc.netrc(path).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        return None
+    if not found or found[2] is None:
+        return None
+    return _basic(found[0], found[2])
+
+
+def request(url: str, headers: Mapping[str, str]) -> Request:
+    """A urllib Request for ``url`` with its credentials (from the URL, this process's
+    memory of them, or ~/.netrc) in an Authorization header that no redirect to another
+    origin carries on, and none in the URL itself (urllib cannot parse ``user:token@host``)."""
+    from urllib.parse import unquote, urlsplit
+    from urllib.request import Request
+
+    from rocmkit.util.redact import conceal, origin_credentials, reveal
+
+    parts = urlsplit(reveal(conceal(url)))
+    netloc = parts.netloc
+    userinfo = ""
+    if "@" in netloc:
+        userinfo, _, netloc = netloc.rpartition("@")
+    if ":" not in userinfo:
+        # None in the URL (a file the index linked) or a user name only: what this process
+        # was given for the host, else ~/.netrc.
+        userinfo = origin_credentials(parts.scheme, netloc) or ""
+    auth: str | None = None
+    if ":" in userinfo:
+        user, _, password = userinfo.partition(":")
+        auth = _basic(unquote(user), unquote(password))
+    elif parts.hostname:
+        auth = _netrc_auth(parts.hostname)
+    req = Request(parts._replace(netloc=netloc).geturl(), headers=dict(headers))
+    if auth is not None:
+        req.add_unredirected_header("Authorization", auth)
+    return req
+
+
+def shown(url: str) -> str:
+    """``url`` as messages show it: credentials masked."""
+    from rocmkit.util.redact import redact_text
+
+    return redact_text(url)
 
 
 # -- HTTP ----------------------------------------------------------------------
@@ -50,24 +196,24 @@ def http_get(
     silence); no answer, a trickle past the deadline or a too-large body raise NetworkError.
     """
     from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
 
     deadline = time.monotonic() + timeout
-    req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
+    where = shown(url)
     try:
-        resp = urlopen(req, timeout=timeout)
+        req = request(url, {"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
+        resp = open_url(req, timeout=timeout)
     except HTTPError as exc:
         return Response(url=url, status=exc.code, body=b"", content_type=exc.headers.get("Content-Type", ""))
     except (URLError, TimeoutError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
+        reason = shown(str(getattr(exc, "reason", exc)))
         raise NetworkError(
-            f"{url} does not answer: {reason}", "check the URL and the network, or raise --timeout"
+            f"{where} does not answer: {reason}", "check the URL and the network, or raise --timeout"
         ) from None
     with resp:
         length = resp.headers.get("Content-Length")
         if length and (length.isascii() and length.isdigit()) and int(length) > max_bytes:
             raise NetworkError(
-                f"{url} answered {int(length)} bytes, more than the {max_bytes} a simple page may be",
+                f"{where} answered {int(length)} bytes, more than the {max_bytes} a simple page may be",
                 "check that the URL is a package index",
             )
         chunks: list[bytes] = []
@@ -76,7 +222,7 @@ def http_get(
             while True:
                 if time.monotonic() > deadline:
                     raise NetworkError(
-                        f"{url} did not finish answering within {timeout:g} s",
+                        f"{where} did not finish answering within {timeout:g} s",
                         "check the network or the mirror, or raise --timeout",
                     )
                 chunk = resp.read1(CHUNK_BYTES) if hasattr(resp, "read1") else resp.read(CHUNK_BYTES)
@@ -85,12 +231,12 @@ def http_get(
                 size += len(chunk)
                 if size > max_bytes:
                     raise NetworkError(
-                        f"{url} sent more than {max_bytes} bytes", "check that the URL is a package index"
+                        f"{where} sent more than {max_bytes} bytes", "check that the URL is a package index"
                     )
                 chunks.append(chunk)
         except (TimeoutError, OSError) as exc:
             raise NetworkError(
-                f"{url} stopped answering: {exc}", "check the network or the mirror, or raise --timeout"
+                f"{where} stopped answering: {exc}", "check the network or the mirror, or raise --timeout"
             ) from None
         return Response(
             url=resp.geturl() or url,
@@ -115,11 +261,10 @@ class Reach:
 def reach(url: str, *, timeout: float, accept: str = "text/html") -> Reach:
     """GET ``url`` and read one byte: does anything answer within ``timeout``?"""
     from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
 
-    req = Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
     try:
-        with urlopen(req, timeout=timeout) as resp:
+        req = request(url, {"Accept": accept, "User-Agent": USER_AGENT})
+        with open_url(req, timeout=timeout) as resp:
             resp.read(1)
             return Reach(url=url, status=resp.status, reason="answers")
     except HTTPError as exc:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from packaging.utils import NormalizedName
 
 from rocmkit.packages import canonical
-from rocmkit.pkgindex.http import ACCEPT, JSON_TYPE, MAX_METADATA_BYTES, http_get
+from rocmkit.pkgindex.http import ACCEPT, JSON_TYPE, MAX_METADATA_BYTES, http_get, shown
 from rocmkit.pkgindex.wheelzip import metadata_by_range
 
 # -- simple index pages --------------------------------------------------------
@@ -203,14 +203,24 @@ class ProjectPage:
 
 def project_page(index_url: str, project: str, *, timeout: float) -> ProjectPage | None:
     """``<index_url>/<project>/`` read and parsed; None when the index has no such project (404)."""
-    page = index_url.rstrip("/") + f"/{canonical(project)}/"
+    from rocmkit.util.redact import conceal
+
+    # Masked from here on: page and file URLs end up in caches and messages.
+    page = conceal(index_url).rstrip("/") + f"/{canonical(project)}/"
     resp = http_get(page, timeout=timeout, accept=ACCEPT)
     if resp.status == 404:
         return None
+    if resp.status in (401, 403):
+        raise NetworkError(
+            f"{shown(page)} refused rocmkit (HTTP {resp.status}): missing or wrong credentials",
+            "give the user and token in the URL's user:password part, or in ~/.netrc",
+        )
     if resp.status != 200:
-        raise NetworkError(f"{page} answered HTTP {resp.status}", "check the index URL")
-    files = parse_project_page(page, resp.body, resp.content_type)
-    return ProjectPage(url=page, files=tuple(files), etag=resp.etag)
+        raise NetworkError(f"{shown(page)} answered HTTP {resp.status}", "check the index URL")
+    # Where the page really came from (after any redirect): its links are relative to it, and
+    # the matrices' source lines name it (without credentials: the client never puts them in a URL).
+    files = parse_project_page(resp.url, resp.body, resp.content_type)
+    return ProjectPage(url=resp.url, files=tuple(files), etag=resp.etag)
 
 
 # -- metadata ------------------------------------------------------------------

@@ -8,13 +8,21 @@ import time
 import zlib
 from typing import TYPE_CHECKING
 
-from rocmkit.errors import NetworkError
+from rocmkit.errors import DataError, NetworkError
 
 if TYPE_CHECKING:
 
     pass
 
-from rocmkit.pkgindex.http import CHUNK_BYTES, MAX_METADATA_BYTES, TAIL_BYTES, USER_AGENT
+from rocmkit.pkgindex.http import (
+    CHUNK_BYTES,
+    MAX_METADATA_BYTES,
+    TAIL_BYTES,
+    USER_AGENT,
+    open_url,
+    request,
+    shown,
+)
 
 _EOCD = b"PK\x05\x06"
 _EOCD64_LOC = b"PK\x06\x07"
@@ -24,19 +32,19 @@ _LOCAL = b"PK\x03\x04"
 
 def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes | None:
     from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
 
-    req = Request(url, headers={"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
     deadline = time.monotonic() + timeout
     try:
-        resp = urlopen(req, timeout=timeout)
+        req = request(url, {"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
+        resp = open_url(req, timeout=timeout)
     except HTTPError as exc:
         if exc.code == 416:
             return None
-        raise NetworkError(f"{url} answered HTTP {exc.code}", "check the index") from None
+        raise NetworkError(f"{shown(url)} answered HTTP {exc.code}", "check the index") from None
     except (URLError, TimeoutError, OSError, ValueError) as exc:
         raise NetworkError(
-            f"{url} does not answer: {getattr(exc, 'reason', exc)}", "check the network, or raise --timeout"
+            f"{shown(url)} does not answer: {shown(str(getattr(exc, 'reason', exc)))}",
+            "check the network, or raise --timeout",
         ) from None
     with resp:
         if resp.status != 206:
@@ -46,7 +54,7 @@ def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes 
         size = 0
         while True:
             if time.monotonic() > deadline:
-                raise NetworkError(f"{url} did not finish answering within {timeout:g} s", "raise --timeout")
+                raise NetworkError(f"{shown(url)} did not finish answering within {timeout:g} s", "raise --timeout")
             chunk = resp.read(CHUNK_BYTES)
             if not chunk:
                 break
@@ -73,12 +81,12 @@ def metadata_by_range(url: str, filename: str, *, timeout: float) -> str | None:
 def _metadata_from_tail(url: str, filename: str, tail: bytes, *, timeout: float) -> str | None:
     at = tail.rfind(_EOCD)
     if at < 0 or len(tail) < at + 22:
-        raise NetworkError(f"{url} is not a zip file (no end of central directory)", "check the index")
+        raise NetworkError(f"{shown(url)} is not a zip file (no end of central directory)", "check the index")
     (_, _, _, _, entries, cd_size, cd_offset, _) = struct.unpack("<4sHHHHIIH", tail[at : at + 22])
     if cd_offset == 0xFFFFFFFF or entries == 0xFFFF:
         loc = tail.rfind(_EOCD64_LOC, 0, at)
         if loc < 0:
-            raise NetworkError(f"{url}: zip64 wheel without a zip64 locator", "check the index")
+            raise NetworkError(f"{shown(url)}: zip64 wheel without a zip64 locator", "check the index")
         (eocd64_off,) = struct.unpack("<Q", tail[loc + 8 : loc + 16])
         eocd64 = _range_get(url, f"{eocd64_off}-{eocd64_off + 55}", timeout=timeout, max_bytes=56)
         if eocd64 is None:
@@ -158,15 +166,28 @@ def _read_member(url: str, offset: int, csize: int, usize: int, method: int, *, 
         return None
     nlen, xlen = struct.unpack("<HH", got[26:30])
     data = got[30 + nlen + xlen : 30 + nlen + xlen + csize]
+    raw: bytes | None = None
     if method == 0:
         raw = data
     elif method == 8:
-        try:
-            raw = zlib.decompress(data, -15)
-        except zlib.error:
-            return None
-    else:
+        raw = inflate_capped(data, MAX_METADATA_BYTES, what=f"{url}: its METADATA")
+    return None if raw is None else raw.decode("utf-8", "replace")
+
+
+def inflate_capped(data: bytes, cap: int, *, what: str) -> bytes | None:
+    """Raw deflate ``data`` inflated to at most ``cap`` bytes: the size a zip's directory
+    declares is the sender's word, and a few MB of deflate inflate to GBs (a zip bomb).
+    Past the cap: :class:`DataError` naming ``what``; a broken stream: None."""
+    inflater = zlib.decompressobj(-15)
+    try:
+        raw = inflater.decompress(data, cap + 1)
+    except zlib.error:
         return None
-    return raw.decode("utf-8", "replace")
+    if len(raw) > cap or inflater.unconsumed_tail:
+        raise DataError(
+            f"{what} inflates past rocmkit's cap of {cap} bytes (a zip bomb, or not a wheel)",
+            "check the index: a wheel's METADATA is a few KiB; leave this index out (--only)",
+        )
+    return raw
 
 

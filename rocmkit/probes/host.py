@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rocmkit.machine import Host, Problem
+from rocmkit.machine import DrmMemory, Host, Problem
 from rocmkit.parsers import host as hp
 from rocmkit.parsers import lspci
 from rocmkit.parsers.records import GpuRecord
@@ -47,7 +47,24 @@ def probe(source: Source, results: Results, env: Mapping[str, str]) -> HostFindi
         cgroups=(source.read("/proc/1/cgroup"), source.read("/proc/self/cgroup")),
         environ=env,
     )
+    options: list[str] = []
+    for conf in sorted(source.listdir("/etc/modprobe.d") or [])[:64]:
+        if conf.endswith(".conf"):
+            options += hp.gpu_module_options(source.read(f"/etc/modprobe.d/{conf}"))
+    drm: list[DrmMemory] = []
+    for node in sorted(source.listdir("/sys/class/drm") or []):
+        if not node.startswith("renderD"):
+            continue
+        dev = f"/sys/class/drm/{node}/device"
+        gtt, vram = hp.parse_int(source.read(f"{dev}/mem_info_gtt_total")), hp.parse_int(source.read(f"{dev}/mem_info_vram_total"))
+        if gtt is not None or vram is not None:
+            drm.append(DrmMemory(node=node, pci_bus_id=hp.parse_pci_slot(source.read(f"{dev}/uevent")),
+                                 vram_bytes=vram, gtt_bytes=gtt))
     host = Host(
+        ttm_pages_limit=hp.parse_int(source.read("/sys/module/ttm/parameters/pages_limit")),
+        amdgpu_gttsize_mib=hp.parse_int(source.read("/sys/module/amdgpu/parameters/gttsize")),
+        modprobe_options=tuple(options),
+        drm_memory=tuple(drm),
         hostname=hostname or None,
         os_id=osr.get("ID") or None,
         os_version=os_version or None,

@@ -26,7 +26,9 @@ _HINTS = {
 
 def _refusals(messages: tuple[KernelMessage, ...]) -> tuple[Problem, ...]:
     return tuple(
-        Problem(source="dmesg", message=k.text, hint=_HINTS.get(k.kind), severity="error") for k in messages
+        Problem(source="dmesg", message=k.text, hint=_HINTS.get(k.kind), severity="error")
+        for k in messages
+        if k.kind in _HINTS  # memory sizes and parameter notes are facts, not refusals
     )
 
 

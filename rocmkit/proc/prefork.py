@@ -180,6 +180,21 @@ class PreforkProcess:
         with self._waiters_lock:
             self._waiters.pop(request_id, None)
 
+    def exit_description(self, wait_s: float = EXIT_GRACE_S) -> str:
+        """How the worker process ended, as the kernel reported it: "killed by SIGTERM",
+        "exited with code 3"; "still running" when it has not ended within ``wait_s``."""
+        try:
+            code = self.proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return "still running"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"killed by {name}"
+        return f"exited with code {code}"
+
     def stderr_tail(self, lines: int = 20) -> list[str]:
         with contextlib.suppress(OSError, ValueError):
             self.log.seek(0)

@@ -64,7 +64,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     wanted = cons.rocm_version
     index = chan.index_for(wanted)
     legacy = index == chan.legacy_url and index != chan.url
-    notes.relies_on(chan, "channels.toml", f"{chan.name}'s index {index}", "legacy_url" if legacy else "url")
+    notes.relies_on(chan, "channels.toml", f"the {chan.name} channel's index {index}", "legacy_url" if legacy else "url")
     if wanted and chan.layout_from:
         notes.relies_on(
             chan, "channels.toml", f"ROCm {chan.layout_from} is the first release in the whl/whl-next layout",
@@ -98,7 +98,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         f"the {extras} extra{'s add' if len(archs) > 1 else ' adds'} them to a torch of host code only"
     )
     notes.why(f"{describe(usable)} {'runs' if len(usable) == 1 else 'run'} natively: no HSA_OVERRIDE_GFX_VERSION")
-    notes.relies_on(chan, "channels.toml", f"{chan.name}'s device packages and Pythons", "archs")
+    notes.relies_on(chan, "channels.toml", f"the {chan.name} channel's device packages and Pythons", "archs")
     if wanted:
         reqs.append(f"rocm[libraries,{extras}]{rocm_spec(chan.stream, wanted)}")
         notes.why(
@@ -108,9 +108,13 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         check_driver(machine, m, notes, wanted)
     else:
         notes.why(
-            f"no --rocm: the newest ROCm on {chan.name}; torch depends on rocm[libraries] from the same index"
+            f"no --rocm: the newest ROCm on {chan.name}"
+            + (f" ({chan.rocm} as matrices/channels.toml records it)" if chan.rocm else "")
+            + "; torch depends on rocm[libraries] from the same index"
         )
-        check_driver(machine, m, notes, None)
+        if chan.rocm:
+            notes.relies_on(chan, "channels.toml", f"{chan.name} publishes ROCm {chan.rocm}", "rocm")
+        check_driver(machine, m, notes, chan.rocm)
     _stream_warning(chan, notes)
     env: dict[str, str] = {}
     unsupported: list[str] = []
@@ -121,8 +125,11 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
             why = f"AMD has no device-{g.arch} package" if g.arch else "its gfx arch is unknown"
             unsupported.append(f"{g.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
             notes.warn(f"{g.label} will not work with {chan.name}: {why}; HIP_VISIBLE_DEVICES={visible} hides it")
+    backend = f"amd-{chan.stream or chan.name}-" + "-".join(archs)
+    if len(backend) > 64:  # a plan's backend is a short name (planschema); target_archs lists them all
+        backend = f"amd-{chan.stream or chan.name}-{len(archs)}-targets"
     return Plan(
-        backend=f"amd-{chan.stream or chan.name}-" + "-".join(archs),
+        backend=backend,
         channel=chan.name,
         requirements=tuple(reqs),
         companions=companions_of(reqs),
@@ -156,7 +163,7 @@ def _all_archs(
         reqs = [p.replace("[device-{gfx}]", "") for p in chan.packages]
         where = chan.all_arch_url
         how = "that index makes device-all automatic"
-        notes.relies_on(chan, "channels.toml", f"{chan.name}'s all-arch index {where}", "all_arch_url")
+        notes.relies_on(chan, "channels.toml", f"the {chan.name} channel's all-arch index {where}", "all_arch_url")
     if torch:
         reqs = [r + torch if r.startswith("torch") else r for r in reqs]
     notes.why(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rocmkit.errors import UsageError
 
@@ -69,12 +69,8 @@ class Constraints:
         forced = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]
         if len(forced) > 1:
             raise UsageError(f"{' and '.join(forced)} cannot be combined", "choose one backend")
-        if self.index_base is not None and not re.match(r"^(https?|file)://", self.index_base):
-            raise UsageError(
-                f"index base {self.index_base!r} is not a URL",
-                "give the root that holds the indexes, like http://mirror.example/whl",
-            )
-        return self
+        base = index_base_of(self)
+        return self if base == self.index_base else replace(self, index_base=base)
 
     @property
     def amd_channel(self) -> bool:
@@ -95,3 +91,15 @@ class Constraints:
         if self.cuda is None:
             return None
         return self.cuda if self.cuda.startswith("cu") else "cu" + self.cuda.replace(".", "")
+
+
+def index_base_of(cons: Constraints) -> str | None:
+    """The mirror that replaces download.pytorch.org (``--index-base`` or, through the session,
+    ``ROCMKIT_INDEX_BASE``), checked, with any credentials in it masked: the plan, its
+    reasons and every cache and report hold the masked URL; the installers and rocmkit's
+    HTTP client get the real one back (:func:`rocmkit.util.redact.reveal`)."""
+    from rocmkit.util.redact import check_url, conceal
+
+    if cons.index_base is None:
+        return None
+    return conceal(check_url(cons.index_base_from or "--index-base", cons.index_base))

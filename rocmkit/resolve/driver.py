@@ -97,7 +97,8 @@ def check_driver(machine: Machine, m: Matrix, notes: Notes, rocm: str | None) ->
         dkms = ", ".join(rel.amdgpu_dkms)
         notes.why(
             f"{how} is judged by the kernel version: at least the driver of ROCm {rel.version} "
-            f"(whose amdgpu-dkms {dkms} is built from that kernel line)"
+            f"(whose amdgpu-dkms {dkms} is built from that kernel line; rocmkit's reading of AMD's driver "
+            "numbering, which no AMD page states for the kernel's own driver)"
         )
         notes.relies_on(rel, "rocm.toml", f"ROCm {rel.version}'s amdgpu-dkms is {dkms}", "amdgpu_dkms")
     else:

@@ -88,29 +88,34 @@ def _pins(release: JaxRelease, plugin: JaxPlugin | None = None, build: PluginBui
     return reqs
 
 
-def cpu_plan(jd: JaxData, cons: Constraints, notes: Notes, python: str) -> Plan:
+def _pypi(m: Matrix) -> str:
+    """PyPI's simple index, as channels.toml names it (a mirror's copy of the data may name its own)."""
+    return m.pypi_url or PYPI
+
+
+def cpu_plan(m: Matrix, jd: JaxData, cons: Constraints, notes: Notes, python: str) -> Plan:
     release = _releases(jd, cons, python)[0]
     notes.why(f"jax {release.version}: the newest release with jaxlib wheels for Python {python}; "
               "jaxlib runs on the CPU, no plugin is needed")
     _relies(jd, notes, not release.is_confirmed(), release.sources, f"jax {release.version} exists")
-    return _plan(cons, notes, python, "cpu", release, _pins(release), (PYPI,))
+    return _plan(cons, notes, python, "cpu", release, _pins(release), (_pypi(m),))
 
 
 def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, *,
          jd: JaxData | None = None) -> Plan:
     jd = jd or load_jax()
     if cons.cpu:
-        return cpu_plan(jd, cons, notes, python)
+        return cpu_plan(m, jd, cons, notes, python)
     kind = "rocm" if cons.rocm else "cuda" if cons.cuda else machine.backend_kind
     if kind == "rocm":
         return _rocm(machine, m, jd, cons, notes, python)
     if kind == "cuda" or (machine.nvidia is not None and machine.nvidia.driver_version and not machine.gpus):
-        return _cuda(machine, jd, cons, notes, python)
+        return _cuda(machine, m, jd, cons, notes, python)
     if any(not g.visible for g in machine.gpus):
         notes.why("the GPUs are hidden by *_VISIBLE_DEVICES; none is visible, so jax on the CPU")
     else:
         notes.why("no GPU was detected, so jax on the CPU")
-    return cpu_plan(jd, cons, notes, python)
+    return cpu_plan(m, jd, cons, notes, python)
 
 
 def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: Notes, python: str) -> Plan:
@@ -161,7 +166,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
     _relies(jd, notes, not release.is_confirmed(), release.sources, f"jax {release.version} exists")
     env, target, unsupported = _assess_gpus(jd, notes, plugin, build, gpus)
     reqs = _pins(release, plugin, build)
-    index_urls: tuple[str, ...] = (PYPI,)
+    index_urls: tuple[str, ...] = (_pypi(m),)
     if route is None:
         raise NoPlanError("matrices/jax.toml lacks the install routes", "reinstall rocmkit")
     if route.name == "amd-multi-arch":
@@ -173,10 +178,10 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
                 "install ROCm 7 on the node (the PyPI route), or set ROCMKIT_GFX=gfxNNN if the arch is misdetected",
             )
         first = (route.first or "").replace("device-{gfx}", ",".join(f"device-{a}" for a in extras))
-        if first:
-            reqs.insert(0, first)
+        # ROCm's libraries first, then the plugin and PJRT (from AMD's index), then jax and jaxlib.
+        reqs = [*([first] if first else []), *reqs[2:], *reqs[:2]]
         arch = extras[0]
-        index_urls = (route.index, PYPI)
+        index_urls = (route.index, _pypi(m))
         notes.why(route.description.format(major=plugin.major, gfx=arch))
         _relies(jd, notes, not route.is_confirmed(), route.sources, f"the {route.name} route")
         notes.warn(f"AMD's multi-arch index ({route.index}) is a nightly index: which jax versions it holds "
@@ -241,7 +246,7 @@ def _driver_major(driver: str | None) -> int | None:
         return None
 
 
-def _cuda(machine: Machine, jd: JaxData, cons: Constraints, notes: Notes, python: str) -> Plan:
+def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: Notes, python: str) -> Plan:
     driver = machine.nvidia.driver_version if machine.nvidia else None
     have = _driver_major(driver)
     wanted = int(cons.cuda_tag[2:-1]) if cons.cuda_tag else None  # "cu130" -> 13
@@ -270,7 +275,7 @@ def _cuda(machine: Machine, jd: JaxData, cons: Constraints, notes: Notes, python
             _relies(jd, notes, not plugin.is_confirmed("min_driver"), plugin.sources,
                     f"{plugin.plugin} needs driver {plugin.min_driver}")
             return _plan(cons, notes, python, plugin.family, release, _pins(release, plugin, build, with_extra="[with-cuda]"),
-                         (PYPI,))
+                         (_pypi(m),))
     raise NoPlanError(
         f"no JAX CUDA plugin fits this machine ({join(refused) if refused else 'none for Python ' + python})",
         "update the NVIDIA driver, or use --cpu",

@@ -45,7 +45,7 @@ from rocmkit.packages import canonical
 from rocmkit.pkgindex.http import ACCEPT, http_get
 from rocmkit.pkgindex.pages import IndexFile, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
-from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.constraints import Constraints, index_base_of
 
 TIMEOUT_S = 2.0
 TTL_S = 15 * 60
@@ -145,6 +145,10 @@ def observe_one(
     source: str, *, is_index: bool = True, timeout: float, cache: Path | None, project: str = "torch"
 ) -> Seen:
     """Read ``<source>/<project>/`` (an index) or ``source`` (a find-links folder or page)."""
+    from rocmkit.util.redact import conceal
+
+    # Masked from here on (a pip.conf index may carry a token): the URL lands in the cache and the reasons.
+    source = conceal(source)
     folder = _folder(source)
     if folder is not None:
         return _read_folder(source, folder, is_index=is_index, project=project)
@@ -173,6 +177,13 @@ def observe_one(
             etag, detail = resp.etag, "answered"
         elif resp.status == 404:
             builds, etag, detail = frozenset(), None, f"has no {project} (404)"
+        elif resp.status in (401, 403):
+            # Not cached: the user fixes the credentials and runs again.
+            return Seen(
+                url=source,
+                answered=False,
+                detail=f"refused rocmkit (HTTP {resp.status}: check the user and token in the URL, or ~/.netrc)",
+            )
         else:
             raise NetworkError(f"{page} answered HTTP {resp.status}")
     except NetworkError as exc:
@@ -369,7 +380,7 @@ def _check_torch(
                 ],
             )
         if direct:
-            served = _served_by_index(m, seen, constraints.index_base, python)
+            served = _served_by_index(m, seen, index_base_of(constraints), python)
         else:
             served = _served_by_any(frozenset().union(*(s.builds for s in answering)), python)
         m = _keep(m, served)

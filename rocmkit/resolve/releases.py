@@ -68,7 +68,15 @@ def requirements_for(
             "torch's own Requires-Dist brings the right one"
         )
     if with_triton and variant.triton:
-        if variant.is_confirmed("triton"):
+        if variant.is_confirmed("triton") and "~=" in variant.triton:
+            # A compatible-release range (PyPI's CUDA builds from 2.14 on): required as torch
+            # requires it; not a pin (Plan.triton), so verify and the guard check torch's own.
+            reqs.append(variant.triton)
+            notes.why(
+                f"torch {release.version}+{variant.index} requires {variant.triton} (Requires-Dist); "
+                "required here too"
+            )
+        elif variant.is_confirmed("triton"):
             triton = variant.triton
             reqs.append(triton)
             notes.why(

@@ -51,6 +51,9 @@ def summary_text(plan: Plan) -> str:
     out += [f"  {r}" for r in plan.requirements]
     out.append("Index:")
     out += [f"  {u}" for u in plan.index_urls]
+    if plan.fallback:
+        out.append("Fallback (installed instead if the index answers without the planned build):")
+        out += [f"  {r}" for r in plan.fallback]
     if plan.env:
         out.append("Environment (set before running Python):")
         out += [f"  export {k}={shlex.quote(v)}" for k, v in plan.env.items()]
@@ -71,6 +74,14 @@ def summary_text(plan: Plan) -> str:
         out.append("Warnings:")
         out += [f"  ! {w}" for w in plan.warnings]
     out += ["", "Install with uv:", f"  {plan.uv_command()}", "Install with pip:", f"  {plan.pip_command()}"]
+    from rocmkit.util.redact import has_credentials
+
+    if any(has_credentials(u) for u in plan.index_urls):
+        # The token is shown nowhere: these lines are for the eye, `rocmkit install` sends it.
+        out.append(
+            "  (the index's token is masked as ***: `rocmkit install` passes it to pip/uv in their "
+            "environment; by hand, put it in ~/.netrc or PIP_INDEX_URL / UV_INDEX)"
+        )
     if plan.with_packages:
         names = ",".join(p.requirement for p in plan.with_packages)
         out += [

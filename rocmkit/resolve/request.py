@@ -9,7 +9,7 @@ from pathlib import Path
 from rocmkit.errors import UsageError
 from rocmkit.resolve.constraints import Constraints
 
-FORMATS = ("summary", "json", "requirements")
+FORMATS = ("summary", "json", "requirements", "pylock", "uv-project")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -60,7 +60,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         framework="torch-xla",
         torch_version=f"{release.version}+cpu",
         requirements=(f"torch=={release.version}+cpu", f"torch-xla=={release.version}"),
-        index_urls=(m.index_url("stable", "cpu", base), PYPI),
+        index_urls=(m.index_url("stable", "cpu", base), m.pypi_url or PYPI),
         warnings=tuple(notes.warnings),
         reasons=tuple(notes.reasons),
         python=python,

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rocmkit.doctor.result import CheckResult, Report, Status
-from rocmkit.errors import DataError, UsageError
+from rocmkit.errors import DataError, UntrustedError, UsageError
 from rocmkit.proc.runner import run
 from rocmkit.slurm.scontrol import DEFAULT_PATH
 from rocmkit.util.safeload import load_json_file, loads_json
@@ -121,6 +121,21 @@ def target_findings(venv: Path | None, python: str | None) -> list[Finding]:
                     remedy=f"recreate it: `python3 -m venv --clear {venv}`, then `rocmkit install --venv {venv}`",
                 )
             )
+    if venv is not None and venv.is_dir() and os.geteuid() == 0 and not out:
+        from rocmkit.util.trust import folder_problem
+
+        # Root runs the venv's Python: a venv another user can write is that user's code run
+        # as root on every node, so it is not run, and the node is not known good.
+        problem = folder_problem(venv / "bin") or folder_problem(venv)
+        if problem:
+            out.append(
+                Finding(
+                    check="venv untrusted",
+                    status=Status.ERROR,
+                    message=f"the venv {venv} is not safe to run as root: {problem}",
+                    remedy=f"make it root's: `chown -R root:root {venv} && chmod -R go-w {venv}`",
+                )
+            )
     if python is not None and not os.access(python, os.X_OK):
         out.append(
             Finding(
@@ -164,6 +179,19 @@ def run_quick(opts: QuickOptions, names: Sequence[str] | None = None) -> Outcome
             # the health check itself run out of memory or recursion.
             report = Report.from_dict(loads_json(res.stdout, "the doctor's --json report"))
         except (ValueError, DataError):
+            if res.returncode == UntrustedError.exit_code:
+                # The doctor refused what it found on the node (a tampered install journal, a
+                # folder others can write): the node's fault, named by the doctor's own line.
+                said = res.stderr.strip().splitlines()[-1:] or ["a file or folder it will not trust"]
+                findings.append(
+                    Finding(
+                        check="untrusted",
+                        status=Status.ERROR,
+                        message=f"the doctor refused to run on this node: {said[0][:300]}",
+                        remedy="follow the fix in that line, then rerun `rocmkit slurm healthcheck --no-drain`",
+                    )
+                )
+                return Outcome(findings=tuple(findings), notes=tuple(notes))
             # rocmkit itself broke (bad option, crash): no reason to drain a node.
             notes.append(f"the doctor wrote no report: {res.describe()}")
             return Outcome(findings=(), notes=tuple(notes), unchecked=True)

@@ -30,6 +30,12 @@ class HookRequest:
     max_age: float = 24.0  # hours
     log_target: str | None = None
 
+    def __post_init__(self) -> None:
+        from rocmkit.slurm.scontrol import slurm_value
+
+        if self.node is not None:
+            slurm_value("--node", self.node)
+
     def doctor_args(self) -> tuple[str, ...]:
         """The same choices, as arguments for the `rocmkit doctor` the checks run."""
         args: list[str] = []
@@ -64,6 +70,11 @@ class ConfigRequest:
     force: bool = False  # --force: write root-run hooks even into a folder another user can write
 
     def __post_init__(self) -> None:
+        from rocmkit.slurm.scontrol import slurm_value
+
+        # Each lands in a slurm.conf line (HealthCheckNodeState=..., Prolog=DIR/...).
+        slurm_value("--node-state", self.node_state)
+        slurm_value("--dir", str(self.folder))
         if self.hook_args and not self.hook_args[0].startswith("-"):
             # `config --write /etc/slurm`: the folder landed among the hooks' arguments (the doctor
             # takes no positional argument), and the hooks would have been written elsewhere.

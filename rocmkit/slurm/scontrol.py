@@ -12,13 +12,34 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rocmkit.errors import ToolError
+from rocmkit.errors import ToolError, UsageError
 from rocmkit.proc.runner import run, which
 
 REASON_PREFIX = "rocmkit:"
 TIMEOUT_S = 20.0
 # slurmd starts its hooks with no PATH at all.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+# One slurm.conf or scontrol value: a line break would start another line (another key),
+# "=" another key=value pair, and whitespace or "#" ends the value in slurm.conf.
+_BREAKS_VALUE = re.compile(r"[\x00-\x20\x7f=#]")
+# A drain reason is free text with spaces, but one line and no key=value pair of its own.
+_BREAKS_REASON = re.compile(r"[\x00-\x1f\x7f=]")
+
+
+def slurm_value(what: str, value: str, *, spaces: bool = False) -> str:
+    """``value`` when it is one slurm.conf/scontrol value; else a :class:`UsageError` (exit 4):
+    a newline or ``=`` in a node name, a state list or a check name would write another
+    setting into slurm.conf, or another field into ``scontrol update``."""
+    bad = (_BREAKS_REASON if spaces else _BREAKS_VALUE).search(value)
+    if not value or bad:
+        found = "is empty" if not value else f"holds {bad.group(0)!r}" if bad else ""
+        raise UsageError(
+            f"{what} {value!r} {found}: it must be one Slurm value",
+            "give it without line breaks, '='" + ("" if spaces else ", spaces or '#'"),
+        )
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,10 +97,15 @@ class Scontrol:
         return res.stdout
 
     def node(self, name: str) -> NodeState:
+        slurm_value("node name", name)
         return parse_node(self._run("show", "node", "--oneliner", name), name)
 
     def drain(self, name: str, reason: str) -> None:
+        # The reason names checks (a site check, a --report file): never another field.
+        slurm_value("node name", name)
+        slurm_value("drain reason", reason, spaces=True)
         self._run("update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}")
 
     def resume(self, name: str) -> None:
+        slurm_value("node name", name)
         self._run("update", f"NodeName={name}", "State=RESUME")

@@ -88,7 +88,9 @@ def plan_build(req: BuildRequest, session: Session | None = None) -> BuildPlan:
     rocm_path = os.environ.get("ROCM_PATH") or "/opt/rocm"
     machine = None
     if req.archs:
-        target = target_from_args(req.archs, be)
+        from rocmkit.session import Session
+
+        target = target_from_args(req.archs, be, (session or Session()).matrix())
     else:
         if session is None:
             from rocmkit.session import Session

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rocmkit.arch import GpuBackend as Backend
-from rocmkit.arch import parse_cc, parse_gfx
+from rocmkit.arch import parse_cc, parse_gfx, sm_number
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine
+
+if TYPE_CHECKING:
+    from rocmkit.matrix import Matrix
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,9 +38,15 @@ def _dedupe(items: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def target_from_args(archs: Sequence[str], backend: Backend | None) -> ArchTargets:
-    """``--arch`` values: all gfx names (ROCm) or all compute capabilities (CUDA)."""
+def target_from_args(archs: Sequence[str], backend: Backend | None, matrix: Matrix | None = None) -> ArchTargets:
+    """``--arch`` values: all gfx names (ROCm) or all compute capabilities (CUDA); with
+    ``matrix``, only archs its data knows (gfx.toml's targets, nvidia.toml's range)."""
     cleaned = [a.strip() for a in archs if a.strip()]
+    if not cleaned:
+        # An empty --arch would plan a build for no GPU at all.
+        raise UsageError("--arch is empty", "name a GPU arch: --arch gfx1031, or --arch sm_90")
+    if matrix is not None:
+        _known(cleaned, matrix)
     gfx = [a.lower() for a in cleaned if a.lower().startswith("gfx")]
     if gfx and len(gfx) != len(cleaned):
         raise UsageError(
@@ -61,6 +71,32 @@ def target_from_args(archs: Sequence[str], backend: Backend | None) -> ArchTarge
     if backend == "rocm":
         raise UsageError("--backend rocm with CUDA compute capabilities", "pass gfx arch names")
     return ArchTargets(backend="cuda", archs=_dedupe([c for c in ccs if c]), origin="--arch")
+
+
+def _cc_key(cc: str) -> int:
+    return sm_number(cc) or 0
+
+
+def _known(archs: Sequence[str], matrix: Matrix) -> None:
+    """Refuse an arch that no GPU has (gfx9999, sm_999): a build for it runs for hours, then
+    fails in the compiler or gives wheels nothing can load."""
+    for arch in archs:
+        gfx = parse_gfx(arch)
+        if arch.lower().startswith("gfx"):
+            if gfx is not None and matrix.gfx_arch(gfx) is None:
+                raise UsageError(
+                    f"--arch {arch} is not a GPU arch rocmkit knows (matrices/gfx.toml)",
+                    f"use one of {', '.join(sorted(matrix.archs))}",
+                )
+            continue
+        cc = parse_cc(arch)
+        ccs = sorted({g.compute_capability for g in matrix.nvidia_gpus}, key=_cc_key)
+        if cc is not None and ccs and not _cc_key(ccs[0]) <= _cc_key(cc) <= _cc_key(ccs[-1]):
+            raise UsageError(
+                f"--arch {arch} is not a compute capability of any NVIDIA GPU rocmkit knows "
+                f"({ccs[0]} to {ccs[-1]} in matrices/nvidia.toml)",
+                "use the GPU's own, e.g. --arch 9.0 (H100) or 8.6",
+            )
 
 
 def target_from_machine(

@@ -18,13 +18,45 @@ def matrices_dir() -> Path:
     shipped = shipped_matrices_dir()
     overlay = overlay_dir()
     # `matrix refresh --write` without --dir writes here: newer data without a rocmkit upgrade.
-    # Used only while it is newer than the shipped data, so upgrading rocmkit wins over an old refresh.
+    return overlay if overlay_is_newer(overlay, shipped) else shipped
+
+
+# The file in an overlay that names the rocmkit that wrote it ("0.2.0").
+OVERLAY_STAMP = "written-by-rocmkit"
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    """``"0.10.1"`` -> (0, 10, 1); what is not a number counts as 0 (no packaging import here:
+    every resolve and detect reads this)."""
+    import re
+
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.+-]", text.strip())[:4])
+
+
+def overlay_is_newer(overlay: Path, shipped: Path) -> bool:
+    """The overlay wins only while it is newer than the shipped data: written by a newer
+    rocmkit, or by this one after its data was installed. An overlay an older rocmkit wrote
+    (or one without a stamp, from before stamps) never shadows the tables a rocmkit upgrade
+    brought, whatever the file times say (a package manager may set them to anything)."""
+    from rocmkit import __version__
+
     try:
-        if (overlay / "torch.toml").stat().st_mtime > (shipped / "torch.toml").stat().st_mtime:
-            return overlay
-    except OSError:
-        pass
-    return shipped
+        stamp = (overlay / OVERLAY_STAMP).read_text(encoding="utf-8")[:64]
+        overlay_time = (overlay / "torch.toml").stat().st_mtime
+        shipped_time = (shipped / "torch.toml").stat().st_mtime
+    except (OSError, UnicodeDecodeError):
+        return False
+    writer, running = _version_key(stamp), _version_key(__version__)
+    if writer != running:
+        return writer > running
+    return overlay_time > shipped_time
+
+
+def stamp_overlay(overlay: Path) -> None:
+    """Name this rocmkit in the overlay it just wrote (see :func:`overlay_is_newer`)."""
+    from rocmkit import __version__
+
+    (overlay / OVERLAY_STAMP).write_text(__version__ + "\n", encoding="utf-8")
 
 
 def matrices_origin() -> str:
@@ -34,7 +66,11 @@ def matrices_origin() -> str:
     if matrices_dir() != shipped_matrices_dir():
         return "an overlay written by `rocmkit matrix refresh --write`, newer than the shipped data"
     if (overlay_dir() / "torch.toml").exists():
-        return f"shipped with rocmkit; the older overlay in {overlay_dir()} is not used"
+        try:
+            by = "rocmkit " + (overlay_dir() / OVERLAY_STAMP).read_text(encoding="utf-8")[:64].strip()
+        except (OSError, UnicodeDecodeError):
+            by = "an older rocmkit"
+        return f"shipped with rocmkit; the older overlay in {overlay_dir()} (written by {by}) is not used"
     return "shipped with rocmkit"
 
 

@@ -1,19 +1,39 @@
-"""Take credentials out of text before it lands in a snapshot, a report or a log.
+"""Credentials in URLs and text: how they are shown, kept and handed on.
 
 Snapshots and doctor reports are meant to be attached to public bug reports,
 and install messages end up in CI logs. A mirror URL often carries
-``user:token@`` and environment variables carry tokens. What is redacted:
+``user:token@`` (the standard way to reach an authenticated mirror) and
+environment variables carry tokens. This is the one module that knows where a
+secret sits in a URL:
 
-- the userinfo of any URL (``https://user:token@host`` -> ``https://***@host``);
-- query parameters named like a secret (``?token=...``);
-- the value of any variable whose name says it is a secret (``*TOKEN*``,
-  ``*SECRET*``, ``*PASSWORD*``, ``*_KEY``, ``*CREDENTIAL*``, ``*AUTH*``).
+- :func:`redact_text` masks it wherever text is shown or written: the userinfo
+  of any URL (``https://user:token@host`` -> ``https://user:***@host``, a bare
+  ``https://token@host`` -> ``https://***@host``), query parameters named like a
+  secret (``?token=...``); :func:`redact_env` also masks the value of any variable
+  whose name says it is a secret (``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``,
+  ``*_KEY``, ``*CREDENTIAL*``, ``*AUTH*``).
+- :func:`conceal` is applied where a URL with credentials comes in (``--index-base``,
+  ``ROCMKIT_INDEX_BASE``, a plan's or lock's index URLs): what rocmkit keeps in its
+  plans, caches and reports is the masked URL, and the secret stays in this
+  process's memory only.
+- :func:`reveal` gives the real URL back at the two places that need it: rocmkit's
+  own HTTP client (:mod:`rocmkit.pkgindex.http`, which sends it as an Authorization
+  header) and the environment of the pip/uv run (``PIP_INDEX_URL``, ``UV_INDEX``:
+  never their argument lists, which any user can read in ``ps``). A masked URL
+  whose secret this process never saw loses the mask, so pip and uv look the
+  password up in ``~/.netrc`` or a keyring, as they do for a URL without one.
+- :func:`check_url` refuses what is not a single, well-formed http(s)/file URL
+  (spaces, line breaks, no host), before it reaches a command line or a file.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+from rocmkit.errors import UsageError
 
 MASK = "***"
 
@@ -24,13 +44,21 @@ _SECRET_QUERY = re.compile(
     re.IGNORECASE,
 )
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|_KEY$|^KEY$", re.IGNORECASE)
+# Whitespace, control characters and DEL: never part of a URL (RFC 3986 has them percent-encoded).
+_NOT_IN_URL = re.compile(r"[\x00-\x20\x7f]")
+
+
+def mask_userinfo(userinfo: str) -> str:
+    """``user:token`` -> ``user:***``; a bare ``token`` (GitHub-style) -> ``***``."""
+    user, colon, _ = userinfo.partition(":")
+    return f"{user}:{MASK}" if colon and user else MASK
 
 
 def redact_text(text: str) -> str:
     """``text`` with URL credentials masked."""
     if "://" not in text and "=" not in text:
         return text
-    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
+    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{mask_userinfo(m.group('userinfo'))}@", text)
     return _SECRET_QUERY.sub(lambda m: f"{m.group('key')}{MASK}", text)
 
 
@@ -41,3 +69,108 @@ def is_secret_name(name: str) -> bool:
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """A copy of ``env`` fit for a public report: secret-named values masked, URLs stripped."""
     return {k: (MASK if is_secret_name(k) and v else redact_text(v)) for k, v in env.items()}
+
+
+# -- credentials kept in memory ---------------------------------------------------------
+
+# (scheme, host[:port], masked userinfo) -> the real userinfo, as given (percent-encoded).
+_SECRETS: dict[tuple[str, str, str], str] = {}
+_LOCK = threading.Lock()
+
+
+def _split(url: str) -> tuple[SplitResult, str, str] | None:
+    """The URL's parts, its userinfo and its host[:port]; None when it has no userinfo."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if "@" not in parts.netloc:
+        return None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    return parts, userinfo, hostport
+
+
+def conceal(url: str) -> str:
+    """``url`` with its credentials masked; the real ones are kept for :func:`reveal`."""
+    found = _split(url)
+    if found is None:
+        return url
+    parts, userinfo, hostport = found
+    masked = mask_userinfo(userinfo)
+    if userinfo != masked:
+        with _LOCK:
+            _SECRETS[(parts.scheme.lower(), hostport.lower(), masked)] = userinfo
+    return urlunsplit(parts._replace(netloc=f"{masked}@{hostport}"))
+
+
+def reveal(url: str) -> str:
+    """The URL to send: masked credentials replaced by the ones :func:`conceal` kept, or
+    dropped when this process never saw them (pip, uv and rocmkit then use ``~/.netrc``)."""
+    found = _split(url)
+    if found is None:
+        return url
+    parts, userinfo, hostport = found
+    if MASK not in userinfo:
+        return url
+    with _LOCK:
+        real = _SECRETS.get((parts.scheme.lower(), hostport.lower(), userinfo))
+    if real is None:
+        user = userinfo.partition(":")[0]
+        real = "" if user in ("", MASK) else user
+    netloc = f"{real}@{hostport}" if real else hostport
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def origin_credentials(scheme: str, hostport: str) -> str | None:
+    """The real userinfo kept for this origin, if any: an index's credentials serve the files
+    it links on the same host (pip and uv do the same)."""
+    with _LOCK:
+        for (s, h, _), real in reversed(_SECRETS.items()):
+            if s == scheme.lower() and h == hostport.lower():
+                return real
+    return None
+
+
+def forget_credentials() -> None:
+    """Drop every credential kept (a long-lived process between unrelated tasks; tests)."""
+    with _LOCK:
+        _SECRETS.clear()
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with no userinfo at all (a source line in rocmkit's data names the host only)."""
+    found = _split(url)
+    if found is None:
+        return url
+    parts, _, hostport = found
+    return urlunsplit(parts._replace(netloc=hostport))
+
+
+def has_credentials(url: str) -> bool:
+    """The URL carries a user name or password (masked or not)."""
+    return _split(url) is not None
+
+
+def check_url(what: str, url: str, *, schemes: tuple[str, ...] = ("http", "https", "file")) -> str:
+    """``url`` when it is one well-formed URL with one of ``schemes`` (and a host, unless
+    ``file``); otherwise a :class:`UsageError` naming ``what`` (the option) and the fix.
+    The message shows the URL redacted."""
+    shown = redact_text(url)
+    example = "https://mirror.example/whl"
+    if _NOT_IN_URL.search(url):
+        raise UsageError(
+            f"{what} {shown!r} holds a space, a line break or a control character",
+            f"give one URL, like {example} (percent-encode such characters, e.g. %20)",
+        )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  # raises ValueError on a port that is not a number in range
+    except ValueError as exc:
+        raise UsageError(f"{what} {shown!r} is not a URL ({exc})", f"give one like {example}") from None
+    if parts.scheme.lower() not in schemes:
+        raise UsageError(
+            f"{what} {shown!r} is not a URL", f"give one starting with {' or '.join(s + '://' for s in schemes)}"
+        )
+    if parts.scheme.lower() != "file" and not parts.hostname:
+        raise UsageError(f"{what} {shown!r} names no host", f"give one like {example}")
+    return url

@@ -194,6 +194,13 @@ def kill_worker(ctx: CheckContext) -> CheckResult:
     raise AssertionError("unreachable")
 
 
+@check("fake.term_worker", level=0, description="ends its parent with SIGTERM", isolated=True)
+def term_worker(ctx: CheckContext) -> CheckResult:
+    os.kill(os.getppid(), signal.SIGTERM)
+    time.sleep(60)
+    raise AssertionError("unreachable")
+
+
 @check("fake.state_after", level=0, description="reads process state", needs=("torch",), isolated=True)
 def state_after(ctx: CheckContext) -> CheckResult:
     return _state("fake.state_after")

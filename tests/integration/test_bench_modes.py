@@ -55,7 +55,7 @@ def test_models_are_forks_of_one_worker_and_a_crash_or_a_dead_worker_is_one_row(
     assert "signal 11" in by_name["crashes"]["message"]
     # The worker itself killed (as the OOM killer may): that model's row, and a new worker.
     assert by_name["kills_its_parent"]["status"] == "error"
-    assert "bench worker died" in by_name["kills_its_parent"]["message"]
+    assert "bench worker died while it ran (killed by SIGKILL)" in by_name["kills_its_parent"]["message"]
     # The three whoami rows ran (the last name twice on the command line counts once).
     assert len(seen) == 2
     (_, first_parent, cmdline), (_, second_parent, _) = seen

@@ -64,11 +64,21 @@ def test_a_worker_that_dies_is_restarted_and_the_rest_run(tmp_path: Path) -> Non
     # Run once more in a new worker (a neighbour may have been the killer), it killed that
     # one too: then it is this check's error.
     assert "worker process died twice" in died.message
+    assert "the second time killed by SIGKILL" in died.message and died.details["worker_exit"] == "killed by SIGKILL"
     before, after = by_name["fake.state_before"], by_name["fake.state_after"]
     assert before.status is after.status is Status.PASS
     assert after.details["worker_pid"] != before.details["worker_pid"]
     assert after.details["torch_preloaded"] is True
     assert not _alive(int(before.details["worker_pid"]))
+
+
+def test_a_worker_ended_by_its_check_is_reported_as_what_happened(tmp_path: Path) -> None:
+    # SIGTERM from the check itself: no out-of-memory killer sends that.
+    died = _run(tmp_path, "fake.term_worker", jobs=1)["fake.term_worker"]
+    assert died.status is Status.ERROR
+    assert "the second time killed by SIGTERM" in died.message, died.message
+    assert "out-of-memory" not in died.message and "out of memory" not in (died.remedy or "")
+    assert "ended its parent process" in (died.remedy or "")
 
 
 def test_endless_output_kills_only_that_fork(tmp_path: Path) -> None:

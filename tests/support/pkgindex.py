@@ -7,7 +7,7 @@ any other. ``IndexServer`` serves a folder tree as PEP 503 (HTML) and PEP 691
 download.pytorch.org does, so resolve/install/matrix-refresh are tested
 against the same protocol they meet in the field, never a mock.
 
-Layout: every folder under ``root`` that holds ``*.whl`` files is an index,
+Layout: every folder under ``root`` that holds ``*.whl`` (or ``*.tar.gz`` sdist) files is an index,
 named by its path relative to ``root``::
 
     root/whl/rocm6.2/torch-2.5.1+rocm6.2-cp311-cp311-manylinux_2_28_x86_64.whl
@@ -71,6 +71,7 @@ def make_wheel(
     requires: Sequence[str] = (),
     files: Mapping[str, str] | None = None,
     requires_python: str | None = None,
+    provides_extra: Sequence[str] = (),
 ) -> Path:
     """Write a real, installable wheel and return its path.
 
@@ -86,6 +87,7 @@ def make_wheel(
     meta_lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python:
         meta_lines.append(f"Requires-Python: {requires_python}")
+    meta_lines += [f"Provides-Extra: {extra}" for extra in provides_extra]
     meta_lines += [f"Requires-Dist: {req}" for req in requires]
     metadata = "\n".join(meta_lines) + "\n\n"
     purelib = tag.endswith("-none-any")
@@ -181,7 +183,17 @@ def _wheel_metadata(path: Path) -> bytes:
 
 
 def _project_of(filename: str) -> str:
+    if filename.endswith(SDIST):
+        return normalize(filename[: -len(SDIST)].rsplit("-", 1)[0])
     return normalize(filename.split("-", 1)[0])
+
+
+SDIST = ".tar.gz"
+
+
+def _dists(folder: Path) -> list[Path]:
+    """The wheels and sdists a folder serves."""
+    return sorted([*folder.glob("*.whl"), *folder.glob("*" + SDIST)])
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -199,6 +211,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, *, head: bool) -> None:
         owner = self.server.owner
         path = unquote(urlsplit(self.path).path)
+        if owner.auth is not None and self.headers.get("Authorization") != owner.auth:
+            # An authenticated mirror: 401 with a Basic challenge, as Artifactory and devpi answer.
+            with owner._lock:
+                owner.refused.append(path)
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="rocmkit-tests"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         with owner._lock:
             owner.requests.append(path)
             cut = owner._stop_at is not None and path.endswith(owner._stop_at)
@@ -249,8 +270,17 @@ class _Server(ThreadingHTTPServer):
 class IndexServer:
     """Serve ``root`` as PEP 503/691 simple indexes with PEP 658 metadata on 127.0.0.1."""
 
-    def __init__(self, root: Path, *, legacy_metadata: bool = True) -> None:
+    def __init__(
+        self, root: Path, *, legacy_metadata: bool = True, basic_auth: tuple[str, str] | None = None
+    ) -> None:
         self.root = Path(root)
+        # ("user", "token"): every request without that HTTP Basic Authorization gets 401.
+        self.auth = (
+            None
+            if basic_auth is None
+            else "Basic " + base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
+        )
+        self.refused: list[str] = []  # paths answered 401
         # PEP 658's first attribute name (data-dist-info-metadata) as well as PEP 714's.
         # pip 23.0 (Debian bookworm's) mishandles the first, which is why PyPI serves
         # only data-core-metadata; False serves what PyPI does.
@@ -344,17 +374,17 @@ class IndexServer:
                 return 200, "text/plain", _wheel_metadata(wheel)
             return 404, "text/plain", b"not found"
         want_json = JSON_TYPE in accept
-        if target.is_dir() and any(target.glob("*.whl")):
+        if target.is_dir() and _dists(target):
             return self._root_page(target, want_json)
         parent = target.parent
-        if parent.is_dir() and any(parent.glob("*.whl")):
-            wheels = sorted(w for w in parent.glob("*.whl") if _project_of(w.name) == normalize(target.name))
+        if parent.is_dir() and _dists(parent):
+            wheels = [w for w in _dists(parent) if _project_of(w.name) == normalize(target.name)]
             if wheels:
                 return self._project_page(parent, normalize(target.name), wheels, want_json)
         return 404, "text/plain", b"not found"
 
     def _root_page(self, index: Path, want_json: bool) -> tuple[int, str, bytes]:
-        projects = sorted({_project_of(w.name) for w in index.glob("*.whl")})
+        projects = sorted({_project_of(w.name) for w in _dists(index)})
         if want_json:
             data = {"meta": {"api-version": "1.1"}, "projects": [{"name": p} for p in projects]}
             return 200, JSON_TYPE, json.dumps(data).encode()
@@ -368,6 +398,13 @@ class IndexServer:
         files: list[dict[str, Any]] = []
         links: list[str] = []
         for wheel in wheels:
+            if wheel.name.endswith(SDIST):
+                # An sdist: no core metadata file (installers build it to learn its dependencies).
+                digest = sha256_file(wheel)
+                href = f"../{quote(wheel.name)}"
+                files.append({"filename": wheel.name, "url": href, "hashes": {"sha256": digest}})
+                links.append(f'<a href="{href}#sha256={digest}">{html.escape(wheel.name)}</a><br/>\n')
+                continue
             meta = _wheel_metadata(wheel)
             meta_sha = hashlib.sha256(meta).hexdigest()
             digest = sha256_file(wheel)
@@ -396,3 +433,70 @@ class IndexServer:
             f"<!DOCTYPE html>\n<html><body>\n<h1>Links for {project}</h1>\n{''.join(links)}</body></html>\n"
         )
         return 200, "text/html", page.encode()
+
+
+# An in-tree PEP 517 backend (standard library only): building needs torch and nothing else, so
+# no setuptools is fetched. It records torch.__version__ as the build saw it.
+_RECORDER_BACKEND = """
+import base64, hashlib, io, os, zipfile
+
+NAME, VERSION = "{name}", "{version}"
+DIST = NAME.replace("-", "_")
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def _hash(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    import torch  # the torch this build sees
+
+    info = f"{{DIST}}-{{VERSION}}.dist-info"
+    files = {{
+        f"{{DIST}}/__init__.py": f"BUILT_WITH = {{str(torch.__version__)!r}}\\n".encode(),
+        f"{{info}}/METADATA": f"Metadata-Version: 2.1\\nName: {{NAME}}\\nVersion: {{VERSION}}\\nRequires-Dist: torch\\n\\n".encode(),
+        f"{{info}}/WHEEL": b"Wheel-Version: 1.0\\nGenerator: recorder\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+    }}
+    record = "".join(f"{{p}},{{_hash(d)}},{{len(d)}}\\n" for p, d in files.items()) + f"{{info}}/RECORD,,\\n"
+    files[f"{{info}}/RECORD"] = record.encode()
+    name = f"{{DIST}}-{{VERSION}}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
+        for path, data in files.items():
+            zf.writestr(path, data)
+    return name
+"""
+
+
+def make_torch_recording_sdist(dest_dir: Path, name: str = "recordtorch", version: str = "1.0") -> Path:
+    """An sdist whose build imports torch and writes ``torch.__version__`` into the package
+    (``import recordtorch; recordtorch.BUILT_WITH``): which torch a build really saw."""
+    import io
+    import tarfile
+
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dist = _wheel_name(name)
+    root = f"{dist}-{version}"
+    members = {
+        "pyproject.toml": (
+            "[build-system]\n"
+            'requires = ["torch"]\n'
+            'build-backend = "recorder_backend"\n'
+            'backend-path = ["."]\n\n'
+            f'[project]\nname = "{name}"\nversion = "{version}"\n'
+        ),
+        "recorder_backend.py": _RECORDER_BACKEND.format(name=name, version=version),
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+    }
+    out = dest_dir / f"{dist}-{version}{SDIST}"
+    with tarfile.open(out, "w:gz") as tf:
+        for path, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{root}/{path}")
+            info.size = len(data)
+            info.mtime = 1704067200
+            tf.addfile(info, io.BytesIO(data))
+    return out

@@ -9,7 +9,11 @@ its central directory is not at offset 0), built on first request. Modes:
 * ``range``:  no metadata files, but wheel requests honour ``Range`` (206), as PyPI's CDN does;
 * ``none``:   neither: Range is ignored and the whole body is sent (200);
 * ``garbage`` / ``html-error`` / ``huge`` / ``trickle``: the project pages answer
-  bytes that are not JSON, an HTML error page, 50 MB, or one byte every 0.2 s.
+  bytes that are not JSON, an HTML error page, 50 MB, or one byte every 0.2 s;
+* ``bomb``: as ``range``, but each wheel's METADATA is a zip bomb (2 MB of deflate that
+  inflates to 2 GiB, its directory claiming 2 KiB);
+* ``redirect``: project pages asked of 127.0.0.1 answer 302 to the same page on
+  ``localhost`` (another host name), which serves them.
 
 ``bytes_sent`` counts wheel bytes sent, so a test can prove a wheel was never
 downloaded whole.
@@ -17,6 +21,7 @@ downloaded whole.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import html
 import io
@@ -40,9 +45,12 @@ def _dist_info(filename: str) -> str:
 
 
 class RecordedIndex:
-    def __init__(self, pypi: Path, mode: str = "pep658") -> None:
+    def __init__(self, pypi: Path, mode: str = "pep658", *, basic_auth: tuple[str, str] | None = None) -> None:
         self.pypi = pypi
         self.mode = mode
+        # ("user", "token"): every request without that HTTP Basic Authorization gets 401.
+        self.auth = None if basic_auth is None else "Basic " + base64.b64encode(":".join(basic_auth).encode()).decode()
+        self.refused: list[str] = []
         self.requests: list[str] = []
         self.bytes_sent = 0
         self.full_wheel_bodies = 0
@@ -76,9 +84,13 @@ class RecordedIndex:
             self._server.server_close()
 
     @property
-    def url(self) -> str:
+    def port(self) -> int:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}/simple"
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/simple"
 
     # -- content ---------------------------------------------------------
     def _page(self, project: str) -> dict[str, Any] | None:
@@ -98,6 +110,13 @@ class RecordedIndex:
         if not meta.is_file():
             return None
         with self._lock:
+            if filename not in self._zips and self.mode == "bomb":
+                from tests.support.zipbomb import deflate_bomb, zip_with
+
+                padding = bytes(range(256)) * 2048
+                self._zips[filename] = zip_with(
+                    [("torch/_padding.bin", padding, 0, len(padding)), (_dist_info(filename), deflate_bomb(2 << 30), 8, 2048)]
+                )
             if filename not in self._zips:
                 buf = io.BytesIO()
                 with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -111,8 +130,21 @@ class RecordedIndex:
 
     def _serve(self, h: BaseHTTPRequestHandler) -> None:
         path = unquote(urlsplit(h.path).path)
+        if self.auth is not None and h.headers.get("Authorization") != self.auth:
+            self.refused.append(path)
+            h.send_response(401)
+            h.send_header("WWW-Authenticate", 'Basic realm="rocmkit-tests"')
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return None
         self.requests.append(path)
         m = re.fullmatch(r"/simple/([^/]+)/", path)
+        if m and self.mode == "redirect" and h.headers.get("Host", "").startswith("127.0.0.1"):
+            h.send_response(302)
+            h.send_header("Location", f"http://localhost:{self.port}{path}")
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return None
         if m:
             return self._serve_page(h, m.group(1))
         m = re.fullmatch(r"/files/(.+\.whl)\.metadata", path)

@@ -38,7 +38,7 @@ def test_two_arch_capture_gets_one_device_extra_per_arch() -> None:
     assert plan.index_urls == ("https://repo.amd.com/rocm/whl-next/",)
     assert plan.env == {} and plan.target_archs == ("gfx1036", "gfx908")
     # The stable index URL is unconfirmed in channels.toml, and the plan says so.
-    assert any("relies on an unconfirmed fact: amd's index" in w for w in plan.warnings)
+    assert any("relies on an unconfirmed fact: the amd channel's index" in w for w in plan.warnings)
     for req in plan.requirements:
         Requirement(req)  # every line is a valid PEP 508 requirement
 
@@ -151,3 +151,62 @@ def test_amd_extras_match_therock_releases() -> None:
 
     rel = next((DATA / "upstream" / "therock").glob("*/RELEASES.md"))
     assert set(therock.device_extras(Path(rel).read_text())) == set(load_matrix().channels["amd-nightly"].archs)
+
+
+def test_amd_urls_are_the_ones_amds_build_scripts_publish_to() -> None:
+    # TheRock's publishing code (recorded at 89553ce3): the whl-next URL of each release stream,
+    # and the older multi-arch index of each.
+    import ast
+
+    from tests.conftest import DATA
+
+    rock = next((DATA / "upstream" / "therock").glob("*_89553ce3*"))
+    buckets = ast.parse((rock / "build_tools" / "_therock_utils" / "s3_buckets.py").read_text())
+    streams: dict[str, str] = {}
+    template = ""
+    for node in ast.walk(buckets):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_RELEASE_STREAM_BY_TYPE":
+            streams = ast.literal_eval(node.value)
+        if isinstance(node, ast.JoinedStr) and "repo.amd.com/rocm/whl-next/" in ast.unparse(node):
+            template = ast.unparse(node)
+    assert template == "f'https://{stream}.repo.amd.com/rocm/whl-next/'"
+    publish = ast.parse((rock / "build_tools" / "github_actions" / "publish_pytorch_to_release_bucket.py").read_text())
+    legacy = next(
+        ast.literal_eval(n.value)
+        for n in ast.walk(publish)
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LEGACY_MULTI_ARCH_INDEX_URLS"
+    )
+    m = load_matrix()
+    for channel, release_type in (("amd-rc", "prerelease"), ("amd-nightly", "nightly")):
+        chan = m.channels[channel]
+        assert chan.url == f"https://{streams[release_type]}.repo.amd.com/rocm/whl-next/"
+        assert chan.legacy_url == legacy[release_type]
+    # The stable stream: the multi-arch release channel RELEASES.md names (its own TODO comment).
+    assert (m.channels["amd"].legacy_url or "-") in (rock / "RELEASES.md").read_text()
+    rfc = (rock / "docs" / "rfcs" / "RFC0012-Repo-Structure.md").read_text()
+    assert "<stream>.repo.amd.com/rocm/whl/" in rfc and "<stream>.repo.amd.com/rocm/whl-next/" in rfc
+
+
+def test_amd_plans_round_trip_through_the_plan_schema() -> None:
+    machine = Machine(gpus=tuple(Gpu(vendor="amd", index=i, arch=a) for i, a in enumerate(("gfx942", "gfx1100"))))
+    plan = go(machine, "amd-rc", rocm="7.14")
+    assert Plan.from_dict(plan.to_dict()) == plan
+    # Many targets: the backend stays a short name, target_archs keeps them all.
+    many = ("gfx1010", "gfx1030", "gfx1100", "gfx1101", "gfx1151", "gfx1201", "gfx908", "gfx90a", "gfx942")
+    plan = go(Machine(gpus=tuple(Gpu(vendor="amd", index=i, arch=a) for i, a in enumerate(many))), "amd-nightly")
+    assert plan.backend == "amd-nightly-9-targets" and len(plan.target_archs) == 9
+    assert Plan.from_dict(plan.to_dict()) == plan
+
+
+def test_driver_window_on_amd_channels() -> None:
+    # The mi250x capture runs ROCm 6.0's amdgpu-dkms (6.3.6: user space 5.6-6.2, AMD's matrix):
+    # AMD's stable stream publishes ROCm 7.14, outside it, so the plan warns with the fix.
+    machine = load_machine(CAPTURES / "mi250x-gfx90a-rocm6.2.1")
+    plan = go(machine, "amd")
+    assert any(
+        "amdgpu-dkms 6.3.6 (ROCm 6.0's) supports ROCm user space 5.6 to 6.2, but the wheel bundles ROCm 7.14" in w
+        for w in plan.warnings
+    )
+    assert any("amd publishes ROCm 7.14" in w for w in plan.warnings)  # an unconfirmed fact, said so
+    plan = go(machine, "amd-nightly", rocm="10.0")
+    assert any("bundles ROCm 10.0" in w for w in plan.warnings)

@@ -128,3 +128,21 @@ def test_unknown_forced_target_is_one_clear_error() -> None:
 def test_bootstrap_variables_key_the_detection_cache() -> None:
     env = {"ROCM_BOOTSTRAP_FORCE_GFX_ARCH": "gfx942", "ROCM_BOOTSTRAP_DISABLE_DETECTION": "1", "OTHER": "x"}
     assert set(relevant_raw(env)) == {"ROCM_BOOTSTRAP_FORCE_GFX_ARCH", "ROCM_BOOTSTRAP_DISABLE_DETECTION"}
+
+
+def test_detect_json_carries_amds_names(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from rocmkit.cli import main
+    from rocmkit.machine import Machine as M
+
+    with pytest.raises(SystemExit) as info:
+        main(["detect", "--capture", str(TWO_ARCH), "--json"])
+        raise SystemExit(0)
+    assert not info.value.code
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["target"], r["sub_family"], r["family"]) for r in data["amd_targets"]] == [
+        ("gfx1031", "gfx10_3", "gfx10"),
+        ("gfx90c", "gfx9_0", "gfx9"),
+    ]
+    assert M.from_dict(data).amd_gpus[0].arch == "gfx1031"  # the extra key does not break the record

@@ -128,7 +128,7 @@ def test_gfx1031_workstation_plan_step_by_step(tmp_path: Path) -> None:
     assert "torch==2.7.1+rocmkit.gfx1031" in install and "triton" in install
 
     vision = steps["vision-source"].argv
-    assert vision[vision.index("--branch") + 1] == "v0.22.0"
+    assert vision[vision.index("--branch") + 1] == "v0.22.1"
     assert steps["vision-wheel"].env["FORCE_CUDA"] == "1"
     assert "PYTORCH_BUILD_VERSION" not in steps["vision-wheel"].env
     assert steps["wheelhouse"].argv == (

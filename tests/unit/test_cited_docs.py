@@ -8,7 +8,8 @@ from pathlib import Path
 import rocmkit
 
 REPO = Path(rocmkit.__file__).resolve().parents[1]
-_CITED = re.compile(r"\bdocs/([\w.-]+\.md)")
+# rocmkit's own docs/NAME.md, not a path inside an upstream URL (".../blob/REV/docs/x.md").
+_CITED = re.compile(r"(?<![/\w.-])docs/([\w.-]+\.md)")
 
 
 def _texts() -> list[tuple[Path, str]]:
@@ -31,4 +32,4 @@ def test_every_cited_doc_exists() -> None:
 def test_failure_modes_are_numbered_as_cited() -> None:
     text = (REPO / "docs" / "failure-modes.md").read_text(encoding="utf-8")
     rows = [int(m) for m in re.findall(r"^\| (\d+) \|", text, flags=re.M)]
-    assert rows == list(range(1, 26))
+    assert rows == list(range(1, len(rows) + 1)) and len(rows) >= 28

@@ -108,3 +108,24 @@ def test_a_plan_cannot_smuggle_build_variables() -> None:
     with pytest.raises(DataError, match="LD_PRELOAD"):
         Plan.from_dict(data)
     assert Plan.from_dict(data, allow_env=frozenset({"LD_PRELOAD"})).with_packages[0].build_env["LD_PRELOAD"]
+
+
+CAPTURE = str(CAPTURES / "mi300x8-rocm-smi-stas00")
+
+
+def test_resolve_with_on_the_command_line() -> None:
+    from tests.support.cli import rocmkit
+
+    ok = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--torch", "2.10", "--rocm", "7.1", "--with", "xformers")
+    assert ok.code == 0, ok.stderr
+    assert "With:\n  xformers==0.0.35  (prebuilt wheel)" in ok.stdout
+    assert "rocmkit install --venv V --with xformers==0.0.35" in ok.stdout
+    refused = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--cpu", "--with", "flash-attn")
+    assert refused.code == 6
+    assert "--with flash-attn: no build fits torch" in refused.one_line_error()
+    bad = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--with", "xformers,>=1")
+    assert bad.code == 4 and "is not a package requirement" in bad.one_line_error()
+    both = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--json", "--format", "uv-project")
+    assert both.code == 4 and "ask for two outputs" in both.one_line_error()
+    uv = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--torch", "2.10", "--rocm", "7.1", "--format", "uv-project")
+    assert uv.code == 0 and 'name = "pytorch-rocm7-1"' in uv.stdout and "explicit = true" in uv.stdout

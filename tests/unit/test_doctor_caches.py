@@ -1,149 +1,120 @@
-"""Level-0 facts cached per boot and driver state; compile cache counts merged for the report."""
+"""env.caches on real folders: a tmpfs, a per-job folder, one owned by another user, one others can write."""
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 
 import pytest
 
-from rocmkit.cache import detect_cache as cached
-from rocmkit.doctor.cachestats import merge
-from rocmkit.doctor.reporters.text import cache_line
-from rocmkit.machine import Host, Machine
+from rocmkit.doctor.checks.caches import caches, fs_type
+from rocmkit.doctor.registry import CheckContext
+from rocmkit.doctor.result import CheckResult, Status
+from rocmkit.machine import Machine
 
-needs_boot_id = pytest.mark.skipif(
-    not Path("/proc/sys/kernel/random/boot_id").exists(), reason="no boot id on this system"
-)
+VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "MIOPEN_CUSTOM_CACHE_DIR", "MIOPEN_USER_DB_PATH")
 
 
-class Detector:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self) -> Machine:
-        self.calls += 1
-        return Machine(host=Host(hostname=f"node{self.calls}"))
+def _private(path: Path) -> str:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return str(path)
 
 
-@needs_boot_id
-def test_a_rerun_with_nothing_changed_reads_the_cache(tmp_path: Path) -> None:
-    detect, env = Detector(), {"PATH": "/usr/bin"}
-    first, hit1 = cached.cached_machine(tmp_path, environ=env, detect=detect)
-    second, hit2 = cached.cached_machine(tmp_path, environ=env, detect=detect)
-    assert (hit1, hit2, detect.calls) == (False, True, 1)
-    assert second == first
-    # --fresh detects again (and stores what it found for the next run).
-    third, hit3 = cached.cached_machine(tmp_path, environ=env, detect=detect, fresh=True)
-    assert (hit3, detect.calls, third.host.hostname) == (False, 2, "node2")
-    assert cached.cached_machine(tmp_path, environ=env, detect=detect)[0].host.hostname == "node2"
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A job environment whose four caches are private folders a job would keep."""
+    for var in (*VARS, "TRITON_HOME", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID", "FLUX_JOB_ID"):
+        monkeypatch.delenv(var, raising=False)
+    tmp_path.chmod(0o700)
+    for var in VARS:
+        monkeypatch.setenv(var, _private(tmp_path / var.lower()))
+    monkeypatch.setenv("HOME", _private(tmp_path / "home"))
+    return tmp_path
 
 
-@needs_boot_id
-def test_a_damaged_entry_means_detecting_again(tmp_path: Path) -> None:
-    detect, env = Detector(), {"PATH": "/usr/bin"}
-    cached.cached_machine(tmp_path, environ=env, detect=detect)
-    (entry,) = (tmp_path / "detect").glob("*.json")
-    for text in ("", "{", "[" * 100_000, '{"schema": "x", "stored_at": "soon"}'):
-        entry.write_text(text)
-        _, hit = cached.cached_machine(tmp_path, environ=env, detect=detect)
-        assert not hit
-    assert detect.calls == 5
+def _run(**options: object) -> CheckResult:
+    r = caches(CheckContext(machine=Machine(), cache_dir=Path("."), options=dict(options)))
+    assert isinstance(r, CheckResult)
+    return r
 
 
-@needs_boot_id
-def test_a_changed_variable_or_an_old_entry_means_detecting_again(tmp_path: Path) -> None:
-    detect = Detector()
-    cached.cached_machine(tmp_path, environ={"PATH": "/usr/bin"}, detect=detect)
-    _, hit = cached.cached_machine(
-        tmp_path, environ={"PATH": "/usr/bin", "HIP_VISIBLE_DEVICES": "1"}, detect=detect
-    )
-    assert not hit and detect.calls == 2
-    later = lambda: 10**12  # noqa: E731  # far past MAX_AGE_S
-    _, hit = cached.cached_machine(tmp_path, environ={"PATH": "/usr/bin"}, detect=detect, now=later)
-    assert not hit and detect.calls == 3
+def test_private_configured_caches_pass_with_sizes_and_free_space(home: Path) -> None:
+    (home / "triton_cache_dir" / "k.so").write_bytes(b"x" * 4096)
+    r = _run()
+    assert r.status is Status.PASS, r.message
+    by = {f["name"]: f for f in r.details["caches"]}
+    assert by["triton"]["size_bytes"] == 4096 and by["triton"]["configured"]
+    assert {f.name for f in r.figures} >= {"triton.size", "triton.free", "inductor.free"}
 
 
-@needs_boot_id
-def test_a_corrupt_entry_is_detected_over(tmp_path: Path) -> None:
-    detect, env = Detector(), {"PATH": "/usr/bin"}
-    cached.cached_machine(tmp_path, environ=env, detect=detect)
-    (entry,) = (tmp_path / "detect").iterdir()
-    entry.write_text("{not json", encoding="utf-8")
-    assert cached.cached_machine(tmp_path, environ=env, detect=detect)[1] is False
-    assert json.loads(entry.read_text(encoding="utf-8"))["schema"] == cached.SCHEMA
+def test_the_default_inductor_cache_on_a_tmpfs_warns(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shm = Path("/dev/shm")
+    if fs_type(shm, Path("/proc/self/mounts").read_text())[0] != "tmpfs":
+        pytest.skip("/dev/shm is not a tmpfs here")
+    job_tmp = shm / f"rocmkit-test-{os.getpid()}"
+    job_tmp.mkdir(mode=0o700)
+    try:
+        monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+        monkeypatch.setenv("TMPDIR", str(job_tmp))
+        r = _run()
+    finally:
+        job_tmp.rmdir()
+    assert r.status is Status.WARN
+    assert "inductor cache" in r.message and "is on tmpfs (/dev/shm)" in r.message
+    assert r.remedy is not None and "export TORCHINDUCTOR_CACHE_DIR=" in r.remedy and "--warm-caches" in r.remedy
 
 
-def test_a_capture_is_never_cached(tmp_path: Path) -> None:
-    machine = Machine(source="capture:/x")
-    cached.cached_machine(tmp_path, environ={}, detect=lambda: machine)
-    assert not (tmp_path / "detect").exists()
+def test_a_per_job_folder_warns(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_JOB_ID", "90210")
+    monkeypatch.delenv("TRITON_CACHE_DIR")
+    monkeypatch.setenv("TRITON_HOME", _private(home / "scratch-90210"))
+    r = _run()
+    assert r.status is Status.WARN and "in a per-job folder (job 90210)" in r.message
 
 
-def test_compile_cache_counts_merge_into_a_hit_rate() -> None:
-    caches = merge(
-        [
-            {"triton": {"hits": 3, "misses": 1}},
-            {"triton": {"hits": 5, "misses": 0}, "inductor": {"hits": 0, "misses": 2}},
-            {"junk": "not counts"},
-        ]
-    )
-    assert caches == {
-        "triton": {"hits": 8, "misses": 1, "hit_rate": 0.889},
-        "inductor": {"hits": 0, "misses": 2, "hit_rate": 0.0},
-    }
-    assert cache_line(caches) == "compile caches: inductor 0/2 hits (0 %), triton 8/9 hits (89 %)"
+def test_a_configured_volatile_folder_is_a_note_not_a_warning(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_JOB_ID", "90210")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", _private(home / "job-90210-inductor"))
+    r = _run()
+    assert r.status is Status.PASS, r.message
+    (ind,) = [f for f in r.details["caches"] if f["name"] == "inductor"]
+    assert "as configured" in ind["note"]
 
 
-def test_the_worker_sees_a_gpu_runtime_by_its_open_device_files(tmp_path: Path) -> None:
-    from rocmkit.proc.prefork_worker import device_files_open
-
-    fds = tmp_path / "fd"
-    fds.mkdir()
-    (fds / "0").symlink_to("/dev/null")
-    (fds / "1").symlink_to("pipe:[1234]")
-    assert device_files_open(str(fds)) == []
-    (fds / "7").symlink_to("/dev/kfd")
-    (fds / "8").symlink_to("/dev/nvidiactl")
-    assert device_files_open(str(fds)) == ["/dev/kfd", "/dev/nvidiactl"]
-    assert device_files_open(str(tmp_path / "absent")) == []
+def test_a_cache_others_can_write_fails(home: Path) -> None:
+    shared = home / "triton_cache_dir"
+    shared.chmod(0o777)
+    r = _run()
+    assert r.status is Status.FAIL
+    assert f"triton cache {shared}" in r.message and "writable by group and others (mode 0777)" in r.message
 
 
-@needs_boot_id
-def test_the_plan_is_cached_beside_the_machine(tmp_path: Path) -> None:
-    from rocmkit.plan import Plan
-
-    calls: list[Machine] = []
-    plan = Plan(backend="cpu", torch_version="2.13.0+cpu", requirements=("torch==2.13.0+cpu",))
-
-    def make(m: Machine) -> Plan | None:
-        calls.append(m)
-        return plan if m.host.hostname == "a" else None
-
-    env = {"PATH": "/usr/bin"}
-    a, b = Machine(host=Host(hostname="a")), Machine(host=Host(hostname="b"))
-    assert cached.cached_plan(tmp_path, a, make, environ=env) == plan
-    assert cached.cached_plan(tmp_path, a, make, environ=env) == plan
-    assert len(calls) == 1
-    # Another machine (facts changed without a key change) resolves again; so does --fresh.
-    assert cached.cached_plan(tmp_path, b, make, environ=env) is None
-    assert cached.cached_plan(tmp_path, b, make, environ=env) is None
-    assert cached.cached_plan(tmp_path, a, make, environ=env, fresh=True) == plan
-    assert len(calls) == 3
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_cache_owned_by_another_user_fails(home: Path) -> None:
+    theirs = home / "miopen_user_db_path"
+    os.chown(theirs, 65534, 65534)
+    theirs.chmod(0o755)
+    r = _run()
+    assert r.status is Status.FAIL
+    assert f"miopen user db cache {theirs}" in r.message and "owned by uid 65534" in r.message
 
 
-@needs_boot_id
-def test_another_node_sharing_the_cache_folder_and_the_kernel_detects_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two Slurm nodes on one kernel (namespaces) or a home folder shared by a cluster: the
-    other node's machine (its hostname) must never be read back as this one's."""
-    import os
+def test_too_little_free_space_warns(home: Path) -> None:
+    r = _run(cache_min_free_bytes=1 << 62)
+    assert r.status is Status.WARN and "GiB free" in r.message
 
-    detect, env = Detector(), {"PATH": "/usr/bin"}
-    real = os.uname()
-    cached.cached_machine(tmp_path, environ=env, detect=detect)
-    other = os.uname_result((real.sysname, "n1-elsewhere", real.release, real.version, real.machine))
-    monkeypatch.setattr(os, "uname", lambda: other)
-    machine, hit = cached.cached_machine(tmp_path, environ=env, detect=detect)
-    assert not hit and detect.calls == 2 and machine.host.hostname == "node2"
+
+def test_mount_points_with_escaped_spaces() -> None:
+    mounts = "/dev/vda / ext4 rw 0 0\ntmpfs /mnt/my\\040cache tmpfs rw 0 0\n"
+    assert fs_type(Path("/mnt/my cache/triton"), mounts) == ("tmpfs", "/mnt/my cache")
+    assert fs_type(Path("/mnt/other"), mounts) == ("ext4", "/")
+
+
+def test_an_nvidia_node_is_not_asked_about_miopen(home: Path) -> None:
+    from rocmkit.machine import Gpu
+
+    nvidia = Machine(gpus=(Gpu(vendor="nvidia", index=0, name="NVIDIA H100 80GB HBM3"),))
+    r = caches(CheckContext(machine=nvidia, backend="cuda", cache_dir=Path(".")))
+    assert isinstance(r, CheckResult)
+    assert [f["name"] for f in r.details["caches"]] == ["triton", "inductor"]

@@ -98,3 +98,21 @@ def test_cpu_runs_and_unknown_gpus_are_left_alone() -> None:
     assert apply_floors([r], load_skus().find("MI300X"), backend="cpu") == [r]
     assert apply_floors([r], None, backend="rocm") == [r]
     assert r.to_dict()["figures"][0] == {"name": "vector_add.bandwidth", "value": 1.0, "unit": "GB/s", "reference": None}
+
+
+def test_prometheus_carries_the_floor_and_the_share_of_peak() -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from rocmkit.doctor.reporters import prom
+
+    (r,) = apply_floors(
+        [_result("triton.vector_add", Figure(name="vector_add.bandwidth", value=2900.0, unit="GB/s", reference=4300.0))],
+        load_skus().find("MI300X"), backend="rocm",
+    )
+    text = prom.render(Report(machine={}, plan=None, results=(r,), versions={}, started_at="2026-12-06T00:00:00Z",
+                              finished_at="2026-12-06T00:00:01Z", host_id="n", hostname="n", level=2))
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    (floor,) = fams["rocmkit_figure_floor"].samples
+    assert floor.value == 3500.0 and floor.labels["sku"] == "MI300X"
+    (ratio,) = fams["rocmkit_figure_peak_ratio"].samples
+    assert abs(ratio.value - 0.547) < 1e-9

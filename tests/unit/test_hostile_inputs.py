@@ -213,7 +213,7 @@ def test_snapshot_env_never_carries_credentials() -> None:
     )
     text = json.dumps(env)
     assert "token@" not in text and "s3cret" not in text and "abc" not in text
-    assert env["ROCMKIT_INDEX_BASE"] == "https://***@mirror.example/whl?token=***"
+    assert env["ROCMKIT_INDEX_BASE"] == "https://user:***@mirror.example/whl?token=***"
     assert "HOME" not in env
 
 
@@ -229,6 +229,54 @@ def test_install_outcome_json_does_not_carry_index_credentials() -> None:
         sources=Sources(index_urls=("https://u:tok@mirror.example/whl/rocm6.2",)),
     )
     assert "tok@" not in json.dumps(outcome.to_dict())
+
+
+def test_credentials_are_masked_where_they_come_in_and_given_back_only_on_request() -> None:
+    from rocmkit.util.redact import conceal, forget_credentials, origin_credentials, redact_text, reveal
+
+    forget_credentials()
+    try:
+        masked = conceal("https://alice:p%40ss@mirror.example:8443/whl/rocm6.2/")
+        assert masked == "https://alice:***@mirror.example:8443/whl/rocm6.2/"
+        assert conceal(masked) == masked  # idempotent: a masked URL stays masked
+        assert reveal(masked) == "https://alice:p%40ss@mirror.example:8443/whl/rocm6.2/"
+        assert reveal("https://alice:***@mirror.example:8443/whl/cpu/") == "https://alice:p%40ss@mirror.example:8443/whl/cpu/"
+        assert origin_credentials("https", "mirror.example:8443") == "alice:p%40ss"
+        # A token-only userinfo is all secret; another host or user gets nothing kept.
+        assert conceal("https://ghp_abc@git.example/simple") == "https://***@git.example/simple"
+        assert reveal("https://bob:***@mirror.example:8443/whl/") == "https://bob@mirror.example:8443/whl/"
+        assert redact_text("see https://carol:s3cret@h.example/x and https://t0ken@h.example") == (
+            "see https://carol:***@h.example/x and https://***@h.example"
+        )
+    finally:
+        forget_credentials()
+    # Forgotten: the mask is dropped, so pip, uv and rocmkit fall back to ~/.netrc.
+    assert reveal("https://alice:***@mirror.example:8443/whl/") == "https://alice@mirror.example:8443/whl/"
+    assert reveal("https://***@git.example/simple") == "https://git.example/simple"
+
+
+def test_a_crash_traceback_is_printed_with_credentials_masked(capsys: pytest.CaptureFixture[str]) -> None:
+    from rocmkit.cli.group import _redacted_traceback
+
+    try:
+        raise RuntimeError("a bug while reading https://u:tok3n@mirror.example/whl/cpu/torch/")
+    except RuntimeError as exc:
+        _redacted_traceback(type(exc), exc, exc.__traceback__)
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: a bug while reading https://u:***@mirror.example" in err
+    assert "tok3n" not in err
+
+
+def test_a_lock_never_holds_a_source_token(tmp_path: Path) -> None:
+    from rocmkit.install.base import Locked, Sources
+    from rocmkit.install.lock import render
+
+    text = render(
+        [Locked(name="torch", version="2.5.1", hashes=("a" * 64,))],
+        Sources(index_urls=("https://u:tok3n@pip.example/simple",), find_links=("https://v:tok3n@links.example/",)),
+        None,
+    )
+    assert "tok3n" not in text and "--index-url https://u:***@pip.example/simple" in text
 
 
 @pytest.mark.parametrize("value", ["NaN", "1e400", "[" * 10_000])

@@ -30,6 +30,8 @@ GROUND = {
     "util",
     "proc",
     "pkgindex",
+    # The package itself holds __version__ only (util.paths compares an overlay's writer with it).
+    "rocmkit",
 }
 # The top level holds records, facts and the front doors; everything else lives in a room.
 MAX_LOOSE_MODULES = 10

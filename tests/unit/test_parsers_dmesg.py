@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocmkit.parsers import libdrm
-from rocmkit.parsers.dmesg import KFD_ASIC, PCIE_ATOMICS, parse_dmesg, read_denied
+from rocmkit.parsers.dmesg import KFD_ASIC, PCIE_ATOMICS, VRAM_READY, parse_dmesg, read_denied
 from rocmkit.parsers.lspci import is_virtual_function, parse_lspci
 
 # ROCm/rocminfo#27 (`sudo dmesg | grep -e "amdgpu\|kfd"`, Debian Buster, Polaris 12).
@@ -36,7 +36,8 @@ LEGACY_1318 = (
 
 
 def test_kfd_not_supported_on_this_asic() -> None:
-    (msg,) = parse_dmesg(ROCMINFO_27).messages
+    msg, vram = parse_dmesg(ROCMINFO_27).messages
+    assert vram.kind == VRAM_READY and vram.text == "[drm] amdgpu: 2048M of VRAM memory ready"
     assert msg.kind == KFD_ASIC
     assert msg.device == "0000:02:00.0"
     assert msg.text == "amdgpu 0000:02:00.0: kfd not supported on this ASIC"

@@ -17,21 +17,23 @@ from tests.support.cli import rocmkit
 
 JAX = "jax==0.10.2"
 ROCM7 = ("jax==0.10.2", "jaxlib==0.10.2", "jax-rocm7-plugin==0.10.2", "jax-rocm7-pjrt==0.10.2")
+# AMD's route: ROCm's libraries, then the plugin and PJRT from AMD's index, then jax and jaxlib.
+AMD7 = ("jax-rocm7-plugin==0.10.2", "jax-rocm7-pjrt==0.10.2", "jax==0.10.2", "jaxlib==0.10.2")
 
 # capture -> (backend, requirements, index URLs, target archs, unsupported GPU archs)
 TABLE: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # ROCm 6.3 on the node: no plugin is built for ROCm 6, so AMD's index brings ROCm 7's libraries.
     "mi210x2-gfx90a-rocm6.3.3": (
-        "rocm7", ("rocm[libraries,device-gfx90a]", *ROCM7),
+        "rocm7", ("rocm[libraries,device-gfx90a]", *AMD7),
         ("https://rocm.nightlies.amd.com/whl-multi-arch/", "https://pypi.org/simple"), ("gfx90a",), (),
     ),
     "mi300x8-rocm-smi-stas00": (
-        "rocm7", ("rocm[libraries,device-gfx942]", *ROCM7),
+        "rocm7", ("rocm[libraries,device-gfx942]", *AMD7),
         ("https://rocm.nightlies.amd.com/whl-multi-arch/", "https://pypi.org/simple"), ("gfx942",), (),
     ),
     # A discrete MI100 and an iGPU: the device extra is the discrete GPU's.
     "mi100-gfx908-igpu-gfx1036-rocm5.7": (
-        "rocm7", ("rocm[libraries,device-gfx908]", *ROCM7),
+        "rocm7", ("rocm[libraries,device-gfx908]", *AMD7),
         ("https://rocm.nightlies.amd.com/whl-multi-arch/", "https://pypi.org/simple"), ("gfx1036", "gfx908"), (),
     ),
     # NVIDIA driver 535 (a real nvidia-smi): CUDA 12 (>= 525), not CUDA 13 (>= 580).

@@ -6,14 +6,22 @@ the ROCm 5.x builds of 2.1-2.3 from test-infra's go-live revisions."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from rocmkit.detect import load_machine
-from rocmkit.errors import NoPlanError
+from rocmkit.errors import DataError, NoPlanError
 from rocmkit.matrix import load_matrix
+from rocmkit.matrix.load import parse_matrix
+from rocmkit.matrix.sourcecheck import Sources, check_sources
 from rocmkit.plan import Plan
 from rocmkit.resolve import Constraints, resolve
 from tests.conftest import CAPTURES
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDING = REPO / "tests" / "data" / "upstream"
 
 # capture -> (constraints, planned build, its fallback (None: confirmed), the build --strict-data plans)
 TABLE = {
@@ -117,3 +125,46 @@ def test_the_audited_facts() -> None:
         rel = m.torch_release(version)
         assert rel is not None and {v.index for v in rel.of_kind("rocm")} == rocm
         assert all(v.is_confirmed() for v in rel.of_kind("rocm"))
+
+
+def test_compatible_release_triton_of_the_pypi_cuda_builds() -> None:
+    plan = plan_for("synthetic-nvidia-driver-only-580")
+    assert plan.torch_version == "2.15.0+cu132"
+    assert "triton~=3.9.0" in plan.requirements
+    assert plan.triton is None  # a range, not a pin: verify and the guard read torch's own
+    assert any("requires triton~=3.9.0 (Requires-Dist)" in r for r in plan.reasons)
+    m = load_matrix()
+    for version, index, triton in (("2.14.0", "cu130", "triton~=3.8.0"), ("2.13.0", "cu130", "triton==3.7.1")):
+        rel = m.torch_release(version)
+        variant = rel.variant(index) if rel else None
+        assert variant is not None and variant.triton == triton and variant.is_confirmed("triton")
+
+
+def test_a_compatible_release_pin_is_for_cuda_builds_only(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    shutil.copytree(REPO / "matrices", folder)
+    text = (folder / "torch.toml").read_text()
+    text = text.replace('triton = "triton-rocm==3.7.1"', 'triton = "triton-rocm~=3.7.1"', 1)
+    (folder / "torch.toml").write_text(text)
+    with pytest.raises(DataError, match=r"must pin one version with '=='"):
+        parse_matrix(folder)
+
+
+def test_check_sources_catches_a_wrong_compatible_release_pin(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    shutil.copytree(REPO / "matrices", folder)
+    text = (folder / "torch.toml").read_text()
+    (folder / "torch.toml").write_text(text.replace('triton = "triton~=3.9.0"', 'triton = "triton~=3.8.0"', 1))
+    report = check_sources(parse_matrix(folder), Sources(RECORDING, offline=True))
+    assert report.not_stated == [
+        "torch.toml release 2.15.0 variant cu132: triton triton~=3.8.0, but PyPI's wheel requires triton~=3.9.0"
+    ]
+
+
+def test_the_summary_shows_the_fallback() -> None:
+    from rocmkit.resolve.render import summary_text
+
+    text = summary_text(plan_for("mi300x8-rocm-smi-stas00"))
+    assert "Fallback (installed instead if the index answers without the planned build):\n" in text
+    assert "  torch==2.14.0+rocm7.2\n" in text
+    assert "Fallback" not in summary_text(plan_for("mi300x8-rocm-smi-stas00", strict_data=True))

@@ -111,7 +111,10 @@ def test_a_prolog_error_drain_is_lifted_only_when_rocmkits_prolog_caused_it(tmp_
     assert not memo.prolog_failed()
     # Still failing: the drain is rocmkit's, and its reason names the check.
     prolog("n0", failing, Log(None, "pro"), job="43", memo=memo)
-    assert decide(drained, failing, prolog_ours=memo.prolog_failed()) == (Action.DRAIN, "rocmkit: torch.import")
+    assert decide(drained, failing, prolog_ours=memo.prolog_failed()) == (
+        Action.DRAIN,
+        "rocmkit: torch.import",
+    )
     # A mark a day old does not count.
     assert not memo.prolog_failed(now=memo.prolog_path.stat().st_mtime + 25 * 3600)
 
@@ -129,3 +132,34 @@ def test_reasons_fit_sinfo_and_the_detail_goes_to_the_log() -> None:
     reason = drain_reason(many)
     assert len(reason) <= REASON_LIMIT == 50
     assert reason.startswith("rocmkit: env.check_number_0") and reason.endswith("more)")
+
+
+def test_a_venv_another_user_can_write_is_not_run_as_root(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the rule is root's: only root would run another user's code")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.symlink_to(sys.executable)
+    assert target_findings(venv, None) == []
+    os.chown(venv / "bin", NOBODY, NOBODY)
+    (finding,) = target_findings(venv, None)
+    assert finding.check == "venv untrusted" and "owned by uid 65534" in finding.message
+    assert finding.remedy and "chown -R root:root" in finding.remedy
+
+
+def test_a_doctor_that_refuses_the_node_is_a_finding_not_unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocmkit.proc.runner import CommandResult
+    from rocmkit.slurm import checks
+
+    line = "error: the install journal /v/rocmkit-journal.json is writable by others (fix: remove it)"
+
+    def refused(argv: list[str], **_: object) -> CommandResult:
+        return CommandResult(argv=tuple(argv), status="failed", returncode=13, stderr=line + "\n")
+
+    monkeypatch.setattr(checks, "run", refused)
+    outcome = checks.run_quick(checks.QuickOptions(), names=["env.shm"])
+    assert not outcome.unchecked
+    (finding,) = outcome.findings
+    assert finding.check == "untrusted" and line in finding.message
+    assert drain_reason(outcome.findings) == "rocmkit: untrusted"

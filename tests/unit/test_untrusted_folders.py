@@ -248,3 +248,25 @@ def test_slurm_config_refuses_root_hooks_in_a_folder_others_can_write(tmp_path: 
     os.chmod(hooks, 0o755)
     res = rocmkit("slurm", "config", "--dir", str(hooks), "--write")
     assert res.code == 0 and "--force" not in res.stderr
+
+
+def test_install_refuses_an_install_folder_others_can_write(open_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its backups are reinstalled and its journals acted on: never from a folder others can write.
+    from rocmkit.install import journal
+
+    monkeypatch.setenv("ROCMKIT_CACHE_DIR", str(open_folder))
+    with pytest.raises(UntrustedError, match=r"rocmkit's install folder .* is not safe") as err:
+        journal.install_folder()
+    assert err.value.exit_code == 13 and "ROCMKIT_CACHE_DIR" in (err.value.fix or "")
+    assert not (open_folder / "install").exists()
+    monkeypatch.setenv("ROCMKIT_CACHE_DIR", str(open_folder / ".." / "private"))
+    assert mode(journal.install_folder()) == 0o700
+
+
+def test_a_snapshot_folder_rocmkit_makes_is_private(tmp_path: Path, captures_dir: Path) -> None:
+    # A capture holds host facts (dmesg lines, PCI ids, the hostname).
+    from rocmkit.sources import CaptureSource, snapshot
+
+    source = CaptureSource(next(p for p in sorted(captures_dir.iterdir()) if (p / "cmd").is_dir()))
+    written = snapshot(source, tmp_path / "new" / "node1")
+    assert written and mode(tmp_path / "new" / "node1") == 0o700

@@ -68,9 +68,8 @@ def judge(runs: list[dict[str, Any]], *, backend: str, tol: float, skipped: list
             continue
         verdicts: dict[str, CurveVerdict] = {}
         for curve in ("loss", "grad_norm"):
-            verdicts[curve] = judge_curve(
-                run["eager"][curve], run["compiled"][curve], run["fp64"][curve], tol=tol
-            )
+            ref64 = run["fp64"][curve] if run.get("fp64") else None
+            verdicts[curve] = judge_curve(run["eager"][curve], run["compiled"][curve], ref64, tol=tol)
         summary.append(
             {"model": run["model"], "mode": run["mode"], **{k: v.to_dict() for k, v in verdicts.items()},
              "curves": {k: run[k] for k in ("eager", "compiled", "fp64")}}
@@ -192,7 +191,7 @@ def _train(torch: Any, model: Any, batches: list[tuple[Any, Any]], *, step_fn: A
     NAME,
     level=2,
     description="torch.compile trains like eager: loss and grad-norm curves of a transformer block and a conv net "
-    "agree (PyTorch's same() rule), in each compile mode; names the step a divergence began (pytorch#187715)",
+    "agree (PyTorch's same() rule), in each compile mode; names the step a divergence began (#29)",
     needs=("torch",),
     isolated=True,
     timeout_s=900.0,
@@ -241,7 +240,11 @@ def correctness(ctx: CheckContext) -> CheckResult:
         m_eager = copy.deepcopy(base).to(device)
         eager = _train(torch, m_eager, batches, step_fn=m_eager, device=device, amp=amp, fp64=False, graphs=False)
         m64 = copy.deepcopy(base).to(device).double()
-        ref64 = _train(torch, m64, batches, step_fn=m64, device=device, amp=None, fp64=True, graphs=False)
+        ref64: dict[str, list[float]] | None
+        try:
+            ref64 = _train(torch, m64, batches, step_fn=m64, device=device, amp=None, fp64=True, graphs=False)
+        except RuntimeError as exc:  # an op without fp64 on this device: same() then has allclose only
+            ref64, skipped = None, [*skipped, f"no fp64 reference on {device} ({str(exc).splitlines()[0][:80]})"]
         for mode in modes:
             torch._dynamo.reset()
             m_c = copy.deepcopy(base).to(device)

@@ -450,6 +450,7 @@ def _label(g: Gpu) -> str:
     level=0,
     description="/dev/shm is big enough for DataLoader workers and RCCL (#16).",
     options={"shm_min_bytes": "bytes /dev/shm must hold"},
+    option_kinds={"shm_min_bytes": "positive_int"},
 )
 def shm(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
@@ -662,6 +663,7 @@ DEFAULT_CACHE_MIN_FREE_BYTES = 2 * GIB
 @check(
     "env.cache_dir",
     options={"cache_min_free_bytes": "free bytes the cache folder needs"},
+    option_kinds={"cache_min_free_bytes": "positive_int"},
     level=0,
     description="rocmkit's cache folder (Triton and inductor compile caches) is safe (no other user can "
     "write it), writable and has room.",

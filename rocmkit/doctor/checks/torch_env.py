@@ -625,6 +625,7 @@ def smoke_device(torch: Any, device: str, nbytes: int = SMOKE_BYTES, n: int = SM
 @check(
     "torch.device_smoke",
     options={"smoke_rel_tolerance": "relative error allowed in the device matmul"},
+    option_kinds={"smoke_rel_tolerance": "fraction"},
     level=1,
     description="Every GPU torch sees allocates, fills and reads back memory, and multiplies correctly.",
     needs=("torch", "gpu"),

@@ -79,6 +79,33 @@ def render(report: Report) -> str:
             "# TYPE rocmkit_figure gauge",
             *figure_lines,
         ]
+    # The floors of the GPU model (matrices/sku.toml) the figures were held to, where one applied.
+    floor_lines = [
+        f"rocmkit_figure_floor{_labels(host=host, check=name, name=fig_name, unit=_unit_label(f.unit), sku=f.sku or '')} "
+        f"{_number(f.floor)}"
+        for name, r in checks
+        for fig_name, f in zip(_unique([f.name for f in r.figures]), r.figures, strict=True)
+        if f.floor is not None
+    ]
+    peak_lines = [
+        f"rocmkit_figure_peak_ratio{_labels(host=host, check=name, name=fig_name, sku=f.sku or '')} "
+        f"{_number(f.pct_of_peak / 100.0)}"
+        for name, r in checks
+        for fig_name, f in zip(_unique([f.name for f in r.figures]), r.figures, strict=True)
+        if f.pct_of_peak is not None
+    ]
+    if floor_lines:
+        lines += [
+            "# HELP rocmkit_figure_floor The least the figure may be on this GPU model (below it: a warning).",
+            "# TYPE rocmkit_figure_floor gauge",
+            *floor_lines,
+        ]
+    if peak_lines:
+        lines += [
+            "# HELP rocmkit_figure_peak_ratio The figure as a share of the GPU model's peak (0 to 1).",
+            "# TYPE rocmkit_figure_peak_ratio gauge",
+            *peak_lines,
+        ]
     lines += [
         "# HELP rocmkit_doctor_verdict The doctor's exit code: 0 pass, 1 fail, 2 warnings only, 3 could not run.",
         "# TYPE rocmkit_doctor_verdict gauge",

@@ -69,6 +69,8 @@ def _assignments(text: str, *, where: str) -> dict[str, object]:
         raise DataError(
             f"{where}: not valid Python ({exc.msg}, line {exc.lineno})", "record another commit"
         ) from None
+    except ValueError as exc:  # a NUL byte in the source (Python 3.11)
+        raise DataError(f"{where}: not valid Python ({exc})", "record another commit") from None
     out: dict[str, object] = {}
     for node in tree.body:
         target = None
@@ -79,15 +81,25 @@ def _assignments(text: str, *, where: str) -> dict[str, object]:
         if target in _NAMES and target not in out:
             try:
                 out[target] = ast.literal_eval(value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue  # computed, not a literal: not a fact this reader takes
     return out
 
 
-def _strs(value: object, *, where: str, key: str) -> tuple[str, ...]:
+def _strs(value: object, *, where: str, key: str, form: re.Pattern[str] | None = None) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise DataError(f"{where}: {key} is not a list of strings", "check the recorded file")
+    bad = [v for v in value if form is not None and not form.fullmatch(v)]
+    if bad:
+        # Index names are made from these ("12.6" -> cu126): a word here is no version.
+        raise DataError(f"{where}: {key} holds {bad[0]!r}, which is not a version", "check the recorded file")
     return tuple(value)
+
+
+# ASCII digits only, a few of each: these become index names and integers.
+_CUDA = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}")
+_ROCM = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){1,2}")
+_PYTHON = re.compile(r"3\.[0-9]{1,3}t?")
 
 
 def _version(value: object, *, where: str, key: str) -> str:
@@ -127,10 +139,14 @@ def read_build_matrix(text: str, *, where: str = BUILD_MATRIX_PATH) -> BuildMatr
     for ch in CHANNELS:
         if ch not in dicts["CUDA_ARCHES_DICT"]:
             continue
-        pythons = _strs(dicts["PYTHON_ARCHES_DICT"].get(ch), where=where, key=f"PYTHON_ARCHES_DICT[{ch!r}]")
+        pythons = _strs(
+            dicts["PYTHON_ARCHES_DICT"].get(ch), where=where, key=f"PYTHON_ARCHES_DICT[{ch!r}]", form=_PYTHON
+        )
         channels[ch] = ChannelBuild(
-            cuda=_strs(dicts["CUDA_ARCHES_DICT"][ch], where=where, key=f"CUDA_ARCHES_DICT[{ch!r}]"),
-            rocm=_strs(dicts["ROCM_ARCHES_DICT"].get(ch, []), where=where, key=f"ROCM_ARCHES_DICT[{ch!r}]"),
+            cuda=_strs(dicts["CUDA_ARCHES_DICT"][ch], where=where, key=f"CUDA_ARCHES_DICT[{ch!r}]", form=_CUDA),
+            rocm=_strs(
+                dicts["ROCM_ARCHES_DICT"].get(ch, []), where=where, key=f"ROCM_ARCHES_DICT[{ch!r}]", form=_ROCM
+            ),
             pythons=tuple(p for p in pythons if not p.endswith("t")),
         )
     cand = vals.get("CURRENT_CANDIDATE_VERSION")
@@ -142,7 +158,7 @@ def read_build_matrix(text: str, *, where: str = BUILD_MATRIX_PATH) -> BuildMatr
         candidate=_version(cand, where=where, key="CURRENT_CANDIDATE_VERSION") if cand is not None else None,
         nightly=_version(night, where=where, key="CURRENT_NIGHTLY_VERSION") if night is not None else None,
         channels=channels,
-        no_windows=_strs(no_win, where=where, key="CUDA_ARCHES_NO_WINDOWS") if no_win else (),
+        no_windows=_strs(no_win, where=where, key="CUDA_ARCHES_NO_WINDOWS", form=_CUDA) if no_win else (),
         linux_extra=extra,
     )
 

@@ -13,6 +13,7 @@ RELEASES_PATH = "RELEASES.md"
 RELEASE_MATRIX_PATH = "build_tools/github_actions/configure_pytorch_release_matrix.py"
 REPO_URL = "https://github.com/ROCm/TheRock"
 
+_PYTHON = re.compile(r"3\.[0-9]{1,3}t?")
 _EXTRA = re.compile(r"^\|[^|]*\|\s*(gfx[0-9a-f]+)\s*\|\s*`device-(gfx[0-9a-f]+)`\s*\|", re.MULTILINE)
 
 
@@ -29,14 +30,28 @@ def device_extras(text: str) -> tuple[str, ...]:
 
 def release_pythons(text: str) -> tuple[str, ...]:
     """``RELEASE_PYTHON_VERSIONS = ["3.10", ...]``, read with ast (never executed)."""
-    for node in ast.parse(text).body:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
+        where = f", line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        raise DataError(
+            f"{RELEASE_MATRIX_PATH}: not valid Python ({getattr(exc, 'msg', exc)}{where})", "record another revision"
+        ) from None
+    for node in tree.body:
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and node.targets[0].id == "RELEASE_PYTHON_VERSIONS"
         ):
-            value = ast.literal_eval(node.value)
-            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                value = None  # computed, not a literal
+            if isinstance(value, list) and value and all(isinstance(v, str) and _PYTHON.fullmatch(v) for v in value):
                 return tuple(value)
+            raise DataError(
+                f"{RELEASE_MATRIX_PATH}: RELEASE_PYTHON_VERSIONS is not a list of Python versions",
+                "record another revision",
+            )
     raise DataError(f"{RELEASE_MATRIX_PATH}: RELEASE_PYTHON_VERSIONS not found", "record a newer revision")
