@@ -29,10 +29,10 @@ from rocmkit.bench.forks import ModelForks, preload_for
 from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
 from rocmkit.bench.results import ModelResult, SuiteResult
-from rocmkit.errors import RocmkitError, ToolError, UsageError
+from rocmkit.errors import DataError, RocmkitError, ToolError, UsageError
+from rocmkit.proc.results import read_result, result_path
 from rocmkit.proc.runner import CommandResult, run
 from rocmkit.util.paths import cache_dir
-from rocmkit.util.safeload import load_json_file
 from rocmkit.util.trust import compile_cache_dirs
 
 Device = Literal["auto", "cpu", "cuda"]
@@ -125,7 +125,9 @@ def probe(
 ) -> dict[str, Any]:
     """Which backend and device torch sees in ``python``, and the versions; ``needed``
     modules are imported to prove they load."""
-    out = workdir / "probe.json"
+    folder = workdir / "probe"
+    folder.mkdir(exist_ok=True)
+    out = result_path(folder)
     args = ["probe", str(out), *needed]
     forked = forks.run(args, timeout_s=PROBE_TIMEOUT_S) if forks is not None else None
     result = forked or runner(_child(python, *args), timeout=PROBE_TIMEOUT_S, env=env)
@@ -136,7 +138,9 @@ def probe(
                 f"torch is not importable by {python}", "install torch first (`rocmkit install`)"
             )
         raise ToolError(f"probing torch failed: {result.describe()}", "run `rocmkit doctor` to see why")
-    data = load_json_file(out, "the torch probe's result file")
+    data, why = read_result(out, "the torch probe's result file")
+    if why is not None:
+        raise DataError(why, "run `rocmkit doctor` to see why")
     if not isinstance(data, dict) or "backend" not in data or "device" not in data:
         raise ToolError(
             f"probing torch failed: {out} holds no probe answer", "run `rocmkit doctor` to see why"
@@ -178,17 +182,20 @@ def _error_row(name: str, suite: str, result: CommandResult, message: str) -> Mo
 
 
 def _result_row(name: str, suite: str, out: Path, result: CommandResult) -> ModelResult:
-    """The row a child wrote, read bounded: a damaged file is that model's ``error`` row."""
+    """The row a child wrote, read as every child's result is: a damaged file is that model's
+    ``error`` row."""
     tail = (result.stderr or result.stdout)[-2000:]
-    try:
-        row = ModelResult.from_dict(load_json_file(out, f"the result file of {name}"))
-    except RocmkitError as exc:
-        why = exc.message
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        why = f"the result file of {name} is not a bench row ({type(exc).__name__}: {exc})"
-    else:
-        return row if row.status == "pass" else replace(row, stderr_tail=tail)
-    return _error_row(name, suite, result, why[:300])
+    data, why = read_result(out, f"the result file of {name}")
+    if why is None:
+        try:
+            row = ModelResult.from_dict(data)
+        except RocmkitError as exc:
+            why = f"the result file of {name} is not a bench row ({exc.message})"
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            why = f"the result file of {name} is not a bench row ({type(exc).__name__}: {exc})"
+        else:
+            return row if row.status == "pass" else replace(row, stderr_tail=tail)
+    return _error_row(name, suite, result, (why or "")[:300])
 
 
 def _device_label(probed: str, backend: str, threads: int | None) -> str:
@@ -351,9 +358,10 @@ def run_suite(
                 elapsed = time.monotonic() - t_run
                 eta = elapsed / (i - 1) * (len(todo) - i + 1) if i > 1 else None
                 on_start(Progress(name=spec.name, index=i, total=len(todo), done_before=len(done), eta_s=eta))
-            slug = f"{i:04d}-{_slug(spec.name)}"
-            job = work / f"{slug}.job.json"
-            out = work / f"{slug}.result.json"
+            folder = work / f"{i:04d}-{_slug(spec.name)}"
+            folder.mkdir()
+            job = folder / "job.json"
+            out = result_path(folder)
             job.write_text(json.dumps({"model": spec.name, "suite": opts.suite, "options": asdict(harness)}))
             args = ["run", str(job), str(out)]
             before = noise.sample()
