@@ -470,7 +470,8 @@ def test_matching_gpus_across_listings_is_linear(n: int, monkeypatch: pytest.Mon
     def counted(rec: GpuRecord, acc: Any) -> tuple[int, int]:
         nonlocal calls
         calls += 1
-        return real(rec, acc)
+        found: tuple[int, int] = real(rec, acc)
+        return found
 
     monkeypatch.setattr(merge_module, "_keys", counted)
     listings = {
