@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rocmkit.errors import UsageError
 
@@ -64,8 +64,15 @@ def registered_names() -> tuple[str, ...]:
 
 
 if TYPE_CHECKING:
-    from rocmkit.cli.request import Output
     from rocmkit.matrix.model import Matrix
+
+
+class Output(Protocol):
+    """Where ``matrix check`` writes (the CLI's ``OUT``): the data layer names no command."""
+
+    def data(self, text: str, *, nl: bool = True) -> None: ...
+
+    def lines(self, lines: list[str] | tuple[str, ...]) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
