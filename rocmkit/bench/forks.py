@@ -74,8 +74,9 @@ class ModelForks(ForkClient):
             status, error = outcome.status, outcome.error
             if status == "died":
                 tail = forked.worker.stderr_tail(3)
+                how = forked.worker.exit_description()
                 status = "error"
-                error = f"the {self.what} died while it ran" + (f" ({tail[-1]})" if tail else "")
+                error = f"the {self.what} died while it ran ({how})" + (f": {tail[-1]}" if tail else "")
             elif status == "overflow":
                 error = f"{OUTPUT_CAP_BYTES // (1024 * 1024)} MiB"
         return CommandResult(
