@@ -18,7 +18,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -77,7 +76,19 @@ class Progress:
     index: int  # 1-based, among the models this invocation runs
     total: int
     done_before: int  # rows a resumed run already had
-    eta_s: float | None  # mean time per model so far x models left; None before the first
+    eta_s: float | None  # learnt from the models done (see eta_s()); None until the second is done
+
+
+def eta_s(durations: list[float], left: int) -> float | None:
+    """Seconds left for ``left`` models, learnt from the models done: the median of their times,
+    leaving out the first, which pays for the cold compile caches and imports (it made the first
+    ETA three times too long). None until a model after the first is done."""
+    import statistics
+
+    learnt = durations[1:]
+    if not learnt:
+        return None
+    return statistics.median(learnt) * left
 
 
 def _slug(name: str) -> str:
@@ -236,8 +247,11 @@ def run_suite(
     on_start: Callable[[Progress], None] | None = None,
     on_result: Callable[[ModelResult], None] | None = None,
     command: str = "",
+    on_note: Callable[[str], None] | None = None,
 ) -> SuiteResult:
-    """Run each selected model in its own child and return the suite's result."""
+    """Run each selected model in its own child and return the suite's result. ``on_note``
+    hears what takes seconds before the first model (importing torch and inductor), so a
+    cold run is not silent."""
     env_in = dict(os.environ if environ is None else environ)
     if opts.size == "small" and opts.suite != "builtin":
         raise UsageError(
@@ -264,6 +278,9 @@ def run_suite(
         if fork and opts.device == "cpu":
             # The models' environment is known before the probe: the worker answers it too.
             forks = _forks(opts, child_env(env_in, cache, "cpu", opts.threads, root=root), work, stack)
+        if on_note is not None:
+            what = ", ".join(preload_for(opts.suite, opts.impl))
+            on_note(f"rocmkit: importing {what} in {opts.python} (once per run) ...")
         needs = {"huggingface": "transformers", "timm": "timm"}.get(opts.suite)
         needed = tuple(dict.fromkeys(n for n in (needs, "transformers" if opts.impl == "transformers" else None) if n))
         info = probe(
@@ -352,11 +369,9 @@ def run_suite(
             runlog.start(opts.results, header)
         todo = [s for s in specs if s.name not in done]
         rows: list[ModelResult] = []
-        t_run = time.monotonic()
         for i, spec in enumerate(todo, start=1):
             if on_start is not None:
-                elapsed = time.monotonic() - t_run
-                eta = elapsed / (i - 1) * (len(todo) - i + 1) if i > 1 else None
+                eta = eta_s([r.duration_s for r in rows], len(todo) - i + 1)
                 on_start(Progress(name=spec.name, index=i, total=len(todo), done_before=len(done), eta_s=eta))
             folder = work / f"{i:04d}-{_slug(spec.name)}"
             folder.mkdir()

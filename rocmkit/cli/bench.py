@@ -135,6 +135,7 @@ def models_cmd(req: BenchRequest) -> None:
             on_start=started,
             on_result=finished,
             command="rocmkit " + shlex.join(argv),
+            on_note=OUT.message,
         )
     if req.csv_path is not None:
         OUT.file(req.csv_path, results.to_csv(suite))

@@ -229,3 +229,11 @@ def test_bad_repeat_is_a_usage_error(tmp_path: Path) -> None:
 def test_impl_transformers_needs_transformers_in_the_child(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="transformers is not importable"):
         run_suite(SuiteOptions(impl="transformers", cache_dir=tmp_path), environ={}, runner=FakeChildren())
+
+
+def test_the_eta_learns_from_the_models_done_leaving_out_the_cold_first() -> None:
+    from rocmkit.bench.suite import eta_s
+
+    assert eta_s([], 5) is None and eta_s([30.0], 4) is None  # the first pays for cold caches
+    assert eta_s([30.0, 10.0], 3) == 30.0
+    assert eta_s([30.0, 10.0, 12.0, 200.0], 2) == 24.0  # the median: one slow model does not swing it
