@@ -180,9 +180,13 @@ def _result_row(name: str, suite: str, out: Path, result: CommandResult) -> Mode
     """The row a child wrote, read bounded: a damaged file is that model's ``error`` row."""
     tail = (result.stderr or result.stdout)[-2000:]
     try:
-        row = ModelResult.from_dict(load_json_file(out, f"the result file of {name}"))
+        data = load_json_file(out, f"the result file of {name}")
     except RocmkitError as exc:
-        why = exc.message
+        return _error_row(name, suite, result, exc.message[:300])
+    try:
+        row = ModelResult.from_dict(data)
+    except RocmkitError as exc:
+        why = f"the result file of {name} is not a bench row ({exc.message})"
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         why = f"the result file of {name} is not a bench row ({type(exc).__name__}: {exc})"
     else:
