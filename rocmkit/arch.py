@@ -17,6 +17,7 @@ features after colons (``gfx90a:sramecc+:xnack-``, same page, "Target ID"), and
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Final, Literal, get_args
 
 Vendor = Literal["amd", "nvidia"]
@@ -110,3 +111,79 @@ def wavefront_size(arch: str) -> int:
     """64 for GCN and CDNA (``gfx803``, ``gfx90a``, ``gfx942``), 32 for RDNA (``gfx1030``,
     ``gfx1100``), which is what Triton compiles for on each (RDNA runs wave32 by default)."""
     return 64 if len(strip_features(arch)) == 6 else 32
+
+
+# -- NVIDIA: compute capability <-> sm_XY <-> the arch lists in wheels ------------------
+#
+# One naming rule, as CUDA's nvcc documents it (https://docs.nvidia.com/cuda/
+# cuda-compiler-driver-nvcc/#gpu-feature-list): compute capability X.Y is the real
+# architecture ``sm_XY`` (SASS) and the virtual one ``compute_XY`` (PTX); X has one or two
+# digits (``sm_90``, ``sm_100``, ``sm_120``), Y one; an ``a`` or ``f`` suffix names the
+# arch-specific or family-specific feature set (``sm_90a``, ``sm_100f``). torch's
+# ``torch.cuda.get_arch_list()`` and ``TORCH_CUDA_ARCH_LIST`` use these spellings.
+
+_CC = re.compile(r"^([0-9]{1,2})\.([0-9])([af]?)$")
+_SM = re.compile(r"^(?:sm_?)?([0-9]{1,2})([0-9])([af]?)$")
+_WHEEL_ARCH = re.compile(r"^(sm|compute)_([0-9]{1,2})([0-9])([af]?)$")
+
+
+def parse_cc(value: object) -> str | None:
+    """A compute capability from any of its spellings: ``9.0``, ``sm_90``, ``sm90``, ``90``
+    (and ``9.0a`` / ``sm_90a``) -> ``"9.0"`` (``"9.0a"``); ``sm_100`` -> ``"10.0"``; else None."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lower()
+    m = _CC.match(text) or _SM.match(text)
+    if m is None:
+        return None
+    return f"{int(m.group(1))}.{m.group(2)}{m.group(3)}"
+
+
+def cc_of(major: int, minor: int) -> str:
+    """``(9, 0)`` (what ``torch.cuda.get_device_properties`` reports) -> ``"9.0"``."""
+    return f"{major}.{minor}"
+
+
+def sm_name(cc: str) -> str:
+    """``"9.0"`` -> ``"sm_90"``; ``"9.0a"`` -> ``"sm_90a"``; ``"10.0"`` -> ``"sm_100"``.
+    Raises ValueError for what is not a compute capability."""
+    parsed = parse_cc(cc)
+    if parsed is None:
+        raise ValueError(f"not a compute capability: {cc!r} (expected e.g. 9.0 or sm_90)")
+    number, suffix = parsed.rstrip("af"), parsed[len(parsed.rstrip("af")) :]
+    major, minor = number.split(".")
+    return f"sm_{major}{minor}{suffix}"
+
+
+def sm_number(cc: str | None) -> int | None:
+    """``"9.0"`` or ``"sm_90a"`` -> ``90`` (the feature suffix dropped): what arch lists compare."""
+    parsed = parse_cc(cc)
+    if parsed is None:
+        return None
+    major, minor = parsed.rstrip("af").split(".")
+    return int(major) * 10 + int(minor)
+
+
+def wheel_archs(arch_list: Iterable[str]) -> tuple[frozenset[int], frozenset[int]]:
+    """A torch build's CUDA arch list (``["sm_80", "sm_90", "compute_90"]``) as the SASS
+    numbers and the PTX numbers it carries: ``({80, 90}, {90})``. Other entries are ignored."""
+    sass: set[int] = set()
+    ptx: set[int] = set()
+    for entry in arch_list:
+        m = _WHEEL_ARCH.match(entry.strip().lower())
+        if m is None:
+            continue
+        number = int(m.group(2)) * 10 + int(m.group(3))
+        (sass if m.group(1) == "sm" else ptx).add(number)
+    return frozenset(sass), frozenset(ptx)
+
+
+def runs_on(cc: str, sass: Iterable[int], ptx: Iterable[int]) -> bool:
+    """Whether a build with these SASS and PTX archs runs on a GPU of compute capability ``cc``:
+    exact SASS, SASS of an older minor of the same major (binary compatible), or PTX of an
+    older arch that the driver JIT-compiles."""
+    number = sm_number(cc)
+    if number is None:
+        return False
+    sass, ptx = set(sass), set(ptx)
+    return number in sass or any(p <= number for p in ptx) or any(s // 10 == number // 10 and s <= number for s in sass)

@@ -11,20 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rocmkit.errors import UsageError
 
 
 @dataclass(frozen=True, kw_only=True)
 class DataFile:
-    names: tuple[str, ...]  # the files in matrices/ this loader reads
+    names: tuple[str, ...]  # the files in matrices/ this loader reads (relative: "bench/timm.toml")
     used_by: str  # the commands that read them
     load: Callable[[Path], object]  # folder -> the validated data; DataError when invalid
 
 
 def data_files() -> tuple[DataFile, ...]:
     # Imported here, not at the top: the registry sits above every feature that owns a file.
+    from rocmkit.bench.catalog import load_hf, load_timm
+    from rocmkit.bench.compare import load_references
     from rocmkit.companions.data import parse_companions
     from rocmkit.containers.images import parse_images
     from rocmkit.doctor.apu import parse_apu
@@ -45,6 +47,15 @@ def data_files() -> tuple[DataFile, ...]:
         DataFile(names=("jax.toml",), used_by="resolve, install, doctor (--framework jax, torch-xla)", load=parse_jax),
         DataFile(names=("companions.toml",), used_by="resolve --with, install --with, doctor", load=parse_companions),
         DataFile(names=(AMD_TARGETS,), used_by="detect, resolve", load=parse_amd_targets),
+        DataFile(
+            names=("bench/huggingface.toml", "bench/timm.toml", "bench/references.toml"),
+            used_by="bench models --suite huggingface/timm, bench compare",
+            load=lambda d: (
+                load_hf(d / "bench" / "huggingface.toml"),
+                load_timm(d / "bench" / "timm.toml"),
+                load_references(d / "bench" / "references.toml"),
+            ),
+        ),
     )
 
 
@@ -53,8 +64,15 @@ def registered_names() -> tuple[str, ...]:
 
 
 if TYPE_CHECKING:
-    from rocmkit.cli.request import Output
     from rocmkit.matrix.model import Matrix
+
+
+class Output(Protocol):
+    """Where ``matrix check`` writes (the CLI's ``OUT``): the data layer names no command."""
+
+    def data(self, text: str, *, nl: bool = True) -> None: ...
+
+    def lines(self, lines: list[str] | tuple[str, ...]) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)

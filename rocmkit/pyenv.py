@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 # Modules whose presence decides needs, and distributions whose versions go in the report.
-MODULES = ("torch", "triton", "transformers", "packaging", "jax")
+MODULES = ("torch", "triton", "transformers", "packaging", "jax", "psutil")
 # torch, the Triton builds, and what the level-0 package checks compare them with
 # (torch.amdsmi): read here and by the probe, so no check needs a child for them.
 DISTRIBUTIONS = ("torch", *TRITON_DISTRIBUTIONS, "amdsmi", "rocm-sdk-core", "jax", "jaxlib")
@@ -97,10 +97,10 @@ def run_json(
     A file that exists is complete (it is renamed into place), even when the child then
     crashed or hung in its exit handlers; ``proc`` says how it ended either way. It is read
     bounded (:mod:`rocmkit.util.safeload`): a damaged or hostile file is ``error``, not a traceback."""
-    from rocmkit.util.safeload import load_json_file
+    from rocmkit.proc.results import read_result, result_path
 
     with tempfile.TemporaryDirectory(prefix="rocmkit-run-") as tmp:
-        result_path = Path(tmp) / "result.json"
+        result = result_path(Path(tmp))
         if isinstance(module, Inline):
             # A script file rather than ``-c``: the command line a failure names stays short.
             script = Path(tmp) / "child.py"
@@ -111,7 +111,7 @@ def run_json(
         else:
             target = ["-m", module]
         child_env = dict(os.environ if env is None else env)
-        child_env[RESULT_ENV] = str(result_path)
+        child_env[RESULT_ENV] = str(result)
         exe = str(python)
         if os.sep in exe and not os.path.isabs(exe):
             exe = os.path.abspath(exe)  # the child starts in another folder
@@ -122,13 +122,9 @@ def run_json(
             input_text=input_text,
             cwd=cwd or Path(tmp),
         )
-        data: Any = None
-        error: str | None = None
-        if result_path.is_file():
-            try:
-                data = load_json_file(result_path, "the child's result file")
-            except RocmkitError as exc:
-                error = exc.message
+        data, error = read_result(result, "the child's result file")
+        if data is None and not result.is_file():
+            error = None  # no file: the process's own ending says why
     return JsonRun(data=data, proc=proc, error=error)
 
 
@@ -343,14 +339,15 @@ def select_python(
     return this_python() if found.own else found
 
 
-def shim_path(folder: Path, target: PyEnv) -> Path:
+def shim_path(folder: Path, target: PyEnv, needs: tuple[str, ...] = ("packaging",)) -> Path:
     """A folder holding only what a foreign interpreter's child needs from rocmkit's
-    environment: rocmkit itself and, where the target lacks it, packaging. Putting
-    rocmkit's whole site-packages on its path would shadow the venv's own packages."""
+    environment: rocmkit itself and, where the target lacks them, ``needs`` (packaging; the
+    bench child also psutil). Putting rocmkit's whole site-packages on its path would shadow
+    the venv's own packages."""
     import rocmkit
 
     folder.mkdir(parents=True, exist_ok=True)
-    names = ["rocmkit"] + ([] if target.has("packaging") else ["packaging"])
+    names = ["rocmkit", *(n for n in needs if not target.has(n))]
     for name in names:
         module = rocmkit if name == "rocmkit" else __import__(name)
         src = Path(module.__file__ or "").resolve().parent

@@ -87,6 +87,9 @@ class Session:
         self._machine: Machine | None = None
         self._matrix: Matrix | None = None
         self._plans: dict[str, Plan] = {}
+        # Until when the index answers the online plans rest on stay fresh (epoch seconds):
+        # +inf when none was read, None when one cannot be replayed (a local folder).
+        self.fresh_until: float | None = float("inf")
         # When this machine was detected (epoch seconds; None for a capture): what is derived
         # from it expires with it (the output cache).
         self.detected_at: float | None = None
@@ -164,10 +167,18 @@ class Session:
         assert plan is not None  # resolve raises rather than answer None
         # The live check reads PyTorch's indexes; a JAX or torch-xla plan rests on the data.
         if not self.offline and cons.frameworks == ("torch",):
-            from rocmkit.resolve.live import check_plan, observer
+            from rocmkit.resolve.live import Seen, check_plan, observer
 
-            plan = check_plan(
-                plan, machine, cons, matrix, fallbacks=fallbacks, read=observer(cache=self.cache_dir / "indexes")
-            )
+            read = observer(cache=self.cache_dir / "indexes")
+
+            def noted(sources: Sequence[Fallback]) -> list[Seen]:
+                seen = read(sources)
+                for s in seen:
+                    self.fresh_until = (
+                        None if s.fresh_until is None or self.fresh_until is None else min(self.fresh_until, s.fresh_until)
+                    )
+                return seen
+
+            plan = check_plan(plan, machine, cons, matrix, fallbacks=fallbacks, read=noted)
         self._plans[key] = plan
         return plan

@@ -11,6 +11,18 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 'torch==2.13.0' 'triton==3.8.0'
+# The TIMM suite's Python (bench models --suite timm --python .venv-timm/bin/python): timm needs
+# torchvision, kept out of .venv (transformers would pick it up). PyPI's torchvision 0.28.0 is a
+# CUDA build whose C++ ops do not load beside the CPU torch; its Python half does, once the two
+# operators it registers unguarded are defined (tests/support/timm_env says how and why).
+if [ ! -x .venv-timm/bin/python ]; then
+  "$PY" -m venv .venv-timm
+fi
+.venv-timm/bin/python -m pip install -q --disable-pip-version-check 'torch==2.13.0' 'torchvision==0.28.0' 'timm==1.0.31'
+timm_site=$(.venv-timm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+cp tests/support/timm_env/_rocmkit_torchvision_ops.py "$timm_site/"
+echo "import _rocmkit_torchvision_ops" >"$timm_site/_rocmkit_torchvision_ops.pth"
+.venv-timm/bin/python -c 'import timm' || { echo "test.sh: timm does not import in .venv-timm" >&2; exit 1; }
 .venv/bin/ruff check rocmkit tests benchmarks
 # mypy (a minute on a cold cache) runs beside the tests, niced: it takes the cores while the
 # tests wait on their children, servers and timeouts. Its output follows the tests'; either

@@ -46,6 +46,8 @@ class BenchRequest:
     load_path: Path | None = None
     list_only: bool = False
     perturb: float = 0.0
+    venv: Path | None = None  # the environment whose torch is measured (as doctor and install)
+    python_path: str | None = None  # or this interpreter
 
     def __post_init__(self) -> None:
         from rocmkit.bench.harness import Dtype, Mode
@@ -64,6 +66,8 @@ class BenchRequest:
         if self.suite_name not in ("builtin", "huggingface", "timm"):
             raise UsageError(f"--suite {self.suite_name!r} is not builtin, huggingface or timm", "pick one")
         self.shard  # a malformed --shard fails now  # noqa: B018
+        if self.venv is not None and self.python_path is not None:
+            raise UsageError("--venv and --python name the same thing twice", "pass only one of them")
         if self.list_only:
             return
         if self.results_path is None and self.suite_name != "builtin" and self.load_path is None:
@@ -106,10 +110,15 @@ class BenchRequest:
     def outputs(self) -> tuple[Path, ...]:
         return tuple(p for p in (self.csv_path, self.html_path, self.svg_path, self.md_path) if p)
 
-    def suite_options(self) -> SuiteOptions:
+    def suite_options(self, python: str | None = None) -> SuiteOptions:
+        """The run's options; ``python``: the interpreter whose torch is measured (default:
+        rocmkit's own)."""
+        import sys
+
         from rocmkit.bench.suite import SuiteOptions
 
         return SuiteOptions(
+            python=python or sys.executable,
             models=self.names,
             mode=self.mode,
             dtype=self.dtype,

@@ -29,10 +29,10 @@ from rocmkit.bench.forks import ModelForks, preload_for
 from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
 from rocmkit.bench.results import ModelResult, SuiteResult
-from rocmkit.errors import RocmkitError, ToolError, UsageError
+from rocmkit.errors import DataError, RocmkitError, ToolError, UsageError
+from rocmkit.proc.results import read_result, result_path
 from rocmkit.proc.runner import CommandResult, run
 from rocmkit.util.paths import cache_dir
-from rocmkit.util.safeload import load_json_file
 from rocmkit.util.trust import compile_cache_dirs
 
 Device = Literal["auto", "cpu", "cuda"]
@@ -86,15 +86,16 @@ def _slug(name: str) -> str:
 
 
 def child_env(
-    environ: Mapping[str, str], cache: Path, device: str, threads: int | None = None
+    environ: Mapping[str, str], cache: Path, device: str, threads: int | None = None, root: str | None = None
 ) -> dict[str, str]:
-    """The child's environment: compile caches under rocmkit's cache, GPUs hidden for a CPU run."""
+    """The child's environment: compile caches under rocmkit's cache, GPUs hidden for a CPU run.
+    ``root``: where the child finds rocmkit (default: the folder that holds this rocmkit)."""
     env = dict(environ)
     # Never a compile cache another user can write (compiled .so files are loaded and run).
     for var, folder in compile_cache_dirs(cache).items():
         env.setdefault(var, folder)
     # The child must import this very rocmkit, even from a source checkout.
-    root = str(Path(__file__).resolve().parents[2])
+    root = root or str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     if device == "cpu":
         if (os.cpu_count() or 1) <= 4:
@@ -124,7 +125,9 @@ def probe(
 ) -> dict[str, Any]:
     """Which backend and device torch sees in ``python``, and the versions; ``needed``
     modules are imported to prove they load."""
-    out = workdir / "probe.json"
+    folder = workdir / "probe"
+    folder.mkdir(exist_ok=True)
+    out = result_path(folder)
     args = ["probe", str(out), *needed]
     forked = forks.run(args, timeout_s=PROBE_TIMEOUT_S) if forks is not None else None
     result = forked or runner(_child(python, *args), timeout=PROBE_TIMEOUT_S, env=env)
@@ -135,7 +138,9 @@ def probe(
                 f"torch is not importable by {python}", "install torch first (`rocmkit install`)"
             )
         raise ToolError(f"probing torch failed: {result.describe()}", "run `rocmkit doctor` to see why")
-    data = load_json_file(out, "the torch probe's result file")
+    data, why = read_result(out, "the torch probe's result file")
+    if why is not None:
+        raise DataError(why, "run `rocmkit doctor` to see why")
     if not isinstance(data, dict) or "backend" not in data or "device" not in data:
         raise ToolError(
             f"probing torch failed: {out} holds no probe answer", "run `rocmkit doctor` to see why"
@@ -177,21 +182,20 @@ def _error_row(name: str, suite: str, result: CommandResult, message: str) -> Mo
 
 
 def _result_row(name: str, suite: str, out: Path, result: CommandResult) -> ModelResult:
-    """The row a child wrote, read bounded: a damaged file is that model's ``error`` row."""
+    """The row a child wrote, read as every child's result is: a damaged file is that model's
+    ``error`` row."""
     tail = (result.stderr or result.stdout)[-2000:]
-    try:
-        data = load_json_file(out, f"the result file of {name}")
-    except RocmkitError as exc:
-        return _error_row(name, suite, result, exc.message[:300])
-    try:
-        row = ModelResult.from_dict(data)
-    except RocmkitError as exc:
-        why = f"the result file of {name} is not a bench row ({exc.message})"
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        why = f"the result file of {name} is not a bench row ({type(exc).__name__}: {exc})"
-    else:
-        return row if row.status == "pass" else replace(row, stderr_tail=tail)
-    return _error_row(name, suite, result, why[:300])
+    data, why = read_result(out, f"the result file of {name}")
+    if why is None:
+        try:
+            row = ModelResult.from_dict(data)
+        except RocmkitError as exc:
+            why = f"the result file of {name} is not a bench row ({exc.message})"
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            why = f"the result file of {name} is not a bench row ({type(exc).__name__}: {exc})"
+        else:
+            return row if row.status == "pass" else replace(row, stderr_tail=tail)
+    return _error_row(name, suite, result, (why or "")[:300])
 
 
 def _device_label(probed: str, backend: str, threads: int | None) -> str:
@@ -206,6 +210,22 @@ def _forks(opts: SuiteOptions, env: Mapping[str, str], work: Path, stack: contex
     forks = ModelForks(opts.python, env, preload=preload_for(opts.suite, opts.impl), folder=folder)
     stack.callback(forks.close)
     return forks
+
+
+def _foreign_root(python: str, work: Path) -> str | None:
+    """For another environment's Python (``bench --venv/--python``): a folder with rocmkit and
+    what its child needs from rocmkit's environment (psutil, packaging) where that Python lacks
+    them, never rocmkit's whole site-packages. None for rocmkit's own Python."""
+    # Not realpath: two venvs' pythons link to one base interpreter, with other site-packages.
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
+        return None
+    from rocmkit.pyenv import probe as probe_python
+    from rocmkit.pyenv import shim_path
+
+    target = probe_python(Path(python))
+    if target.own:
+        return None
+    return str(shim_path(work / "path", target, needs=("packaging", "psutil")))
 
 
 def run_suite(
@@ -239,15 +259,16 @@ def run_suite(
     fork = opts.isolation == "fork" and runner is run
     with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
+        root = _foreign_root(opts.python, work)
         forks: ModelForks | None = None
         if fork and opts.device == "cpu":
             # The models' environment is known before the probe: the worker answers it too.
-            forks = _forks(opts, child_env(env_in, cache, "cpu", opts.threads), work, stack)
+            forks = _forks(opts, child_env(env_in, cache, "cpu", opts.threads, root=root), work, stack)
         needs = {"huggingface": "transformers", "timm": "timm"}.get(opts.suite)
         needed = tuple(dict.fromkeys(n for n in (needs, "transformers" if opts.impl == "transformers" else None) if n))
         info = probe(
             opts.python,
-            child_env(env_in, cache, opts.device),
+            child_env(env_in, cache, opts.device, root=root),
             runner=runner,
             workdir=work,
             forks=forks,
@@ -274,7 +295,7 @@ def run_suite(
         device = "cpu" if backend == "cpu" else "cuda"
         size = opts.size or ("tiny" if device == "cpu" else "full")
         timeout = opts.timeout_s or DEFAULT_TIMEOUT_S.get(size, 1800.0)
-        env = child_env(env_in, cache, device, opts.threads)
+        env = child_env(env_in, cache, device, opts.threads, root=root)
         if fork and forks is None:
             forks = _forks(opts, env, work, stack)
         harness = HarnessOptions(
@@ -337,9 +358,10 @@ def run_suite(
                 elapsed = time.monotonic() - t_run
                 eta = elapsed / (i - 1) * (len(todo) - i + 1) if i > 1 else None
                 on_start(Progress(name=spec.name, index=i, total=len(todo), done_before=len(done), eta_s=eta))
-            slug = f"{i:04d}-{_slug(spec.name)}"
-            job = work / f"{slug}.job.json"
-            out = work / f"{slug}.result.json"
+            folder = work / f"{i:04d}-{_slug(spec.name)}"
+            folder.mkdir()
+            job = folder / "job.json"
+            out = result_path(folder)
             job.write_text(json.dumps({"model": spec.name, "suite": opts.suite, "options": asdict(harness)}))
             args = ["run", str(job), str(out)]
             before = noise.sample()

@@ -42,15 +42,19 @@ COMMANDS = ("detect", "resolve")
 _NEVER = ("--capture", "-h", "--help")
 FRESH = "--fresh"
 
-# Set by the running command through cacheable(): when its inputs were detected.
+# Set by the running command through cacheable(): when its inputs were detected, and until
+# when what else it read stays fresh (an online resolve: the index answers it used).
 _detected_at: float | None = None
+_fresh_until: float | None = None
 
 
-def cacheable(detected_at: float) -> None:
+def cacheable(detected_at: float, *, until: float | None = None) -> None:
     """The running command's output is a pure function of the key; its machine was
-    detected at ``detected_at`` (epoch seconds)."""
-    global _detected_at
+    detected at ``detected_at`` (epoch seconds). ``until``: the output also rests on answers
+    that are fresh until then (epoch seconds), and is not replayed after it."""
+    global _detected_at, _fresh_until
     _detected_at = detected_at
+    _fresh_until = until
 
 
 def _source_stamp() -> str:
@@ -128,6 +132,9 @@ class Recording:
             data = json.loads(load_cached(self.path) or b"{}")
             if data.get("schema") != SCHEMA or not 0 <= self.now() - float(data["detected_at"]) < MAX_AGE_S:
                 return False
+            until = data.get("fresh_until")
+            if until is not None and not self.now() < float(until):
+                return False  # the index answers it printed are stale: ask again
             chunks = [(bool(e), str(t)) for e, t in data["chunks"]]
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return False
@@ -155,7 +162,13 @@ class Recording:
             return
         from rocmkit.util.trust import store_cached
 
-        payload = {"schema": SCHEMA, "argv": self.argv, "detected_at": detected_at, "chunks": self.chunks}
+        payload = {
+            "schema": SCHEMA,
+            "argv": self.argv,
+            "detected_at": detected_at,
+            "fresh_until": _fresh_until,
+            "chunks": self.chunks,
+        }
         # A cache that cannot be written is a slower rerun, never a failed command.
         with contextlib.suppress(OSError):
             store_cached(self.path, json.dumps(payload).encode())
@@ -163,8 +176,8 @@ class Recording:
 
 def start(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Recording | None:
     """The recording for this command line, or None where its output is never cached."""
-    global _detected_at
-    _detected_at = None
+    global _detected_at, _fresh_until
+    _detected_at = _fresh_until = None
     try:
         key = output_key(argv, os.environ if environ is None else environ)
     except OSError:

@@ -84,6 +84,10 @@ def cli() -> None:
     default=None,
     help="Render a saved --json result (table, --csv, --html, --svg, --markdown) instead of running.",
 )
+@click.option("--venv", type=click.Path(file_okay=False, path_type=Path),
+    help="Measure this virtual environment's torch (as made by `rocmkit install --venv`). "
+    "Default: the active venv, else rocmkit's own Python.")
+@click.option("--python", "python_path", metavar="PATH", help="Measure this interpreter's torch.")
 @click.option("--list", "list_only", is_flag=True, help="List the models and exit.")
 @click.option("--perturb-compiled", "perturb", type=float, default=0.0, hidden=True,
     help="Diagnosis: add this to compiled outputs, to see the accuracy check fail.")
@@ -127,7 +131,7 @@ def models_cmd(req: BenchRequest) -> None:
         # Recorded in the result so a table can say exactly what produced it.
         argv = sys.argv[sys.argv.index("bench") :] if "bench" in sys.argv else ["bench", "models"]
         suite = run_suite(
-            req.suite_options(),
+            req.suite_options(_measured_python(req)),
             on_start=started,
             on_result=finished,
             command="rocmkit " + shlex.join(argv),
@@ -160,6 +164,16 @@ def _load_warning(path: Path) -> SuiteResult:
     for note in notes:
         OUT.message(f"rocmkit: warning: {note}")
     return suite
+
+
+def _measured_python(req: BenchRequest) -> str:
+    """The Python whose torch is measured, chosen as doctor and install choose it."""
+    from rocmkit.pyenv import select_python
+
+    python = select_python(venv=req.venv, python=req.python_path)
+    if not python.own:
+        OUT.message(f"rocmkit: measuring the Python at {python.executable} ({python.version})")
+    return str(python.executable)
 
 
 @cli.command(name="merge")

@@ -94,7 +94,7 @@ def cli(req: InstallRequest) -> None:
     rocmkit install --download-only --wheelhouse /shared/wh
     rocmkit install --wheelhouse /shared/wh --venv V   (offline)
     """
-    from rocmkit.install.request import carry_out
+    from rocmkit.install.carry import carry_out
 
     outcome = carry_out(req, OUT.message)
     if req.as_json:

@@ -65,12 +65,14 @@ def cli(req: ResolveRequest) -> None:
     session = Session(capture=req.capture, fresh=req.fresh, offline=req.offline, index_base=req.index_base)
     plan = session.plan(req.constraints())
     # With --with, the plan also depends on pip's configuration (the index standing for PyPI).
-    if session.offline and session.detected_at is not None and not req.with_packages:
-        # Offline, the plan is a function of the machine, the data and the options: a rerun
-        # may replay it. Online it also depends on what the index serves now.
+    if session.detected_at is not None and session.fresh_until is not None and not req.with_packages:
+        # The plan is a function of the machine, the data and the options, and online of the
+        # index answers it used: a rerun may replay it while those answers are fresh (they
+        # would come from the index cache then anyway).
         from rocmkit.cache import output_cache
 
-        output_cache.cacheable(session.detected_at)
+        until = None if session.offline or session.fresh_until == float("inf") else session.fresh_until
+        output_cache.cacheable(session.detected_at, until=until)
     if req.with_packages:
         from rocmkit.companions.data import load_companions
         from rocmkit.companions.resolve import resolve_with

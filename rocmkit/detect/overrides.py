@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from rocmkit.arch import parse_gfx
+from rocmkit.arch import parse_cc, parse_gfx, sm_name
 from rocmkit.detect.merge import MatrixRef
 from rocmkit.errors import UsageError
 from rocmkit.machine import Gpu, NvidiaInfo, Problem, RocmInfo
@@ -86,12 +86,11 @@ def parse_overrides(env: Mapping[str, str]) -> Overrides:
     cuda_arch = None
     arch_raw = raw.get("ROCMKIT_CUDA_ARCH", "").strip()
     if arch_raw:
-        m = re.match(r"^(?:sm_(\d)(\d+)|(\d+)\.(\d+))$", arch_raw)
-        if not m:
+        cuda_arch = parse_cc(arch_raw)
+        if cuda_arch is None:
             raise UsageError(
                 f"ROCMKIT_CUDA_ARCH={arch_raw!r} is not a compute capability", "use 9.0 or sm_90"
             )
-        cuda_arch = f"{m.group(1)}.{m.group(2)}" if m.group(1) else f"{m.group(3)}.{m.group(4)}"
     no_gpu_raw = raw.get("ROCMKIT_NO_GPU", "").strip().lower()
     if no_gpu_raw not in _TRUE | _FALSE:
         raise UsageError(f"ROCMKIT_NO_GPU={no_gpu_raw!r} is not a yes/no value", "use 1 or 0")
@@ -235,7 +234,7 @@ def apply_overrides(
                 )
         gpus = amd_gpus + others
     if ov.cuda_arch and not ov.no_gpu:
-        arch = f"sm_{ov.cuda_arch.replace('.', '')}"
+        arch = sm_name(ov.cuda_arch)
         nv_gpus = [g for g in gpus if g.vendor == "nvidia"]
         rest = [g for g in gpus if g.vendor != "nvidia"]
         if nv_gpus:

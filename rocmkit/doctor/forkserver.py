@@ -13,10 +13,8 @@ of :func:`rocmkit.doctor.isolate.run_isolated`.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import tempfile
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,19 +22,12 @@ from typing import Any
 from rocmkit.doctor import isolate
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult
-from rocmkit.proc.prefork import (
-    OUTPUT_CAP_BYTES,
-    ForkOutcome,
-    ForkRefused,
-    PreforkProcess,
-    PreforkUnavailable,
-    tail_text,
-)
+from rocmkit.proc.forkclient import ForkClient, Forked
+from rocmkit.proc.prefork import OUTPUT_CAP_BYTES, PreforkProcess, PreforkUnavailable
+from rocmkit.proc.results import result_path
 from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv, shim_path
 
-# Restarts after the worker dies before the rest runs in spawned children instead.
-MAX_RESTARTS = 3
 # The function each fork calls with its request.
 CALL = "rocmkit.doctor.isolate:serve_request"
 
@@ -45,8 +36,11 @@ class WorkerUnavailable(PreforkUnavailable):
     """No worker can run checks: the caller runs them in spawned children."""
 
 
-class ForkServer:
-    """Runs isolated checks as forks of one warm worker; thread-safe, one run at a time per check."""
+class ForkServer(ForkClient):
+    """Runs isolated checks as forks of one warm worker; thread-safe, one run at a time per check.
+    The worker's lifecycle and restart policy are :class:`rocmkit.proc.forkclient.ForkClient`'s."""
+
+    what = "doctor's worker"
 
     def __init__(
         self,
@@ -57,71 +51,29 @@ class ForkServer:
         modules: tuple[str, ...] = (),
         output_cap: int = OUTPUT_CAP_BYTES,
     ) -> None:
+        super().__init__(Path(tempfile.mkdtemp(prefix="rocmkit-doctor-")))
         self.ctx = ctx
         self.python = python
         self.preload = preload
         self.modules = modules
         self.output_cap = output_cap
-        self.folder = Path(tempfile.mkdtemp(prefix="rocmkit-doctor-"))
-        self.starts = 0  # workers started: 1 unless one died
-        self.restarts_left = MAX_RESTARTS
         self.imports: list[dict[str, Any]] = []  # per worker start: what it imported, in how long
-        self.refused = False  # the worker found CUDA initialised: forks are unsafe
-        self._worker: PreforkProcess | None = None
-        self._lock = threading.Lock()
-        self._next_id = 0
 
-    # -- the worker ---------------------------------------------------------------------
-
-    def _start(self) -> PreforkProcess:
+    def start_worker(self) -> PreforkProcess:
         foreign = self.python is not None and not self.python.own
         shim = shim_path(self.folder / "path", self.python) if foreign and self.python is not None else None
         executable = str(self.python.executable) if self.python is not None else sys.executable
-        self.starts += 1
-        try:
-            worker = PreforkProcess.start(
-                executable,
-                env=isolate.child_env(self.ctx, shim=shim),
-                # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
-                cwd=self.folder,
-                preload=self.preload,
-                modules=self.modules,
-                what="doctor's worker",
-            )
-        except ForkRefused as exc:
-            self.refused = True
-            raise WorkerUnavailable(str(exc)) from None
-        except PreforkUnavailable as exc:
-            raise WorkerUnavailable(str(exc)) from None
+        worker = PreforkProcess.start(
+            executable,
+            env=isolate.child_env(self.ctx, shim=shim),
+            # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
+            cwd=self.folder,
+            preload=self.preload,
+            modules=self.modules,
+            what=self.what,
+        )
         self.imports.append({k: worker.info.get(k) for k in ("pid", "imported", "failed")})
         return worker
-
-    def _live_worker(self) -> PreforkProcess:
-        with self._lock:
-            if self._worker is not None and self._worker.alive:
-                return self._worker
-            if self._worker is not None:
-                self._worker.close()
-                self._worker = None
-                if self.restarts_left <= 0:
-                    raise WorkerUnavailable("the doctor's worker died too often")
-                self.restarts_left -= 1
-            if self.refused:
-                raise WorkerUnavailable("forking is unsafe in this environment")
-            self._worker = self._start()
-            return self._worker
-
-    @property
-    def worker_pid(self) -> int | None:
-        w = self._worker
-        return w.proc.pid if w is not None and w.alive else None
-
-    def close(self) -> None:
-        with self._lock:
-            if self._worker is not None:
-                self._worker.close()
-                self._worker = None
-        shutil.rmtree(self.folder, ignore_errors=True)
 
     # -- one check ----------------------------------------------------------------------
 
@@ -131,46 +83,29 @@ class ForkServer:
         A worker that dies while the check runs (its fork killed with it) could have been
         killed by this check or by another one running beside it, so the check runs once
         more in a new worker; dying again, it is this check's ``error``."""
+        request = {
+            "schema": isolate.REQUEST_SCHEMA,
+            "check": chk.name,
+            "module": chk.module,
+            "context": ctx.to_dict(),
+            "result_path": str(result_path(Path("{folder}"))),
+        }
         for attempt in (1, 2):
-            worker = self._live_worker()
-            with self._lock:
-                self._next_id += 1
-                request_id = self._next_id
-            folder = Path(tempfile.mkdtemp(prefix=f"{request_id}-", dir=self.folder))
-            try:
-                request = {
-                    "schema": isolate.REQUEST_SCHEMA,
-                    "check": chk.name,
-                    "module": chk.module,
-                    "context": ctx.to_dict(),
-                    "result_path": str(folder / "result.json"),
-                }
-                outcome = worker.run(
-                    request_id, CALL, request, folder=folder, timeout_s=timeout_s, output_cap=self.output_cap
-                )
-                if outcome.status == "refused":
-                    self.refused = True
-                if outcome.status == "died" and attempt == 1 and not (folder / "result.json").exists():
+            with self.fork(CALL, request, timeout_s=timeout_s, output_cap=self.output_cap) as forked:
+                if forked is None:
+                    raise WorkerUnavailable(self.unavailable or "forking is unsafe in this environment")
+                died = forked.outcome.status == "died"
+                if died and attempt == 1 and not result_path(forked.folder).exists():
                     continue
-                return self._results(chk, ctx, folder, outcome, timeout_s, worker)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
+                return self._results(chk, ctx, forked, timeout_s)
         raise AssertionError("unreachable: the second attempt returns")
 
-    def _results(
-        self,
-        chk: Check,
-        ctx: CheckContext,
-        folder: Path,
-        outcome: ForkOutcome,
-        budget: float,
-        worker: PreforkProcess,
-    ) -> list[CheckResult]:
+    def _results(self, chk: Check, ctx: CheckContext, forked: Forked, budget: float) -> list[CheckResult]:
+        outcome, worker, output = forked.outcome, forked.worker, forked.output
         status, elapsed = outcome.status, outcome.elapsed_s
         if status == "refused":
             raise WorkerUnavailable("torch.cuda was initialised in the worker: forking is unsafe")
-        results = isolate.read_results(folder / "result.json")
-        output = tail_text(folder / "output.txt")
+        results = isolate.read_results(result_path(forked.folder))
         worker_pid = worker.info.get("pid")
         if results is not None:
             if status != "ok":

@@ -30,7 +30,6 @@ from typing import Any
 
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status, exception_line
-from rocmkit.errors import RocmkitError
 from rocmkit.proc.result_file import write_result
 from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv, run_json, shim_path
@@ -132,16 +131,12 @@ def results_from(data: Any) -> list[CheckResult] | None:
 
 
 def read_results(path: Path) -> list[CheckResult] | None:
-    """A fork's results, read bounded (:mod:`rocmkit.util.safeload`); None if it wrote none
-    or a damaged file."""
-    from rocmkit.util.safeload import load_json_file
+    """A fork's results, read as every child's result is (:func:`rocmkit.proc.results.read_result`);
+    None if it wrote none or a damaged file."""
+    from rocmkit.proc.results import read_result
 
-    if not path.is_file():
-        return None
-    try:
-        return results_from(load_json_file(path, "the check's result file"))
-    except RocmkitError:
-        return None
+    data, _ = read_result(path, "the check's result file")
+    return None if data is None else results_from(data)
 
 
 def _signal_name(returncode: int | None) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from rocmkit.arch import strip_features, wavefront_size
+from rocmkit.arch import sm_number, strip_features, wavefront_size
 from rocmkit.kernels.catalog import kernels
 from rocmkit.kernels.spec import Build
 
@@ -48,9 +48,9 @@ def parse_target(text: str) -> tuple[str, str | int, int]:
     t = strip_features(text)
     if t.startswith("gfx") and len(t) > 3:
         return "rocm", t, wavefront_size(t)
-    digits = t.removeprefix("sm_").removeprefix("sm").replace(".", "").removesuffix("a")
-    if (digits.isascii() and digits.isdigit()) and len(digits) in (2, 3):
-        return "cuda", int(digits), 32
+    number = sm_number(t)
+    if number is not None:
+        return "cuda", number, 32
     raise ValueError(f"not a GPU target: {text!r} (expected e.g. gfx942, gfx1100, sm_90 or 9.0)")
 
 

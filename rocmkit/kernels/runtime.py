@@ -54,7 +54,9 @@ def gpu_arch(torch: Any) -> str | None:
     arch = getattr(props, "gcnArchName", None)
     if arch:
         return str(arch)
-    return f"sm_{props.major}{props.minor}"
+    from rocmkit.arch import cc_of, sm_name
+
+    return sm_name(cc_of(props.major, props.minor))
 
 
 def device_name(torch: Any) -> str | None:

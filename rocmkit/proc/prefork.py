@@ -241,6 +241,12 @@ class PreforkProcess:
         kill_group(self.proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=EXIT_GRACE_S)
+        # The reader thread ends at the pipe's EOF (the worker is gone); then its end is closed
+        # here, not left to the garbage collector.
+        self._reader.join(timeout=EXIT_GRACE_S)
+        if not self._reader.is_alive() and self.proc.stdout is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdout.close()
         self.log.close()
 
 

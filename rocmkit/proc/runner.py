@@ -520,6 +520,10 @@ def _run_streaming(
     finally:
         if log is not None:
             log.close()
+        if proc is not None and proc.stdout is not None:
+            # Closed here, not by the garbage collector (a ResourceWarning, an error in the tests).
+            with contextlib.suppress(OSError):
+                proc.stdout.close()
 
 
 @dataclass

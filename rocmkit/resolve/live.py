@@ -65,6 +65,9 @@ class Seen:
     answered: bool
     builds: frozenset[Build] = frozenset()
     detail: str = ""  # "answered", "cached 3 min ago", "did not answer: ..."
+    # Until when this answer is served from the cache without asking (epoch seconds); None for
+    # what is never cached (a local folder, or no cache folder).
+    fresh_until: float | None = None
 
     def serves(self, version: str, python: str) -> bool:
         return (version, python) in self.builds or (version, PURE) in self.builds
@@ -161,10 +164,19 @@ def observe_one(
         fetched = entry.get("fetched")
         age = now - fetched if isinstance(fetched, (int, float)) else float("inf")
         if entry.get("answered") is False and age < DOWN_TTL_S:
-            return Seen(url=source, answered=False, detail=f"did not answer {age / 60:.0f} min ago (cached)")
+            return Seen(
+                url=source,
+                answered=False,
+                detail=f"did not answer {age / 60:.0f} min ago (cached)",
+                fresh_until=now - age + DOWN_TTL_S,
+            )
         if entry.get("answered") is True and age < TTL_S:
             return Seen(
-                url=source, answered=True, builds=_cached_builds(entry), detail=f"read {age / 60:.0f} min ago"
+                url=source,
+                answered=True,
+                builds=_cached_builds(entry),
+                detail=f"read {age / 60:.0f} min ago",
+                fresh_until=now - age + TTL_S,
             )
         if entry.get("answered") is True and isinstance(entry.get("etag"), str):
             headers["If-None-Match"] = str(entry["etag"])
@@ -190,12 +202,14 @@ def observe_one(
         if path is not None:
             _write_cache(path, {"url": page, "fetched": now, "answered": False})
         why = exc.message.removeprefix(page).strip().removeprefix("does not answer: ")
-        return Seen(url=source, answered=False, detail=f"did not answer ({why})")
+        until = now + DOWN_TTL_S if path is not None else None
+        return Seen(url=source, answered=False, detail=f"did not answer ({why})", fresh_until=until)
     if path is not None:
         _write_cache(
             path, {"url": page, "fetched": now, "answered": True, "etag": etag, "builds": sorted(builds)}
         )
-    return Seen(url=source, answered=True, builds=builds, detail=detail)
+    until = now + TTL_S if path is not None else None
+    return Seen(url=source, answered=True, builds=builds, detail=detail, fresh_until=until)
 
 
 Observer = Callable[[Sequence[tuple[str, bool]]], list[Seen]]

@@ -6,21 +6,18 @@ in every plan (see :func:`max_jobs`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocmkit.arch import GpuBackend as Backend
-from rocmkit.arch import parse_gfx
+from rocmkit.arch import parse_cc, parse_gfx, sm_number
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine
 
 if TYPE_CHECKING:
     from rocmkit.matrix import Matrix
 
-CC_RE = re.compile(r"^(\d{1,2})\.(\d)([a-z]?)$")  # "8.6", "9.0a"
-SM_RE = re.compile(r"^sm_(\d{1,2})(\d)([a-z]?)$")  # "sm_86", "sm_90a"
 
 @dataclass(frozen=True, kw_only=True)
 class ArchTargets:
@@ -35,15 +32,6 @@ class ArchTargets:
     def arch_list(self) -> str:
         """The semicolon list PYTORCH_ROCM_ARCH / TORCH_CUDA_ARCH_LIST take."""
         return ";".join(self.archs)
-
-
-def normalize_cuda_arch(value: str) -> str | None:
-    """ "sm_86" or "8.6" -> "8.6"; "sm_90a" -> "9.0a"; anything else -> None."""
-    value = value.strip().lower()
-    m = CC_RE.match(value) or SM_RE.match(value)
-    if not m:
-        return None
-    return f"{int(m.group(1))}.{m.group(2)}{m.group(3)}"
 
 
 def _dedupe(items: Sequence[str]) -> tuple[str, ...]:
@@ -73,7 +61,7 @@ def target_from_args(archs: Sequence[str], backend: Backend | None, matrix: Matr
         if backend == "cuda":
             raise UsageError("--backend cuda with gfx archs", "drop --backend or pass compute capabilities")
         return ArchTargets(backend="rocm", archs=_dedupe(gfx), origin="--arch")
-    ccs = [normalize_cuda_arch(a) for a in cleaned]
+    ccs = [parse_cc(a) for a in cleaned]
     if any(c is None for c in ccs):
         bad_cc = next(a for a, c in zip(cleaned, ccs, strict=True) if c is None)
         raise UsageError(
@@ -85,9 +73,8 @@ def target_from_args(archs: Sequence[str], backend: Backend | None, matrix: Matr
     return ArchTargets(backend="cuda", archs=_dedupe([c for c in ccs if c]), origin="--arch")
 
 
-def _cc_key(cc: str) -> tuple[int, int]:
-    major, _, minor = cc.partition(".")
-    return int(major), int(re.sub(r"[a-z]", "", minor) or 0)
+def _cc_key(cc: str) -> int:
+    return sm_number(cc) or 0
 
 
 def _known(archs: Sequence[str], matrix: Matrix) -> None:
@@ -102,7 +89,7 @@ def _known(archs: Sequence[str], matrix: Matrix) -> None:
                     f"use one of {', '.join(sorted(matrix.archs))}",
                 )
             continue
-        cc = normalize_cuda_arch(arch)
+        cc = parse_cc(arch)
         ccs = sorted({g.compute_capability for g in matrix.nvidia_gpus}, key=_cc_key)
         if cc is not None and ccs and not _cc_key(ccs[0]) <= _cc_key(cc) <= _cc_key(ccs[-1]):
             raise UsageError(
@@ -147,10 +134,10 @@ def target_from_machine(
     for g in machine.nvidia_gpus:
         if not g.visible:
             continue
-        cc = normalize_cuda_arch(g.compute_capability or "") or normalize_cuda_arch(g.arch or "")
+        cc = parse_cc(g.compute_capability) or parse_cc(g.arch)
         if cc is None and nvidia_cc is not None and g.name:
             looked_up = nvidia_cc(g.name)
-            cc = normalize_cuda_arch(looked_up) if looked_up else None
+            cc = parse_cc(looked_up) if looked_up else None
         if cc is None:
             skipped.append(f"GPU {g.index} ({g.name or 'unknown'}): compute capability unknown")
             continue

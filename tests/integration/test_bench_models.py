@@ -97,7 +97,8 @@ def test_summary_csv_and_html_of_the_set(model_set: SetRun) -> None:
     summary = json.loads(model_set.proc.stdout)["summary"]
     assert summary["pass_rate"] == "71%, 5/7"
     assert summary["geomean_speedup_clipped"] >= 1.0 and summary["geomean_speedup"] > 0
-    assert len(list(csv.reader(model_set.csv.open()))) == 8
+    with model_set.csv.open() as f:
+        assert len(list(csv.reader(f))) == 8
     page = model_set.html.read_text()
     assert "<svg" in page and "fail_accuracy" in page and "distilgpt2" in page
 

@@ -75,6 +75,13 @@ def start_install(venv: Path, plan: Path) -> subprocess.Popen[str]:
     )
 
 
+def ended(proc: subprocess.Popen[str]) -> None:
+    """Wait for the killed install, and close our end of its stderr (not left to the GC)."""
+    proc.wait(10)
+    if proc.stderr is not None:
+        proc.stderr.close()
+
+
 def wait_for_step(venv: Path, step: str, proc: subprocess.Popen[str], limit: float = 120) -> dict[str, object]:
     """The journal once it says ``step`` (polled: the install runs in another process)."""
     deadline = time.monotonic() + limit
@@ -124,7 +131,7 @@ def test_kill_9_while_pip_downloads_then_install_restores_and_stops_the_orphan(
         pip_group = child_groups(journal)[-1]
         assert alive(pip_group)
         os.killpg(proc.pid, signal.SIGKILL)  # rocmkit only: its pip leads a session of its own
-        proc.wait(10)
+        ended(proc)
         assert alive(pip_group)  # orphaned: nothing has cleaned up
         # The guard was already rewritten for 2.5.1: the state is not the one from before.
         assert "2.5.1" in (venv / "rocmkit-constraints.txt").read_text()
@@ -160,7 +167,7 @@ def test_kill_9_while_verifying_then_doctor_restores(
             time.sleep(0.05)
         verify_group = child_groups(journal)[-1]
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        ended(proc)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -272,7 +279,7 @@ def test_kill_9_during_the_restore_of_a_failed_install_is_finished_by_the_next_r
         try:
             wait_for_step(venv, "restoring", proc)
             os.killpg(proc.pid, signal.SIGKILL)  # the restore's own pip is in its own session
-            proc.wait(10)
+            ended(proc)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -30,7 +30,7 @@ from tests.integration.test_install_e2e import (
     rk,
     setup_61,
 )
-from tests.integration.test_install_faults import alive, child_groups, start_install, wait_for_step
+from tests.integration.test_install_faults import alive, child_groups, ended, start_install, wait_for_step
 from tests.support.pkgindex import IndexServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -91,7 +91,7 @@ def test_a_tampered_journal_is_refused_and_a_real_one_stops_only_what_it_can_pro
         data = wait_for_step(venv, "recorded", proc)
         pip_group = child_groups(data)[-1]
         os.killpg(proc.pid, signal.SIGKILL)  # rocmkit only: its pip leads a session of its own
-        proc.wait(10)
+        ended(proc)
         journal = venv / JOURNAL_NAME
         original = journal.read_bytes()
         seal = Path(json.loads(original)["workdir"]) / SEAL_NAME

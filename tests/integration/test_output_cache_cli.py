@@ -9,11 +9,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CAPTURES, REPO
+from tests.support.pkgindex import PLATFORM_TAG, IndexServer, make_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -130,3 +132,28 @@ def test_online_resolve_and_captures_store_nothing(env: dict[str, str]) -> None:
     _run(["resolve", "--json", "--offline", "--capture", cap, "--python", "3.11"], env)
     _run(["detect"], env)  # the table is drawn by rich: not replayed
     assert _entries(env) == []
+
+
+def test_online_resolve_is_replayed_while_the_index_answer_is_fresh(env: dict[str, str], tmp_path: Path) -> None:
+    """Warm and online: the index answer is fresh for minutes (the index cache would serve it
+    without a request anyway), so the whole output is replayed; once it is stale, asked again."""
+    _needs_a_boot_id()
+    folder = tmp_path / "idx" / "whl" / "cpu"
+    folder.mkdir(parents=True)
+    make_wheel(folder, "torch", "2.13.0+cpu", tag=PLATFORM_TAG)
+    args = ["resolve", "--json", "--cpu"]
+    with IndexServer(tmp_path / "idx") as server:
+        online = {**env, "ROCMKIT_INDEX_BASE": f"{server.url}/whl"}
+        cold = _run(args, online)
+        assert "serves torch 2.13.0+cpu" in cold.stdout
+        asked = len(server.requests)
+        (entry,) = _entries(online)
+        assert json.loads(entry.read_text())["fresh_until"] > time.time()
+        _tamper(entry)
+        assert _run(args, online).stdout == "TAMPERED\n"  # replayed, and the index not asked
+        assert len(server.requests) == asked
+        data = json.loads(entry.read_text())
+        data["fresh_until"] = time.time() - 1  # the index answer went stale
+        entry.write_text(json.dumps(data))
+        again = _run(args, online)  # resolved again (from the index cache's answer)
+        assert json.loads(again.stdout)["torch_version"] == json.loads(cold.stdout)["torch_version"]

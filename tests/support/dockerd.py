@@ -12,6 +12,10 @@ only the first run pays for it (about 3 minutes); ``docker import`` turns it int
 an image in seconds. ``python_wheels`` caches, the same way, the wheels a
 ``pip install`` of rocmkit needs (its build backend and dependencies), for a
 127.0.0.1 index to serve inside the build.
+
+Both are downloads, so they are made before the tests, never by a test:
+``python -m tests.support.dockerd prepare`` (``.ci/run`` runs it, and fails saying why when
+it cannot); the test reads them with :func:`prepared`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,19 @@ SUITE = "bookworm"
 # What the rendered Dockerfiles' apt step installs, so that step needs no download.
 INCLUDE = ("python3", "python3-venv", "python3-pip")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+# What `pip install` of rocmkit pulls inside the image: its build backend and its dependencies
+# (pyproject.toml).
+ROCMKIT_NEEDS = (
+    "hatchling>=1.21",
+    "click>=8.1",
+    "packaging>=23",
+    "distro>=1.8",
+    "psutil>=5.9",
+    "rich>=13",
+    "platformdirs>=3",
+)
 
 
 def cache_dir() -> Path:
@@ -75,7 +92,7 @@ def base_tarball(timeout: float = 900.0) -> Path:
     with Python, as a tar file for ``docker import``. Raises RuntimeError (with
     debootstrap's log) when the mirror cannot be reached."""
     cache = cache_dir()
-    tarball = cache / f"{SUITE}-minbase-{'-'.join(INCLUDE)}.tar"
+    tarball = _tarball_path()
     if tarball.is_file():
         return tarball
     cache.mkdir(parents=True, exist_ok=True)
@@ -103,12 +120,33 @@ def base_tarball(timeout: float = 900.0) -> Path:
     return tarball
 
 
+def _tarball_path() -> Path:
+    return cache_dir() / f"{SUITE}-minbase-{'-'.join(INCLUDE)}.tar"
+
+
+def _wheels_folder() -> Path:
+    return cache_dir() / f"wheels-py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def _wanted(requirements: Sequence[str]) -> str:
+    return "\n".join(sorted(requirements)) + "\n"
+
+
+def prepared() -> tuple[Path, Path] | None:
+    """The base tarball and the wheel folder, where ``prepare`` made them (else None)."""
+    tarball, folder = _tarball_path(), _wheels_folder()
+    stamp = folder / ".requirements"
+    if tarball.is_file() and stamp.is_file() and stamp.read_text() == _wanted(ROCMKIT_NEEDS):
+        return tarball, folder
+    return None
+
+
 def python_wheels(requirements: Sequence[str], timeout: float = 600.0) -> Path:
     """The wheels ``pip install`` of these requirements needs, for this Python's
     version (the image's Debian Python is the same minor version), cached."""
-    folder = cache_dir() / f"wheels-py{sys.version_info.major}{sys.version_info.minor}"
+    folder = _wheels_folder()
     stamp = folder / ".requirements"
-    want = "\n".join(sorted(requirements)) + "\n"
+    want = _wanted(requirements)
     if stamp.is_file() and stamp.read_text() == want:
         return folder
     folder.mkdir(parents=True, exist_ok=True)
@@ -225,3 +263,26 @@ def _mounts_under(root: Path) -> list[str]:
     prefix = f"{root}/"
     points = [ln.split()[1].replace("\\040", " ") for ln in lines if len(ln.split()) > 1]
     return sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True)
+
+
+def prepare() -> str | None:
+    """Make the base tarball and the wheels (downloads: before the tests). None when done,
+    else why not (one line)."""
+    why = missing_reason()
+    if why:
+        return why
+    try:
+        base_tarball()
+        python_wheels(ROCMKIT_NEEDS)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        return str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    return None
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["prepare"]:
+        sys.exit("usage: python -m tests.support.dockerd prepare")
+    problem = prepare()
+    if problem:
+        sys.exit(f"docker build test material: {problem}")
+    print(f"docker build test material ready in {cache_dir()}")

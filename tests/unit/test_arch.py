@@ -116,10 +116,51 @@ def _assigned_names(tree: ast.Module) -> set[str]:
 def test_gfx_facts_are_defined_once() -> None:
     """Only arch.py defines these names at module level anywhere in rocmkit."""
     once = {"Vendor", "Backend", "GpuBackend", "BackendKind", "override_to_gfx", "override_to_arch",
-            "override_arch", "base_arch", "norm_gfx", "strip_features", "parse_gfx"}
+            "override_arch", "base_arch", "norm_gfx", "strip_features", "parse_gfx",
+            # NVIDIA's names: the six parsers these replaced are gone and stay gone.
+            "parse_cc", "sm_name", "sm_number", "wheel_archs", "runs_on", "normalize_cuda_arch", "CC_RE", "SM_RE",
+            "_sm"}
     root = Path(rocmkit.__file__).parent
     for path in root.rglob("*.py"):
         if path.name == "arch.py" and path.parent == root:
             continue
         clash = once & _assigned_names(ast.parse(path.read_text(encoding="utf-8")))
         assert not clash, f"{path.relative_to(root)} defines {sorted(clash)}; use rocmkit.arch"
+        text = path.read_text(encoding="utf-8")
+        # An sm_XY spelled by hand (f"sm_{...}") or a compute-capability regex is a seventh parser.
+        assert 'f"sm_{' not in text and r"sm_(\d" not in text, f"{path.relative_to(root)}: use rocmkit.arch"
+
+
+@pytest.mark.parametrize(
+    ("text", "cc", "sm", "number"),
+    [
+        ("9.0", "9.0", "sm_90", 90),
+        ("sm_90", "9.0", "sm_90", 90),
+        ("SM90", "9.0", "sm_90", 90),
+        ("sm_90a", "9.0a", "sm_90a", 90),
+        ("8.6", "8.6", "sm_86", 86),
+        ("sm_100", "10.0", "sm_100", 100),  # two-digit majors: Blackwell
+        ("12.0", "12.0", "sm_120", 120),
+        ("sm_100f", "10.0f", "sm_100f", 100),
+    ],
+)
+def test_nvidia_names_have_one_rule(text: str, cc: str, sm: str, number: int) -> None:
+    assert arch.parse_cc(text) == cc
+    assert arch.sm_name(cc) == sm and arch.sm_name(text) == sm
+    assert arch.sm_number(text) == number
+
+
+@pytest.mark.parametrize("bad", ["", "gfx90a", "sm_9", "1.00", "9.", "sm_90x", "９.０", None, 90])
+def test_what_is_not_a_compute_capability(bad: object) -> None:
+    assert arch.parse_cc(bad) is None
+    with pytest.raises(ValueError, match="not a compute capability"):
+        arch.sm_name(bad)  # type: ignore[arg-type]
+
+
+def test_wheel_arch_lists_and_what_they_run_on() -> None:
+    sass, ptx = arch.wheel_archs(["sm_80", "sm_86", "sm_90", "compute_90", "gfx90a", "junk"])
+    assert (sass, ptx) == (frozenset({80, 86, 90}), frozenset({90}))
+    assert arch.runs_on("9.0", sass, ptx) and arch.runs_on("8.9", sass, ptx)  # 8.9 runs sm_86's SASS
+    assert arch.runs_on("10.0", sass, ptx)  # PTX 9.0, JIT-compiled by the driver
+    assert not arch.runs_on("7.5", sass, ptx) and not arch.runs_on("junk", sass, ptx)
+    assert arch.cc_of(12, 0) == "12.0"

@@ -137,6 +137,8 @@ def test_every_data_file_is_registered_and_valid() -> None:
     from rocmkit.util.paths import shipped_matrices_dir
 
     folder = shipped_matrices_dir()
-    assert sorted(p.name for p in folder.glob("*.toml")) == sorted(registered_names())
+    # Every TOML file, in subfolders too (matrices/bench/).
+    found = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.toml"))
+    assert found == sorted(registered_names())
     for entry in data_files():
         assert entry.load(folder) is not None

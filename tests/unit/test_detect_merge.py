@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +17,7 @@ from rocmkit.cli import main
 from rocmkit.detect import apply_visibility, detect_machine, parse_overrides
 from rocmkit.errors import UsageError
 from rocmkit.machine import Gpu, Problem
+from rocmkit.parsers.records import GpuRecord
 from rocmkit.proc.runner import CommandResult, FakeRunner
 from rocmkit.sources import COMMANDS, CaptureSource, LiveSource
 
@@ -437,3 +440,52 @@ def test_rocm_path_that_does_not_exist_is_a_warning_not_an_install(tmp_path: Pat
         dest = tmp_path / f"snap{len(installs)}"
         snapshot(src, dest)
         assert replace(detect_machine(CaptureSource(dest), environ={}), source="live") == m
+
+
+def _listing(source: str, n: int, *, kfd: bool = False, bus: bool = False, uuid: bool = False) -> tuple[GpuRecord, ...]:
+    return tuple(
+        GpuRecord(
+            source=source,
+            vendor="amd",
+            arch="gfx942",
+            kfd_node=i + 1 if kfd else None,
+            pci_bus_id=f"0000:{i // 256:02x}:{i % 256 // 8:02x}.{i % 8}" if bus else None,
+            uuid=f"GPU-{i:08x}" if uuid else None,
+        )
+        for i in range(n)
+    )
+
+
+# The module, not the function rocmkit.detect re-exports under the same name.
+merge_module = importlib.import_module("rocmkit.detect.merge")
+
+
+@pytest.mark.parametrize("n", [8, 64, 512])
+def test_matching_gpus_across_listings_is_linear(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting comparisons, not time: 512 GPUs (eight CPX-partitioned nodes' worth) in four
+    listings, each matched by another key, in reversed order, must cost O(n) key comparisons."""
+    calls = 0
+    real = merge_module._keys
+
+    def counted(rec: GpuRecord, acc: Any) -> tuple[int, int]:
+        nonlocal calls
+        calls += 1
+        found: tuple[int, int] = real(rec, acc)
+        return found
+
+    monkeypatch.setattr(merge_module, "_keys", counted)
+    listings = {
+        "kfd": _listing("kfd", n, kfd=True, bus=True),
+        "rocminfo": tuple(reversed(_listing("rocminfo", n, kfd=True))),
+        "amd-smi static": tuple(reversed(_listing("amd-smi", n, bus=True, uuid=True))),
+        "rocm-smi json": _listing("rocm-smi", n, uuid=True),
+    }
+    problems: list[Problem] = []
+    accs = merge_module.merge("amd", listings, merge_module.LISTINGS, problems)
+    assert len(accs) == n and not problems
+    assert all(len(a.records) == 4 for a in accs)  # every listing found its GPU
+    assert all(a.records["rocminfo"].kfd_node == a.records["kfd"].kfd_node for a in accs)
+    assert all(a.records["rocm-smi json"].uuid == a.records["amd-smi static"].uuid for a in accs)
+    assert calls <= 4 * n  # one comparison per record and candidate; n^2 would be 262144 at 512
+    pci = merge_module.attach_pci(accs, _listing("lspci", n, bus=True), "amd", problems)
+    assert all("lspci" in a.records for a in pci) and not problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from rocmkit.doctor.checks import archs, env
 from rocmkit.doctor.registry import CheckContext
 from rocmkit.doctor.result import CheckResult, Status
 from rocmkit.machine import DeviceNode, Gpu, Host, Machine, Problem, RocmInfo
+from tests.conftest import REPO
 
 KFD_OK = DeviceNode(
     path="/dev/kfd", exists=True, readable=True, writable=True, mode="crw-rw----", group="render", gid=110
@@ -139,8 +141,7 @@ def test_hsa_override(gpu: Gpu, value: str, status: Status) -> None:
 def test_hsa_override_unset_suggests_the_matrix_value_and_cross_family_remedy() -> None:
     r = env.hsa_override(_ctx(_amd(RX6800M)))
     assert r.status is Status.PASS
-    if archs.matrix() is not None:
-        assert "10.3.0" in r.message
+    assert "10.3.0" in r.message
     mixed = _amd(RX6800M, replace(RX7900, index=1), envs={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"})
     r = env.hsa_override(_ctx(mixed))
     assert r.status is Status.FAIL
@@ -181,8 +182,6 @@ def test_igpu_as_device_zero_warns_and_names_the_mask() -> None:
 
 
 def test_igpu_uses_the_matrix_when_detection_did_not_say() -> None:
-    if archs.matrix() is None:
-        pytest.skip("rocmkit.matrix is not available")
     r = env.igpu(_ctx(_amd(replace(IGPU, integrated=None), replace(MI100, integrated=None))))
     assert r.status is Status.WARN
 
@@ -222,8 +221,8 @@ def test_detection_problems_surface() -> None:
 
 
 def test_driver_window_from_the_matrix() -> None:
-    if archs.driver_window("6.8.5") is None:
-        pytest.skip("matrix has no amdgpu-dkms data")
+    # The shipped data records amdgpu-dkms 6.8.5 (ROCm 6.2's driver): without it this fails.
+    assert archs.driver_window("6.8.5") is not None
     inside = env.driver_window(_ctx(_amd(version="6.2.4", driver_version="6.8.5")))
     assert inside.status is Status.PASS, inside.message
     outside = env.driver_window(_ctx(_amd(version="5.4.3", driver_version="6.8.5")))
@@ -276,3 +275,22 @@ def test_every_warning_and_failure_names_its_fix(tmp_path: Path) -> None:
                 assert r.remedy, f"{r.name}: {r.message}"
                 assert "\n" not in r.message
     assert seen >= 10
+
+
+def test_a_broken_shipped_matrix_is_an_error_not_a_quiet_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rocmkit.errors import DataError
+    from rocmkit.util.paths import matrices_dir
+
+    shutil.copytree(REPO / "matrices", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "gfx.toml").write_text("[[arch]\n")
+    monkeypatch.setenv("ROCMKIT_MATRICES_DIR", str(tmp_path))
+    matrices_dir.cache_clear()
+    try:
+        with pytest.raises(DataError, match=r"gfx\.toml"):
+            archs.recommended_override("gfx1031")
+        with pytest.raises(DataError, match=r"gfx\.toml"):
+            env.hsa_override(_ctx(_amd(RX6800M)))
+    finally:
+        matrices_dir.cache_clear()

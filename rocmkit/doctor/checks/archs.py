@@ -3,38 +3,34 @@
 The facts themselves (which arch is integrated, which override a consumer GPU
 uses) come from ``matrices/gfx.toml`` through :func:`rocmkit.matrix.load_matrix`;
 this module only applies them, with the naming rules of :mod:`rocmkit.arch`.
-Without the matrix it falls back to what detection reported and says so.
+A broken data file is an error, as everywhere; an arch the matrix does not list falls back
+to what detection reported and the name's prefix.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from rocmkit.arch import base_arch, family, override_to_gfx
 from rocmkit.machine import Gpu
 
+if TYPE_CHECKING:
+    from rocmkit.matrix import Matrix
+    from rocmkit.matrix.model import GfxArch
 
-def matrix() -> Any | None:
-    """The loaded matrix, or None when it cannot be had (a broken data file is
-    reported by `rocmkit matrix check`, not by every doctor check)."""
-    from rocmkit.errors import RocmkitError
+
+def matrix() -> Matrix:
+    """The loaded matrix. A broken shipped data file is an error here too (the check that
+    meets it reports it, and the tests fail on it), never a quiet fallback."""
     from rocmkit.matrix import load_matrix
 
-    try:
-        return load_matrix()
-    except RocmkitError:
-        return None
+    return load_matrix()
 
 
-def _matrix_arch(arch: str) -> Any | None:
-    m = matrix()
-    if m is None:
-        return None
-    try:
-        return m.gfx_arch(arch)
-    except Exception:  # a partial matrix must not break a check
-        return None
+def _matrix_arch(arch: str) -> GfxArch | None:
+    """The matrix's row for ``arch`` (None: an arch it does not list)."""
+    return matrix().gfx_arch(arch)
 
 
 def recommended_override(arch: str | None) -> str | None:
@@ -43,27 +39,19 @@ def recommended_override(arch: str | None) -> str | None:
     if a is None:
         return None
     info = _matrix_arch(a)
-    value = getattr(info, "hsa_override", None)
-    return str(value) if value else None
+    return str(info.hsa_override) if info is not None and info.hsa_override else None
 
 
 def is_integrated(gpu: Gpu) -> bool | None:
     """Detection's answer, else the matrix's (by PCI id, then by arch)."""
     if gpu.integrated is not None:
         return gpu.integrated
-    m = matrix()
-    if m is None:
-        return None
     if gpu.pci_device_id:
-        try:
-            dev = m.pci_device(gpu.pci_device_id.lower())
-        except Exception:
-            dev = None
-        if dev is not None and getattr(dev, "integrated", None) is not None:
+        dev = matrix().pci_device(gpu.pci_device_id.lower())
+        if dev is not None and dev.integrated is not None:
             return bool(dev.integrated)
     info = _matrix_arch(base_arch(gpu.arch) or "")
-    flag = getattr(info, "integrated", None)
-    return None if flag is None else bool(flag)
+    return None if info is None or info.integrated is None else bool(info.integrated)
 
 
 Verdict = Literal["same", "recommended", "family", "cross", "unknown"]
@@ -91,13 +79,12 @@ def override_fit(arch: str, value: str) -> OverrideFit:
     if usual is not None and override_to_gfx(usual) == target:
         return OverrideFit(arch=a, verdict="recommended", usual=usual)
     mine, theirs = _matrix_arch(a), _matrix_arch(target)
-    fam_mine, fam_theirs = getattr(mine, "family", None), getattr(theirs, "family", None)
-    gen_mine, gen_theirs = getattr(mine, "generation", None), getattr(theirs, "generation", None)
-    if fam_mine and fam_theirs:
-        same = fam_mine == fam_theirs and (gen_mine is None or gen_theirs is None or gen_mine == gen_theirs)
+    if mine is not None and theirs is not None and mine.family and theirs.family:
+        gen_mine, gen_theirs = mine.generation, theirs.generation
+        same = mine.family == theirs.family and (gen_mine is None or gen_theirs is None or gen_mine == gen_theirs)
         return OverrideFit(arch=a, verdict="family" if same else "cross", usual=usual)
-    # Without the matrix: the name prefix, except for gfx9, where one prefix spans
-    # generations (gfx906 GCN5, gfx90a CDNA2) and nothing can be assumed.
+    # An arch the matrix does not list: the name prefix, except for gfx9, where one prefix
+    # spans generations (gfx906 GCN5, gfx90a CDNA2) and nothing can be assumed.
     if family(a) == family(target) and not a.startswith("gfx9"):
         return OverrideFit(arch=a, verdict="family", usual=usual)
     return OverrideFit(arch=a, verdict="cross", usual=usual)
@@ -135,16 +122,12 @@ def driver_window(driver_version: str | None) -> DriverWindow | None:
     """The window of an amdgpu-dkms driver, or None (in-tree kernel driver, not in the matrix)."""
     if not driver_version:
         return None
-    m = matrix()
-    find = getattr(m, "rocm_release_for_dkms", None)
-    if find is None:
-        return None
-    rel = find(driver_version)
+    rel = matrix().rocm_release_for_dkms(driver_version)
     if rel is None:
         return None
     return DriverWindow(
         driver=driver_version,
         shipped_with=str(rel.version),
-        userspace_min=getattr(rel, "userspace_min", None),
-        userspace_max=getattr(rel, "userspace_max", None),
+        userspace_min=rel.userspace_min,
+        userspace_max=rel.userspace_max,
     )

@@ -22,7 +22,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from rocmkit.arch import base_arch, override_to_gfx
+from rocmkit.arch import base_arch, cc_of, override_to_gfx, parse_cc, runs_on, sm_name, wheel_archs
 from rocmkit.doctor import preloaded
 from rocmkit.doctor.absent import install_torch_remedy, pip_index
 from rocmkit.doctor.checks import archs
@@ -388,7 +388,7 @@ def torch_devices(ctx: CheckContext) -> CheckResult:
             {
                 "index": i,
                 "name": str(p.name),
-                "arch": getattr(p, "gcnArchName", None) or f"sm_{p.major}{p.minor}",
+                "arch": getattr(p, "gcnArchName", None) or sm_name(cc_of(p.major, p.minor)),
                 "memory_bytes": int(p.total_memory),
             }
         )
@@ -446,16 +446,6 @@ def _arch_flags(torch: Any) -> list[str]:
     flags = getattr(torch._C, "_cuda_getArchFlags", None)
     raw = flags() if callable(flags) else None
     return str(raw).split() if raw else []
-
-
-def _sm(cc: str | None) -> int | None:
-    if not cc:
-        return None
-    try:
-        major, minor = cc.split(".", 1)
-        return int(major) * 10 + int(minor)
-    except ValueError:
-        return None
 
 
 @check(
@@ -521,17 +511,16 @@ def arch_list_result(ctx: CheckContext, tv: str, compiled: list[str]) -> CheckRe
 
 
 def _nvidia_archs(ctx: CheckContext, compiled: list[str]) -> CheckResult:
-    sms = {int(a[3:]) for a in compiled if a.startswith("sm_") and (a[3:].isascii() and a[3:].isdigit())}
-    ptx = {int(a[8:]) for a in compiled if a.startswith("compute_") and (a[8:].isascii() and a[8:].isdigit())}
+    sass, ptx = wheel_archs(compiled)
     missing = []
     for g in ctx.machine.nvidia_gpus:
-        cc = _sm(g.compute_capability)
+        cc = parse_cc(g.compute_capability)
         if not g.visible or cc is None:
             continue
         # Exact SASS, or PTX for an older arch that the driver JIT-compiles.
-        if cc in sms or any(p <= cc for p in ptx) or any(s // 10 == cc // 10 and s <= cc for s in sms):
+        if runs_on(cc, sass, ptx):
             continue
-        missing.append(f"GPU {g.index} sm_{cc}")
+        missing.append(f"GPU {g.index} {sm_name(cc)}")
     if missing:
         return result(
             Status.FAIL,
