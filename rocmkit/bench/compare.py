@@ -102,12 +102,6 @@ def diff_model(a: ModelResult, b: ModelResult, min_change: float) -> ModelDiff:
     sr = b.speedup / a.speedup
     lr = b.compiled_ms / a.compiled_ms if a.compiled_ms and b.compiled_ms else None
     noisy = [f"{side}: {why}" for side, m in (("A", a), ("B", b)) for why in too_noisy(m)]
-    if noisy:
-        # Overlapping ranges on a loaded host say nothing: "same" would be a verdict the run cannot give.
-        return ModelDiff(
-            name=a.name, a=a, b=b, verdict="not judged", speedup_ratio=sr, latency_ratio=lr,
-            why=f"speedup {a.speedup:.2f}x -> {b.speedup:.2f}x; not judged: too noisy ({'; '.join(noisy)})",
-        )
     speed_apart = _apart(a.speedup_q1, a.speedup_q3, b.speedup_q1, b.speedup_q3)
     ca, cb = a.compiled_spread, b.compiled_spread
     lat_apart = ca is not None and cb is not None and lr is not None and _apart(ca.q1, ca.q3, cb.q1, cb.q3)
@@ -116,10 +110,19 @@ def diff_model(a: ModelResult, b: ModelResult, min_change: float) -> ModelDiff:
     parts = [f"speedup {a.speedup:.2f}x -> {b.speedup:.2f}x"]
     if lr is not None:
         parts.append(f"compiled {lr:.2f}x the time")
+    if noisy:
+        parts.append(f"on a noisy run ({'; '.join(noisy)})")
     if slower and not faster:
+        # Ranges apart beyond the change asked for: the noise the run had did not hide it.
         verdict: Verdict = "regression"
     elif faster and not slower:
         verdict = "improvement"
+    elif noisy:
+        # Overlapping ranges on a loaded host say nothing: "same" would be a verdict the run cannot give.
+        return ModelDiff(
+            name=a.name, a=a, b=b, verdict="not judged", speedup_ratio=sr, latency_ratio=lr,
+            why=f"speedup {a.speedup:.2f}x -> {b.speedup:.2f}x; not judged: too noisy ({'; '.join(noisy)})",
+        )
     else:
         verdict = "same"
         if not speed_apart and abs(sr - 1) > min_change:

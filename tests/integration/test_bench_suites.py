@@ -75,6 +75,7 @@ MODELS = [
 CHEAP_NAMES = ["lin16", "lin24"]
 # What a rerun may change: the timings and what follows from them.
 TIMING = {
+    "host_load",  # the host's load while the model ran: measured, like the timings
     "speedup",
     "speedup_q1",
     "speedup_q3",
@@ -187,9 +188,16 @@ def test_compare_flags_an_injected_2x_slowdown_and_not_the_run_itself(hf_run: di
     tmp: Path = hf_run["tmp"]
     run = tmp / "run.json"
     run.write_text(hf_run["proc"].stdout)
-    same = bench(hf_run["env"], "compare", str(hf_run["results"]), str(run), timeout=60)
-    assert same.returncode == 0, same.stdout + same.stderr
-    assert "no regression beyond the noise" in same.stdout
+    same = bench(hf_run["env"], "compare", str(hf_run["results"]), str(run), "--json", timeout=60)
+    # The run against itself flags nothing. On a loaded host (a CI runner running other tests)
+    # a model may be "not judged: too noisy" (exit 3) rather than "same": never a regression.
+    assert same.returncode in (0, 3), same.stdout + same.stderr
+    verdicts = json.loads(same.stdout)
+    assert verdicts["flagged"] == []
+    judged = {m["verdict"] for m in verdicts["models"] if m["verdict"] not in ("still failing", "not judged")}
+    assert judged <= {"same"}, verdicts["models"]
+    if same.returncode == 0:
+        assert all(m["verdict"] != "not judged" for m in verdicts["models"])
     slow = json.loads(hf_run["proc"].stdout)
     passing = [m for m in slow["models"] if m["status"] == "pass"]
     # The model whose paired eager/compiled ratios moved least: a 2x change is beyond its noise

@@ -118,3 +118,23 @@ def test_an_nvidia_node_is_not_asked_about_miopen(home: Path) -> None:
     r = caches(CheckContext(machine=nvidia, backend="cuda", cache_dir=Path(".")))
     assert isinstance(r, CheckResult)
     assert [f["name"] for f in r.details["caches"]] == ["triton", "inductor"]
+
+
+def test_the_default_inductor_cache_in_a_disk_backed_temp_folder_passes_with_a_note(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stock node: inductor's default cache under a temp folder on disk. Jobs reuse it until a
+    # reboot, so it is said, not warned about (a warning here would fail every stock onboarding).
+    disk_tmp = home / "tmp"
+    disk_tmp.mkdir(mode=0o700)
+    if fs_type(disk_tmp, Path("/proc/self/mounts").read_text())[0] in ("tmpfs", "ramfs"):
+        pytest.skip("the test folder is on a tmpfs here")
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    monkeypatch.setenv("TMPDIR", str(disk_tmp))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    r = _run()
+    by = {f["name"]: f for f in r.details["caches"]}
+    if not by["inductor"]["path"].startswith(str(disk_tmp)):
+        pytest.skip("inductor's default cache is not under TMPDIR in this torch-less process")
+    assert r.status is Status.PASS, r.message
+    assert "inductor: in the temp folder" in r.message and "on disk: kept across jobs" in r.message

@@ -164,14 +164,19 @@ def judge_cache(c: CacheDir, env: Mapping[str, str], mounts: str | None, min_fre
     per_job = job is not None and job in str(c.path)
     volatile = kind in VOLATILE_FS
     temp = _in_temp(c.path, env)
-    if (volatile or per_job or temp) and not c.configured:
+    if (volatile or per_job) and not c.configured:
         if volatile:
             where = f"on {kind} ({point}): it is lost at reboot and with the job's mount"
-        elif per_job:
-            where = f"in a per-job folder (job {job}): it is lost when the job ends"
         else:
-            where = f"in the temp folder {temp}: cleared at reboot and, under many schedulers, per job"
+            where = f"in a per-job folder (job {job}): it is lost when the job ends"
         warnings.append(f"{c.name} cache {c.path} is {where}, so jobs compile again")
+    elif temp and not c.configured:
+        # A disk-backed /tmp keeps it from job to job (the stock setup of most nodes): not a
+        # fault, but said, since a reboot or a tmp cleaner empties it.
+        out["note"] = (
+            f"in the temp folder {temp} on disk: kept across jobs, emptied at reboot or by a tmp cleaner "
+            f"(set {c.variable} to keep it longer)"
+        )
     elif volatile or per_job or temp:
         out["note"] = f"{c.variable} puts it on {kind if volatile else 'a temporary folder'}, as configured"
     if c.path.is_dir():
@@ -233,7 +238,8 @@ def caches(ctx: CheckContext) -> CheckResult:
     if warnings:
         return result(Status.WARN, "; ".join(warnings), _remedy(facts), figures=figures, caches=facts)
     where = ", ".join(f"{f['name']} {f['path']} ({f['fs'] or '?'})" for f in facts)
-    return result(Status.PASS, f"persistent and private: {where}", figures=figures, caches=facts)
+    notes = "".join(f"; {f['name']}: {f['note']}" for f in facts if f.get("note"))
+    return result(Status.PASS, f"kept across jobs and private: {where}{notes}", figures=figures, caches=facts)
 
 
 # ---------------------------------------------------------------- level 2: cold vs warm

@@ -27,6 +27,7 @@ from rocmkit.doctor.checks.outcome import result
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status, exception_line
 from rocmkit.kernels.metrics import median
+from rocmkit.packages import canonical
 
 _PLUGIN = re.compile(r"^jax-(rocm|cuda)([0-9]+)-(plugin|pjrt)$")
 
@@ -45,7 +46,7 @@ def installed_jax(dists: Mapping[str, str | None] | None = None) -> dict[str, st
         return {k: v for k, v in dists.items() if v is not None}
     out: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
-        name = re.sub(r"[-_.]+", "-", str(dist.metadata["Name"] or "")).lower()
+        name = str(canonical(str(dist.metadata["Name"] or "")))
         if name in ("jax", "jaxlib", "rocm", "rocm-sdk-core") or _PLUGIN.match(name):
             out[name] = dist.version
     return out
