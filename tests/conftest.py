@@ -46,6 +46,7 @@ def isolated_environ(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]
         k: v for k, v in os.environ.items() if k not in _HIDDEN and not k.startswith("ROCMKIT_")
     }
     env["ROCMKIT_CACHE_DIR"] = str(session_cache(tmp_path_factory))
+    env["ROCMKIT_OFFLINE"] = "1"  # as _isolated_home: the live index check only where a test serves one
     return env
 
 
