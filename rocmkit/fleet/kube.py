@@ -92,6 +92,7 @@ def patch_node(node: str, patch: Mapping[str, object], where: InCluster, *, time
         with urlopen(request, context=context, timeout=timeout) as resp:
             resp.read(MAX_ANSWER_BYTES)
     except HTTPError as exc:
+        exc.close()  # its response's socket
         if exc.code in (401, 403):
             raise UsageError(
                 f"the API server refused to patch node {node} (HTTP {exc.code})",

@@ -83,7 +83,11 @@ def _redirect_guard(allowed: frozenset[str] | None) -> Any:
             if allowed is None:
                 return super().redirect_request(req, fp, code, msg, headers, newurl)
             host = (new.hostname or "").lower()
-            if host != (old.hostname or "").lower() and host not in allowed:
+            refused = host != (old.hostname or "").lower() and host not in allowed
+            if refused or (old.scheme == "https" and new.scheme != "https"):
+                # urllib closes the redirect's response only when a redirect is followed.
+                fp.close()
+            if refused:
                 raise NetworkError(
                     f"{redact_text(req.full_url)} redirected (HTTP {code}) to another host, {host} "
                     f"({redact_text(newurl)}); rocmkit does not follow it unless asked",
@@ -203,6 +207,7 @@ def http_get(
         req = request(url, {"Accept": accept, "User-Agent": USER_AGENT, **(headers or {})})
         resp = open_url(req, timeout=timeout)
     except HTTPError as exc:
+        exc.close()  # its response's socket: not left to the garbage collector
         return Response(url=url, status=exc.code, body=b"", content_type=exc.headers.get("Content-Type", ""))
     except (URLError, TimeoutError, OSError, ValueError) as exc:
         reason = shown(str(getattr(exc, "reason", exc)))
@@ -268,6 +273,7 @@ def reach(url: str, *, timeout: float, accept: str = "text/html") -> Reach:
             resp.read(1)
             return Reach(url=url, status=resp.status, reason="answers")
     except HTTPError as exc:
+        exc.close()
         return Reach(url=url, status=exc.code, reason=f"HTTP {exc.code}")
     except (URLError, OSError, ValueError) as exc:
         return Reach(url=url, status=None, reason=_no_answer(exc, timeout))

@@ -38,6 +38,7 @@ def _range_get(url: str, spec: str, *, timeout: float, max_bytes: int) -> bytes 
         req = request(url, {"Range": f"bytes={spec}", "User-Agent": USER_AGENT})
         resp = open_url(req, timeout=timeout)
     except HTTPError as exc:
+        exc.close()  # its response's socket
         if exc.code == 416:
             return None
         raise NetworkError(f"{shown(url)} answered HTTP {exc.code}", "check the index") from None
