@@ -19,6 +19,7 @@ import contextlib
 import shutil
 import tempfile
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,9 @@ class Forked:
     output: str
 
 
-class ForkClient:
-    """A prefork worker for one run; thread-safe (requests may run side by side)."""
+class ForkClient(ABC):
+    """A prefork worker for one run; thread-safe (requests may run side by side). Subclasses
+    say how their worker starts (:meth:`start_worker`); the rest (restarts, requests) is here."""
 
     what = "worker"  # named in messages: "doctor's worker", "bench worker"
 
@@ -56,9 +58,9 @@ class ForkClient:
         self._lock = threading.Lock()
         self._ids = 0
 
+    @abstractmethod
     def start_worker(self) -> PreforkProcess:
         """Start this client's worker (its Python, environment, preloads, modules)."""
-        raise NotImplementedError
 
     def live(self) -> PreforkProcess | None:
         """The running worker, started (again) when needed; None once unavailable."""
