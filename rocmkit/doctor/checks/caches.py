@@ -246,7 +246,7 @@ def caches(ctx: CheckContext) -> CheckResult:
 
 # One training step of a small conv net, compiled with inductor: the child prints its seconds.
 STEP = r"""
-import json, sys, time
+import sys, time
 t0 = time.perf_counter()
 import torch
 torch.manual_seed(0)
@@ -264,26 +264,26 @@ if dev == "cuda":
 t2 = time.perf_counter()
 from torch._dynamo.utils import counters
 ind = counters["inductor"]
-print(json.dumps({"import_s": t1 - t0, "step_s": t2 - t1,
-                  "hits": ind["fxgraph_cache_hit"], "misses": ind["fxgraph_cache_miss"]}))
+write_result({"import_s": t1 - t0, "step_s": t2 - t1,
+              "hits": ind["fxgraph_cache_hit"], "misses": ind["fxgraph_cache_miss"]})
 """
 
 
 def _step(python: str, device: str, env: dict[str, str], timeout: float) -> tuple[dict[str, float] | None, str]:
     """One fresh process's compiled step: its seconds and inductor's FX-graph cache hits and misses."""
-    import json
+    from rocmkit.pyenv import Inline, run_json
 
-    from rocmkit.proc.runner import run
-
-    res = run([python, "-c", STEP, device], timeout=timeout, env=env)
-    if res.returncode != 0:
-        tail = (res.stderr or res.stdout or "").strip().splitlines()
-        return None, (tail[-1] if tail else f"exit {res.returncode}")[:300]
+    # The child answers through the one result protocol (a file, read bounded), not stdout,
+    # which torch and inductor may write to as they please.
+    ran = run_json(python, Inline(STEP), [device], timeout=timeout, env=env)
+    if not ran.ok:
+        tail = (ran.proc.stderr or ran.proc.stdout or "").strip().splitlines()
+        return None, (ran.error or (tail[-1] if tail else ran.why_none()))[:300]
     try:
-        got = json.loads(res.stdout.strip().splitlines()[-1])
+        got = ran.data
         return {k: float(got[k]) for k in ("step_s", "hits", "misses")}, ""
-    except (ValueError, KeyError, IndexError, TypeError):
-        return None, "the child printed no timing"
+    except (ValueError, KeyError, IndexError, TypeError, OverflowError):
+        return None, "the child wrote no timing"
 
 
 @check(
