@@ -160,11 +160,14 @@ class Recording:
         # click strips colour codes when not writing to a terminal: a replay would not.
         if any("\x1b" in text for _, text in self.chunks):
             return
+        from rocmkit.util.redact import redact_text
         from rocmkit.util.trust import store_cached
 
         payload = {
             "schema": SCHEMA,
-            "argv": self.argv,
+            # Said for the reader of the file only; a mirror's token on the command line
+            # (--index-base https://user:token@...) never reaches the disk.
+            "argv": [redact_text(a) for a in self.argv],
             "detected_at": detected_at,
             "fresh_until": _fresh_until,
             "chunks": self.chunks,

@@ -151,3 +151,17 @@ def test_a_broken_entry_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         out = io.StringIO()
         assert not rec.replay(out, io.StringIO())
         assert out.getvalue() == ""
+
+
+def test_a_token_on_the_command_line_never_reaches_the_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROCMKIT_CACHE_DIR", str(tmp_path))
+    argv = ["resolve", "--offline", "--index-base", "https://alice:s3cr3tTOKEN@mirror.example/whl"]
+    rec = output_cache.Recording(argv, "t" * 32, now=lambda: 1000.0)
+    rec.chunks.append((False, "Plan: ...\n"))
+    output_cache.cacheable(900.0)
+    rec.commit()
+    text = (tmp_path / "output" / f"{'t' * 32}.json").read_text()
+    assert "s3cr3tTOKEN" not in text
+    assert json.loads(text)["argv"][-1] == "https://alice:***@mirror.example/whl"
