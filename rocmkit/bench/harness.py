@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from rocmkit.bench.models import Impl, ModelSpec
 from rocmkit.bench.results import Accuracy, ModelResult, ModelStatus, Spread
+from rocmkit.proc.result_file import say_phase
 
 Mode = Literal["infer", "train"]
 Dtype = Literal["fp32", "bf16", "fp16"]
@@ -367,6 +368,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
         if opts.threads:
             torch.set_num_threads(opts.threads)
         torch.manual_seed(0)
+        say_phase("building the model")  # the parent's status line on a terminal shows each phase
         cfg = spec.sizes.get(opts.size) or next(iter(spec.sizes.values()))
         built = spec.build(cfg, opts.impl)
         module = built.module.to(opts.device)
@@ -389,6 +391,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
     eager = _Runner(module, inputs, opts, built.loss)
     try:
         mem: dict[str, float] = {}
+        say_phase("running eager")
         with _peak_memory(opts.device, mem):
             eager_out = eager()
             ref = [(n, t.detach().clone()) for n, t in eager.results(eager_out)]
@@ -401,6 +404,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
 
     fp64: list[tuple[str, Any]] | None = None
     if not opts.cosine:
+        say_phase("computing the fp64 reference")
         try:
             fp64_opts = replace(opts, dtype="fp32")
             fp64_inputs = tuple(_to(x, opts.device, torch.float64) for x in inputs)
@@ -412,6 +416,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
 
     try:
         mode = None if opts.compile_mode == "default" else opts.compile_mode
+        say_phase("compiling (torch.compile's first call)")
         compiled = _Runner(torch.compile(compiled_module, mode=mode), inputs, opts, built.loss)
         mem = {}
         with _peak_memory(opts.device, mem):
@@ -421,6 +426,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
             sync()
             compile_s = time.perf_counter() - t0
             res = [(n, t.detach().clone()) for n, t in compiled.results(compiled_out)]
+            say_phase("warming up the compiled model")
             for _ in range(max(0, opts.warmup - 1)):
                 compiled()
         compiled_peak = mem.get("mb")
@@ -448,6 +454,7 @@ def run_model(spec: ModelSpec, opts: HarnessOptions) -> ModelResult:
     calls = max(1, min(opts.max_calls_per_sample, round(opts.min_sample_ms / 1000 / max(min(warm), 1e-9))))
     eager_s: list[float] = []
     compiled_s: list[float] = []
+    say_phase(f"timing eager against compiled ({opts.repeat} rounds)")
     try:
         for _ in range(opts.repeat):
             eager_s.append(_timed(eager, calls, sync))

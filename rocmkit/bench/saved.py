@@ -1,18 +1,10 @@
-"""Saved bench runs read back (``--load``, ``compare``), and the times the progress lines print."""
+"""Saved bench runs read back (``--load``, ``compare``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from rocmkit.bench.results import SuiteResult
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def load_saved(path: Path, notes: list[str] | None = None) -> SuiteResult:

@@ -18,8 +18,10 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,8 +31,10 @@ from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
 from rocmkit.bench.results import ModelResult, SuiteResult
 from rocmkit.errors import DataError, RocmkitError, ToolError, UsageError
-from rocmkit.proc.results import read_result, result_path
+from rocmkit.proc.result_file import PHASE_ENV
+from rocmkit.proc.results import phase_path, read_phase, read_result, result_path
 from rocmkit.proc.runner import CommandResult, run
+from rocmkit.util import ticker
 from rocmkit.util.paths import cache_dir
 from rocmkit.util.trust import compile_cache_dirs
 
@@ -79,16 +83,41 @@ class Progress:
     eta_s: float | None  # learnt from the models done (see eta_s()); None until the second is done
 
 
-def eta_s(durations: list[float], left: int) -> float | None:
-    """Seconds left for ``left`` models, learnt from the models done: the median of their times,
-    leaving out the first, which pays for the cold compile caches and imports (it made the first
-    ETA three times too long). None until a model after the first is done."""
+def typical_s(durations: list[float]) -> float | None:
+    """A model's time, learnt from the models done: the median of their times, leaving out the
+    first, which pays for the cold compile caches and imports (it made the first ETA three
+    times too long). None until a model after the first is done."""
     import statistics
 
     learnt = durations[1:]
-    if not learnt:
+    return statistics.median(learnt) if learnt else None
+
+
+def eta_s(durations: list[float], left: int, elapsed: float = 0.0) -> float | None:
+    """Seconds left for ``left`` models (the one running included, ``elapsed`` seconds into it),
+    at :func:`typical_s` each; None until that is learnt. A model running past the typical time
+    counts as about to end, so the estimate falls while one runs, never grows."""
+    typical = typical_s(durations)
+    if typical is None:
         return None
-    return statistics.median(learnt) * left
+    if left <= 0:
+        return 0.0
+    return max(typical - elapsed, 0.0) + typical * (left - 1)
+
+
+def eta_text(durations: list[float], left: int, started: float) -> str | None:
+    """The status line's ETA ("ETA 1 min 10 s") for a model started at ``started``; None
+    before one is learnt."""
+    typical = typical_s(durations)
+    if typical is None:
+        return None
+    elapsed = time.monotonic() - started
+    seconds = eta_s(durations, left, elapsed) or 0.0
+    if elapsed <= typical:
+        return f"ETA {ticker.duration_text(seconds)}"
+    # Past the typical time nobody knows how long this one takes: say what is known.
+    over = f"over the typical {ticker.duration_text(typical)}"
+    return f"{over}, then about {ticker.duration_text(seconds)}" if seconds else over
 
 
 def _slug(name: str) -> str:
@@ -278,19 +307,21 @@ def run_suite(
         if fork and opts.device == "cpu":
             # The models' environment is known before the probe: the worker answers it too.
             forks = _forks(opts, child_env(env_in, cache, "cpu", opts.threads, root=root), work, stack)
-        if on_note is not None:
-            what = ", ".join(preload_for(opts.suite, opts.impl))
+        what = ", ".join(preload_for(opts.suite, opts.impl))
+        if on_note is not None and not ticker.shared().live:
+            # On a terminal the status line says it, import by import, as the worker reports them.
             on_note(f"rocmkit: importing {what} in {opts.python} (once per run) ...")
         needs = {"huggingface": "transformers", "timm": "timm"}.get(opts.suite)
         needed = tuple(dict.fromkeys(n for n in (needs, "transformers" if opts.impl == "transformers" else None) if n))
-        info = probe(
-            opts.python,
-            child_env(env_in, cache, opts.device, root=root),
-            runner=runner,
-            workdir=work,
-            forks=forks,
-            needed=needed,
-        )
+        with ticker.shared().task("bench", phase=f"asking {opts.python} which device torch sees"):
+            info = probe(
+                opts.python,
+                child_env(env_in, cache, opts.device, root=root),
+                runner=runner,
+                workdir=work,
+                forks=forks,
+                needed=needed,
+            )
         backend = "cpu" if opts.device == "cpu" else str(info["backend"])
         if opts.device == "cuda" and backend == "cpu":
             raise UsageError(
@@ -370,8 +401,9 @@ def run_suite(
         todo = [s for s in specs if s.name not in done]
         rows: list[ModelResult] = []
         for i, spec in enumerate(todo, start=1):
+            durations = [r.duration_s for r in rows]
             if on_start is not None:
-                eta = eta_s([r.duration_s for r in rows], len(todo) - i + 1)
+                eta = eta_s(durations, len(todo) - i + 1)
                 on_start(Progress(name=spec.name, index=i, total=len(todo), done_before=len(done), eta_s=eta))
             folder = work / f"{i:04d}-{_slug(spec.name)}"
             folder.mkdir()
@@ -380,8 +412,17 @@ def run_suite(
             job.write_text(json.dumps({"model": spec.name, "suite": opts.suite, "options": asdict(harness)}))
             args = ["run", str(job), str(out)]
             before = noise.sample()
-            forked = forks.run(args, timeout_s=timeout) if forks is not None else None
-            result = forked or runner(_child(opts.python, *args), timeout=timeout, env=env)
+            # The status line's ETA, learnt from the models done and how long this one has run.
+            eta_now = partial(eta_text, durations, len(todo) - i + 1, time.monotonic())
+            with ticker.shared().task(f"model {i}/{len(todo)} {spec.name}", detail=eta_now):
+                forked = forks.run(args, timeout_s=timeout) if forks is not None else None
+                if forked is None:
+                    # A spawned child says its phase (the harness's say_phase) in its folder.
+                    phase = phase_path(folder)
+                    with ticker.in_phase("starting a fresh Python"), ticker.following(partial(read_phase, phase)):
+                        result = runner(_child(opts.python, *args), timeout=timeout, env={**env, PHASE_ENV: str(phase)})
+                else:
+                    result = forked
             if out.is_file():
                 row = _result_row(spec.name, spec.suite, out, result)
             else:

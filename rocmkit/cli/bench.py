@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 import click
 
 from rocmkit.bench.request import BenchRequest, CompareRequest
-from rocmkit.bench.saved import duration_text, load_saved
+from rocmkit.bench.saved import load_saved
 from rocmkit.cli.request import OUT, request
+from rocmkit.util import ticker
 
 if TYPE_CHECKING:
     from rocmkit.bench.results import SuiteResult
@@ -117,7 +118,9 @@ def models_cmd(req: BenchRequest) -> None:
         OUT.message(f"rocmkit: rows go to {req.results_path} (continue a stopped run with --resume)")
 
     def started(p: Progress) -> None:
-        eta = f", about {duration_text(p.eta_s)} left" if p.eta_s is not None else ""
+        if ticker.shared().live:
+            return  # the status line shows the model, its phase and the ETA, updated as it runs
+        eta = f", about {ticker.duration_text(p.eta_s)} left" if p.eta_s is not None else ""
         before = f" ({p.done_before} done before)" if p.done_before else ""
         OUT.message(f"[{p.index}/{p.total}{before}] {p.name}: running ...{eta}")
 

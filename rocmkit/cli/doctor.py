@@ -125,8 +125,14 @@ def _run(req: DoctorRequest) -> None:
     # skips the probes and resolve. The plan is the one `rocmkit resolve --python X.Y` prints
     # for the checked Python, held to what the index serves unless offline.
     session = Session(capture=req.capture, fresh=req.fresh, python=python.short_version)
-    machine = session.machine()
-    plan, plan_error = _plan(session)
+    from rocmkit.util import ticker
+
+    # Cold (--fresh, a new boot) detection runs the vendor tools and resolve asks the index:
+    # seconds a terminal's status line accounts for.
+    with ticker.shared().task("doctor", phase="detecting this machine"):
+        machine = session.machine()
+        with ticker.in_phase("resolving the plan, held to what the index serves"):
+            plan, plan_error = _plan(session)
     opts = RunOptions(
         level=req.level,
         only=req.selection,
@@ -179,6 +185,7 @@ def _write_reports(req: DoctorRequest, report: Report) -> int:
     from rocmkit.doctor.reporters import junit as junit_reporter
     from rocmkit.doctor.reporters import prom as prom_reporter
     from rocmkit.doctor.reporters import text
+    from rocmkit.util.ticker import colour_wanted
 
     code = report.exit_code
     if req.strict and code == 2:
@@ -191,7 +198,7 @@ def _write_reports(req: DoctorRequest, report: Report) -> int:
     elif req.fmt == "json":
         OUT.data(json_reporter.render(report), nl=False)
     else:
-        OUT.data(text.render(report, colour=sys.stdout.isatty(), verbose=req.verbose), nl=False)
+        OUT.data(text.render(report, colour=colour_wanted(sys.stdout), verbose=req.verbose), nl=False)
     for path, render in ((req.junit, junit_reporter.render), (req.prom, prom_reporter.render)):
         if path is None:
             continue

@@ -106,7 +106,11 @@ def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: Trace
 
 def run(argv: list[str] | None = None) -> Any:
     """Runs the CLI and turns rocmkit's errors into one line and an exit code."""
+    from rocmkit.util.ticker import shared
+
     _install_signal_handlers()
+    # A command's waits show on stderr's status line when it is a terminal (util/ticker.py).
+    shared().enabled = True
     sys.excepthook = _redacted_traceback
     try:
         return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)

@@ -46,11 +46,15 @@ class Output:
 
     def _echo(self, text: str, *, err: bool = False, nl: bool = True) -> None:
         from rocmkit.util.redact import redact_text
+        from rocmkit.util.ticker import shared
 
         # The one place rocmkit's output is rendered: a mirror's user:token in any URL (a plan's
         # index, an error naming a page, a pip.conf source) leaves as user:***, whatever made it.
         text = redact_text(text)
-        click.echo(text, nl=nl, err=err)
+        # A status line on the terminal (util/ticker.py) is wiped first and drawn again after,
+        # so no line is written into its middle; stdout gets only the data.
+        with shared().quiet():
+            click.echo(text, nl=nl, err=err)
         if self.tee is not None:
             self.tee.append((err, text + "\n" if nl else text))
 

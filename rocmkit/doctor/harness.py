@@ -22,6 +22,7 @@ from rocmkit.kernels.runtime import InterpreterNotActive
 from rocmkit.kernels.sizes import KernelSizes
 from rocmkit.kernels.spec import CannotRun, KernelRun, Measurement, Report
 from rocmkit.kernels.timing import Timing
+from rocmkit.proc.result_file import say_phase
 
 SEED = 0
 _INTERPRETER_NOTE = "Triton interpreter on the CPU: no performance threshold applies"
@@ -133,10 +134,13 @@ def run_and_measure(
     from rocmkit.kernels.timing import measure_ms, synchronize
 
     synchronize(device.torch_device)
+    # The first call compiles (or loads from the cache); the terminal's status line says so.
+    say_phase(f"running {label} in Triton's interpreter" if device.interpreted else f"compiling the kernel ({label})")
     start = time.perf_counter()
     out = kernel()
     synchronize(device.torch_device)
     first_ms = (time.perf_counter() - start) * 1e3
+    say_phase(f"timing {label}")
     comparison = compare(out, expected, tolerance)
     ms, method, iterations = measure_ms(kernel, device=device.torch_device, repeats=repeats)
     timing = Timing(first_call_ms=first_ms, median_ms=ms, method=method, iterations=iterations)

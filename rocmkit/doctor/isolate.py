@@ -16,6 +16,7 @@ freely. The fork server (:mod:`rocmkit.doctor.forkserver`) runs the same
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -30,9 +31,11 @@ from typing import Any
 
 from rocmkit.doctor.registry import Check, CheckContext
 from rocmkit.doctor.result import CheckResult, Status, exception_line
-from rocmkit.proc.result_file import write_result
+from rocmkit.proc.result_file import PHASE_ENV, say_phase, write_result
+from rocmkit.proc.results import phase_path, read_phase
 from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv, run_json, shim_path
+from rocmkit.util.ticker import following, in_phase
 from rocmkit.util.trust import compile_cache_dirs
 
 REQUEST_SCHEMA = "rocmkit.doctor.request/1"
@@ -100,16 +103,22 @@ def run_isolated(
         foreign = python is not None and not python.own
         shim = shim_path(Path(tmp) / "path", python) if foreign and python is not None else None
         executable = python.executable if python is not None else sys.executable
-        ran = run_json(
-            executable,
-            "rocmkit.doctor.isolate",
-            timeout=budget + STARTUP_GRACE_S,
-            env=child_env(ctx, shim=shim),
-            input_text=json.dumps(request),
-            flags=("-X", "faulthandler"),
-            # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
-            cwd=Path(tmp),
-        )
+        # The child says its phase (result_file.say_phase) in this file; a terminal shows it.
+        phase = phase_path(Path(tmp))
+        with (
+            in_phase("starting a fresh Python for the check"),
+            following(functools.partial(read_phase, phase)),
+        ):
+            ran = run_json(
+                executable,
+                "rocmkit.doctor.isolate",
+                timeout=budget + STARTUP_GRACE_S,
+                env={**child_env(ctx, shim=shim), PHASE_ENV: str(phase)},
+                input_text=json.dumps(request),
+                flags=("-X", "faulthandler"),
+                # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
+                cwd=Path(tmp),
+            )
     elapsed = time.monotonic() - start
     proc = ran.proc
     # The result file is renamed into place whole, so one that exists is complete,
@@ -290,7 +299,9 @@ def serve_request(request: Mapping[str, Any]) -> int:
     from rocmkit.doctor import cachestats, registry
 
     ctx = CheckContext.from_dict(request["context"])
+    say_phase(f"importing {request['module']}")  # in a spawned child: torch, Triton, seconds
     importlib.import_module(request["module"])
+    say_phase("running")
     chk = registry.load_checks((request["module"],)).get(request["check"])
     if chk is None:
         print(

@@ -36,6 +36,7 @@ from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.plan import Plan
 from rocmkit.pyenv import PyEnv, this_python
 from rocmkit.sources import relevant_env
+from rocmkit.util.ticker import shared as shared_ticker
 
 if TYPE_CHECKING:
     from rocmkit.doctor.sku import Sku
@@ -344,6 +345,12 @@ class _Schedule:
         return None
 
     def execute(self, chk: Check) -> list[CheckResult]:
+        # The check is what a terminal's status line names while it runs (util/ticker.py); the
+        # worker's start and the child's own phases fill in what the wait is.
+        with shared_ticker().task(chk.name):
+            return self._execute(chk)
+
+    def _execute(self, chk: Check) -> list[CheckResult]:
         ctx, python = self.ctx, self.python
         if not in_child(chk, python):
             return isolate.call_check(chk, ctx)

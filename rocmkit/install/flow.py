@@ -114,10 +114,28 @@ def choose_installer(choice: InstallerChoice, target: PyEnv, limits: Limits) -> 
 def _progress(echo: Echo, show: bool) -> LineSink:
     if not show:
         return None
+    from rocmkit.util.ticker import current_task
+
+    downloads: dict[str, str] = {}  # name -> its "Downloading torch (182.9MiB)" line, until done
 
     def on_line(line: str) -> None:
-        if line.strip():
-            echo(f"  | {line}")
+        said = line.strip()
+        if not said:
+            return
+        echo(f"  | {line}")
+        # On a terminal the status line names what the step waits on: the download still under
+        # way (uv says "Downloaded sympy" while torch goes on), else what it said last.
+        word, _, rest = said.partition(" ")
+        name = rest.split(" ", 1)[0]
+        if word == "Downloading":
+            downloads[name] = said
+        elif word == "Downloaded":
+            downloads.pop(name, None)
+        else:
+            downloads.clear()
+        task = current_task()
+        if task is not None:
+            task.set_phase(next(reversed(downloads.values()), said))
 
     return on_line
 
@@ -126,23 +144,21 @@ HEARTBEAT_S = 30.0
 
 
 @contextmanager
-def _heartbeat(echo: Echo, label: str, every: float = HEARTBEAT_S) -> Iterator[None]:
-    """A line every ``every`` seconds while a long step runs: pip and uv print nothing
-    between "Downloading torch (4.1 GiB)" and its end when output is not a terminal."""
-    stop = threading.Event()
-    start = time.monotonic()
+def _heartbeat(echo: Echo, label: str, every: float = HEARTBEAT_S, phase: str | None = None) -> Iterator[None]:
+    """While a long step runs: on a terminal the status line (util/ticker.py), redrawn as it
+    goes with the step's last output line and the bytes its process has written (uv unpacking
+    wheels into its cache, pip saving them); elsewhere a line every ``every`` seconds, since pip
+    and uv print nothing between "Downloading torch (4.1 GiB)" and its end."""
+    from rocmkit.util.ticker import size_text, waiting, written_bytes
 
-    def beat() -> None:
-        while not stop.wait(every):
-            echo(f"rocmkit: {label}: still running ({time.monotonic() - start:.0f} s)")
+    pids: list[int] = []  # the step's processes, as the runner starts them
 
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
+    def wrote() -> str | None:
+        count = written_bytes(pids) or 0
+        return f"{size_text(count)} written" if count >= 10**6 else None
+
+    with on_child_started(pids.append), waiting(label, echo, every=every, phase=phase, detail=wrote):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=1)
 
 
 # One install per environment at a time (kept under its old name for callers and tests).
@@ -533,7 +549,8 @@ def _journaled(
         verification = None
         tx.journal.at("verifying")
         if opts.verify:
-            checked = verify(target, plan)
+            with _heartbeat(echo, "verifying", phase="importing torch in a child process of the target Python"):
+                checked = verify(target, plan)
             if not checked.ok:
                 where = ", ".join(spec.sources.index_urls or spec.sources.find_links) or "the sources"
                 raise ToolError(

@@ -5,8 +5,10 @@ A client starts its worker (:class:`rocmkit.proc.prefork.PreforkProcess`) on fir
 again after it died, at most :data:`MAX_RESTARTS` times per run; after that, or when a worker
 cannot start, or refuses to fork (a GPU runtime initialised in it), the client is
 ``unavailable`` (with why) and its caller runs the rest in spawned children. Each request gets
-a folder of its own under the client's: the fork writes its output there and its result in
-:func:`rocmkit.proc.results.result_path` of it; the folder is removed when the caller is done.
+a folder of its own under the client's: the fork writes its output there, its result in
+:func:`rocmkit.proc.results.result_path` of it and what it is doing in
+:func:`rocmkit.proc.results.phase_path` (shown on a terminal's status line while it runs); the
+folder is removed when the caller is done.
 
 The doctor's :class:`rocmkit.doctor.forkserver.ForkServer` and bench's
 :class:`rocmkit.bench.forks.ModelForks` say only how their worker starts and what their forks
@@ -16,6 +18,7 @@ run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import tempfile
 import threading
@@ -26,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from rocmkit.proc.prefork import ForkOutcome, ForkRefused, PreforkProcess, PreforkUnavailable, tail_text
+from rocmkit.proc.results import phase_path, read_phase
+from rocmkit.util.ticker import following
 
 # Workers started again after one died, per run, before the rest runs in spawned children.
 MAX_RESTARTS = 3
@@ -110,7 +115,13 @@ class ForkClient(ABC):
         folder = Path(tempfile.mkdtemp(prefix=f"{request_id}-", dir=self.folder))
         try:
             filled = {k: v.replace("{folder}", str(folder)) if isinstance(v, str) else v for k, v in payload.items()}
-            outcome = worker.run(request_id, call, filled, folder=folder, timeout_s=timeout_s, output_cap=output_cap)
+            # The fork says its phase in its folder; this thread's status line reads it meanwhile.
+            phase = phase_path(folder)
+            filled["phase_path"] = str(phase)
+            with following(functools.partial(read_phase, phase)):
+                outcome = worker.run(
+                    request_id, call, filled, folder=folder, timeout_s=timeout_s, output_cap=output_cap
+                )
             if outcome.status == "refused":
                 self.refused = True
                 self.unavailable = f"a GPU runtime was initialised in the {self.what}: forking is unsafe"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from rocmkit.proc.prefork_worker import SCHEMA
+from rocmkit.util.ticker import Task, current_task
 
 # The worker imports torch (seconds), Triton or inductor (seconds more) before it is ready.
 READY_TIMEOUT_S = 300.0
@@ -68,7 +69,18 @@ class ForkOutcome:
 class PreforkProcess:
     """One started worker process and the thread that reads its replies."""
 
-    def __init__(self, argv: list[str], env: Mapping[str, str], cwd: Path, start: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        start: dict[str, Any],
+        watch: Task | None = None,
+        what: str = "worker",
+    ) -> None:
+        self.what = what
+        # The task waiting on this start (a terminal's status line): told each import as it begins.
+        self.watch = watch
         self.log = tempfile.TemporaryFile(prefix="rocmkit-worker-")  # noqa: SIM115  # closed in close()
         self.proc = subprocess.Popen(
             argv,
@@ -108,16 +120,27 @@ class PreforkProcess:
         Raises :class:`PreforkUnavailable` if it does not come up, or if importing
         initialised a GPU runtime (a fork would inherit a driver state it cannot use)."""
         start = {"schema": SCHEMA, "preload": list(preload), "modules": list(modules)}
+        # Whoever waits for this worker (the first check or model that needs it) shows why.
+        watch = current_task()
+        before = watch.phase_text if watch is not None else None
+        if watch is not None:
+            watch.set_phase(f"starting the {what}")
         worker = cls(
             [python, "-X", "faulthandler", "-m", "rocmkit.proc.prefork_worker"],
             {**env, **{k: v for k, v in WORKER_ENV.items() if k not in env}},
             cwd,
             start,
+            watch,
+            what,
         )
         try:
             ready = worker.ready.get(timeout=READY_TIMEOUT_S)
         except queue.Empty:
             ready = {"event": "timeout"}
+        finally:
+            worker.watch = None
+            if watch is not None:
+                watch.set_phase(before)
         if ready.get("event") != "ready":
             tail = worker.stderr_tail()
             worker.close()
@@ -138,6 +161,11 @@ class PreforkProcess:
                 continue
             if msg.get("event") == "ready":
                 self.ready.put(msg)
+                continue
+            if msg.get("event") == "importing":
+                watch = self.watch
+                if watch is not None:
+                    watch.set_phase(f"importing {msg.get('module')} in the {self.what}")
                 continue
             with self._waiters_lock:
                 waiter = self._waiters.get(int(msg.get("id", -1)))

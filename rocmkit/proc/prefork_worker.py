@@ -9,7 +9,9 @@ with dynamo and inductor, five or more). It talks JSON lines: requests on stdin;
 on the stdout it had at start (fd 1 then points at stderr, so nothing an import prints
 can corrupt a reply). A ``run`` request names the function the fork calls
 (``"call": "package.module:function"``, given the request, returning the exit code):
-the worker itself imports nothing of rocmkit beyond this module and the runner.
+the worker itself imports nothing of rocmkit beyond this module and the runner (a fork,
+the child's side of the result protocol). While it imports, it tells the parent which
+module it is at (``{"event": "importing"}``), so a terminal shows what the wait is.
 
 Why fork is safe here: CUDA and HIP cannot be used in a child forked after the
 parent initialised them, and this process never does. It imports torch and
@@ -101,14 +103,17 @@ def cuda_initialized() -> bool:
         return False
 
 
-def preload(modules: list[str]) -> dict[str, Any]:
+def preload(modules: list[str], replies: IO[str] | None = None) -> dict[str, Any]:
     """Import what every fork needs, once; a failure is left for the task that
-    imports it to report (the fork imports it again and gets the same error)."""
+    imports it to report (the fork imports it again and gets the same error).
+    ``replies``: the parent hears each import as it begins (its status line names it)."""
     import importlib
 
     seconds: dict[str, float] = {}
     failed: dict[str, str] = {}
     for name in modules:
+        if replies is not None:
+            _send(replies, {"event": "importing", "module": name})
         start = time.perf_counter()
         try:
             importlib.import_module(name)
@@ -135,6 +140,11 @@ def _in_fork(request: dict[str, Any], write_fd: int, keep_closed: list[int]) -> 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     os.chdir(request["cwd"])
+    if request.get("phase_path"):
+        from rocmkit.proc.result_file import PHASE_ENV
+
+        # Where the task says what it is doing (result_file.say_phase), for the parent's status line.
+        os.environ[PHASE_ENV] = str(request["phase_path"])
     module, _, name = str(request["call"]).partition(":")
     import importlib
 
@@ -285,7 +295,7 @@ def main() -> int:
     if start.get("schema") != SCHEMA:
         print(f"rocmkit.proc.prefork_worker: not a {SCHEMA} start request", file=sys.stderr)
         return 2
-    loaded = preload(list(start.get("preload", ())) + list(start.get("modules", ())))
+    loaded = preload(list(start.get("preload", ())) + list(start.get("modules", ())), replies)
     _send(
         replies,
         {

@@ -12,6 +12,8 @@ import json
 import os
 
 RESULT_ENV = "ROCMKIT_RESULT_FILE"
+# Where a child says what it is doing now, for its parent's status line on a terminal.
+PHASE_ENV = "ROCMKIT_PHASE_FILE"
 
 
 def write_result(data: object, path: str | os.PathLike[str] | None = None) -> None:
@@ -22,3 +24,19 @@ def write_result(data: object, path: str | os.PathLike[str] | None = None) -> No
     with open(target + ".tmp", "w", encoding="utf-8") as f:
         json.dump(data, f, default=str)
     os.replace(target + ".tmp", target)
+
+
+def say_phase(text: str) -> None:
+    """Tell the parent what this child is doing now ("importing jax", "compiling"), for the
+    status line it draws on a terminal (:mod:`rocmkit.util.ticker`). Best effort and cheap (one
+    small file renamed into place): with no parent listening, or a write that fails, nothing
+    changes."""
+    target = os.environ.get(PHASE_ENV)
+    if not target:
+        return
+    try:
+        with open(target + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text[:200])
+        os.replace(target + ".tmp", target)
+    except OSError:
+        pass

@@ -16,6 +16,8 @@ from typing import Any
 from rocmkit.errors import RocmkitError
 
 RESULT_NAME = "result.json"
+# The file a child names its phase in (:func:`rocmkit.proc.result_file.say_phase`), in its folder.
+PHASE_NAME = "phase.txt"
 
 
 def result_path(folder: Path) -> Path:
@@ -34,3 +36,21 @@ def read_result(path: Path, what: str) -> tuple[Any, str | None]:
         return load_json_file(path, what), None
     except RocmkitError as exc:
         return None, exc.message
+
+
+def phase_path(folder: Path) -> Path:
+    """The phase file of the child whose folder is ``folder``."""
+    return folder / PHASE_NAME
+
+
+def read_phase(path: Path) -> str | None:
+    """What the child last said it is doing (:func:`rocmkit.proc.result_file.say_phase`), or
+    None: read bounded, never blocking (a FIFO in its place is refused), for display only
+    (the status line strips control characters)."""
+    from rocmkit.util.boundedio import read_bounded
+
+    try:
+        data = read_bounded(path, max_bytes=256, truncate=True)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace").strip() or None

@@ -237,3 +237,21 @@ def test_the_eta_learns_from_the_models_done_leaving_out_the_cold_first() -> Non
     assert eta_s([], 5) is None and eta_s([30.0], 4) is None  # the first pays for cold caches
     assert eta_s([30.0, 10.0], 3) == 30.0
     assert eta_s([30.0, 10.0, 12.0, 200.0], 2) == 24.0  # the median: one slow model does not swing it
+
+
+def test_the_live_eta_counts_down_while_a_model_runs_and_never_grows() -> None:
+    import time
+
+    from rocmkit.bench.suite import eta_s, eta_text
+
+    done = [30.0, 10.0, 12.0]  # typical: 11 s
+    assert eta_s(done, 3, elapsed=4.0) == 7.0 + 22.0
+    assert eta_s(done, 3, elapsed=50.0) == 22.0  # past the typical time: about to end, not -39 s
+    assert eta_s(done, 0) == 0.0
+    now = time.monotonic()
+    assert eta_text(done, 3, now) == "ETA 33 s"
+    assert eta_text(done, 3, now - 4.0) == "ETA 29 s"
+    # Past the typical time: what is known, not a made-up countdown.
+    assert eta_text(done, 3, now - 50.0) == "over the typical 11 s, then about 22 s"
+    assert eta_text(done, 1, now - 50.0) == "over the typical 11 s"
+    assert eta_text([30.0], 3, now) is None  # nothing learnt yet: no ETA rather than a bad one

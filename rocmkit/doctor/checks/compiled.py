@@ -28,6 +28,7 @@ from rocmkit.doctor.checks.outcome import result
 from rocmkit.doctor.curves import TOLERANCE_SOURCE, TOLERANCES, CurveVerdict, judge_curve
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status
+from rocmkit.proc.result_file import say_phase
 
 NAME = "compile.correctness"
 MODELS = ("transformer", "convnet")
@@ -252,6 +253,7 @@ def correctness(ctx: CheckContext) -> CheckResult:
             if mode != "default":
                 kwargs["mode"] = mode
             try:
+                say_phase(f"training {name} under torch.compile (mode {mode}; compiles on the first step)")
                 compiled_fn = torch.compile(m_c, **kwargs)
                 compiled = _train(torch, m_c, batches, step_fn=compiled_fn, device=device, amp=amp, fp64=False,
                                   graphs=mode in GRAPH_MODES)

@@ -28,6 +28,7 @@ from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status, exception_line
 from rocmkit.kernels.metrics import median
 from rocmkit.packages import canonical
+from rocmkit.proc.result_file import say_phase
 
 _PLUGIN = re.compile(r"^jax-(rocm|cuda)([0-9]+)-(plugin|pjrt)$")
 
@@ -152,6 +153,7 @@ def _install_remedy() -> str:
 def _import_jax(platform: str) -> Any:
     """jax, imported with JAX_PLATFORMS pinned (a fresh interpreter: nothing imported it yet)."""
     os.environ["JAX_PLATFORMS"] = platform
+    say_phase("importing jax")  # seconds in a fresh interpreter: the terminal names the wait
     # Untyped on purpose: rocmkit never depends on jax, and its stubs (where installed) would make
     # rocmkit's types depend on the jax version the checked Python happens to have.
     return importlib.import_module("jax")
@@ -340,7 +342,9 @@ def jax_jit(ctx: CheckContext) -> CheckResult:
     speedups: dict[str, float] = {}
     for name, fn, args in _workloads(jax, size):
         jitted = jax.jit(fn)
+        say_phase(f"compiling {name} with jax.jit")
         jitted(*args).block_until_ready()  # compile
+        say_phase(f"timing {name}: op by op against jitted")
         with jax.disable_jit():
             eager = fn(*args)
             eager.block_until_ready()

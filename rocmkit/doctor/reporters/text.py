@@ -11,6 +11,7 @@ import click
 
 from rocmkit.doctor.registry import Check
 from rocmkit.doctor.result import CheckResult, Report, Status
+from rocmkit.util.ticker import Ticker, colour_wanted, shared
 
 _COLOURS = {
     Status.PASS: "green",
@@ -36,35 +37,44 @@ def _status(s: Status, colour: bool) -> str:
 
 
 class Progress:
-    """One stderr line per result as checks finish (checks can take minutes).
+    """One stderr line per result as checks finish (checks can take minutes); on a terminal,
+    the status line under them (:mod:`rocmkit.util.ticker`) names the check that runs and what
+    it waits on (the worker importing torch, a kernel compiling), redrawn as it goes.
 
     The counter counts results, not checks: a check that reports several sub-results
     (``attention.sdpa.*``) takes one number each, and the total grows by as many, so the last
     line reads ``[N/N]`` and N is the number of rows in the report."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, colour: bool | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        stream: TextIO | None = None,
+        colour: bool | None = None,
+        status: Ticker | None = None,
+    ) -> None:
         self.total = total  # results expected: one per selected check until a check reports more
         self.done = 0  # results printed
         self.stream = stream or sys.stderr
-        self.colour = self.stream.isatty() if colour is None else colour
+        self.colour = colour_wanted(self.stream) if colour is None else colour
+        self.status = status or shared()
+        self._count()
+
+    def _count(self) -> None:
+        self.status.prefix = f"doctor [{self.done}/{self.total}] "
 
     def start(self, chk: Check) -> None:
-        if self.stream.isatty():
-            where = " (child process)" if chk.isolated else ""
-            self.stream.write(f"[{self.done + 1}/{self.total}] {chk.name}{where} ...\r")
-            self.stream.flush()
+        """A check starts: nothing to print (the status line shows it while it runs)."""
 
     def result(self, chk: Check, results: list[CheckResult]) -> None:
         self.total += max(0, len(results) - 1)
-        # On a terminal, wipe the "... running" line that start() left.
-        clear = "\x1b[2K" if self.stream.isatty() else ""
         for r in results:
             self.done += 1
-            self.stream.write(
-                f"{clear}[{self.done}/{self.total}] {_status(r.status, self.colour)} {r.name} "
-                f"({r.duration_s:.2f} s) {r.message}\n"
+            self.status.line(
+                f"[{self.done}/{self.total}] {_status(r.status, self.colour)} {r.name} "
+                f"({r.duration_s:.2f} s) {r.message}",
+                stream=self.stream,
             )
-        self.stream.flush()
+        self._count()
 
 
 def _figures(r: CheckResult) -> str:
