@@ -15,7 +15,7 @@ import pytest
 from rocmkit.proc.result_file import PHASE_ENV, say_phase
 from rocmkit.proc.results import read_phase
 from rocmkit.util import ticker
-from rocmkit.util.ticker import Ticker, colour_wanted, duration_text, live_terminal, printable
+from rocmkit.util.ticker import Ticker, clock_text, colour_wanted, duration_text, live_terminal, printable
 
 
 class Terminal(io.StringIO):
@@ -64,6 +64,9 @@ def test_durations_read_as_a_person_reads_them() -> None:
     assert duration_text(180) == "3 min"
     assert duration_text(3900) == "1 h 5 min"
     assert duration_text(-1) == "0.0 s"
+    # The status line's clock moves every second, however long the wait.
+    assert clock_text(42.74) == "42.7 s" and clock_text(185) == "3 min 05 s"
+    assert clock_text(3725.5) == "1 h 02 min 05 s" and clock_text(3726.4) == "1 h 02 min 06 s"
 
 
 def test_the_line_names_the_task_its_phase_the_clock_and_what_runs_beside_it() -> None:

@@ -1,0 +1,117 @@
+"""The longest silence on a terminal: `rocmkit doctor`, `install` and `bench models` with their
+stderr on a pseudo-terminal (issue 31: nothing silent for more than 2 s).
+
+Each command runs as a user's shell runs it, stderr on a fresh pty (tests/support/pty_run.py),
+and every chunk it writes is timed; the figure is the longest stretch in which the terminal got
+nothing, from the start to the exit. Every command starts cold: a fresh ROCMKIT_CACHE_DIR
+(detection, compile caches), and for install a fresh venv and uv cache.
+
+``--baseline DIR`` runs the same commands, in the same run, with the rocmkit found at DIR (an
+unpacked earlier commit: ``git archive COMMIT | tar -x -C DIR``) as the peer.
+
+    python benchmarks/bench_progress.py --index-root IDX [--baseline DIR] [--only doctor,install,bench]
+
+IDX holds ``whl/cpu/`` with a CPU torch and its dependencies as wheels (served on 127.0.0.1 by
+tests/support/pkgindex.py); without it the install row is left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.pkgindex import IndexServer  # noqa: E402
+from tests.support.pty_run import PtyRun, run_on_pty  # noqa: E402
+
+
+def run(label: str, tree: Path, argv: list[str], extra_env: dict[str, str], work: Path) -> PtyRun:
+    env = {**os.environ, **extra_env, "PYTHONPATH": str(tree)}
+    env.pop("ROCMKIT_OFFLINE", None)
+    # Not the tree's folder: `python -m rocmkit` would import the rocmkit in the working folder.
+    cwd = Path.cwd()
+    os.chdir(work)
+    try:
+        result = run_on_pty([sys.executable, "-m", "rocmkit", *argv], env=env, timeout=1800)
+    finally:
+        os.chdir(cwd)
+    gap, at, before = result.longest_gap()
+    last = before.replace("\r", "").strip()[-70:] or "(nothing yet)"
+    print(
+        f"  {label:12} exit {result.code}  total {result.ended_s:6.1f} s  longest silent {gap:5.2f} s"
+        f"  (from {at:.1f} s, after {last!r})",
+        flush=True,
+    )
+    return result
+
+
+def seconds_of(text: str) -> float:
+    """Seconds from the ticker's duration text ("53 s", "1 min 10 s", "2.3 s", "1 h 5 min")."""
+    total = 0.0
+    for value, unit in re.findall(r"(\d+(?:\.\d+)?) (h|min|s)\b", text):
+        total += float(value) * {"h": 3600, "min": 60, "s": 1}[unit]
+    return total
+
+
+def etas(result: PtyRun) -> None:
+    """Each model's first ETA on the status line against the time the run really had left."""
+    seen: set[str] = set()
+    for at, chunk in result.chunks:
+        for text in chunk.split("\r"):
+            found = re.match(r"\s*(model \d+/\d+ \S+): .*ETA ([^)]+)\)", text)
+            if found and found.group(1) not in seen:
+                seen.add(found.group(1))
+                left = result.ended_s - at
+                print(f"      {found.group(1):28} first ETA {found.group(2):>12}, really {left:5.1f} s left")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index-root", type=Path, help="a folder with whl/cpu/ wheels (torch and its deps)")
+    parser.add_argument("--baseline", type=Path, help="another rocmkit tree to run the same commands with")
+    parser.add_argument("--only", default="doctor,install,bench", help="which commands, comma-separated")
+    parser.add_argument("--torch", default="2.13", help="the torch release the index holds (install)")
+    args = parser.parse_args()
+    trees = [("this tree", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    only = set(args.only.split(","))
+    with tempfile.TemporaryDirectory(prefix="bench-progress-") as tmp:
+        work = Path(tmp)
+        if "doctor" in only:
+            print("$ rocmkit doctor --level 1   (cold caches)")
+            for label, tree in trees:
+                cache = work / f"doctor-{label.replace(' ', '-')}"
+                run(label, tree, ["doctor", "--level", "1"], {"ROCMKIT_CACHE_DIR": str(cache)}, work)
+        if "install" in only and args.index_root is not None:
+            with IndexServer(args.index_root) as srv:
+                print(
+                    f"$ rocmkit install --venv V --cpu --torch {args.torch} --no-companions "
+                    "--index-base http://127.0.0.1:PORT/whl --allow-insecure-index   (new venv, cold uv cache)"
+                )
+                for label, tree in trees:
+                    name = label.replace(" ", "-")
+                    argv = [
+                        "install", "--venv", str(work / f"venv-{name}"), "--cpu", "--torch", args.torch,
+                        "--no-companions", "--index-base", f"{srv.url}/whl", "--allow-insecure-index",
+                    ]  # fmt: skip
+                    env = {
+                        "ROCMKIT_CACHE_DIR": str(work / f"install-{name}"),
+                        "UV_CACHE_DIR": str(work / f"uv-{name}"),
+                    }
+                    run(label, tree, argv, env, work)
+        if "bench" in only:
+            print("$ rocmkit bench models   (the built-in 5 models, cold compile caches)")
+            for label, tree in trees:
+                cache = work / f"bench-{label.replace(' ', '-')}"
+                result = run(label, tree, ["bench", "models"], {"ROCMKIT_CACHE_DIR": str(cache)}, work)
+                etas(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
