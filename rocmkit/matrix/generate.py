@@ -204,6 +204,12 @@ def generate(torch_doc: dict[str, Any], channels_doc: dict[str, Any], inputs: In
                 pick = _companion(found, version, day, inputs.metadata)
                 if pick is not None:
                     row[name] = pick
+                    # Its Requires-Dist admitting this torch, published with it, is the confirmation.
+                    rest = [u for u in row.get("unconfirmed", []) if u != name]
+                    if rest:
+                        row["unconfirmed"] = rest
+                    else:
+                        row.pop("unconfirmed", None)
                     row_sources = _add(
                         row_sources,
                         src(

@@ -139,6 +139,21 @@ def test_shipped_data_is_exactly_what_the_generator_makes() -> None:
     assert result.changed == [], result.diff()[:4000]
 
 
+def test_a_companion_its_own_metadata_admits_is_confirmed(tmp_path: Path) -> None:
+    # torchvision 0.24.1 and torchaudio 2.9.1 (both Requires-Dist torch==2.9.1, published with it):
+    # a hand mark that calls them unconfirmed is dropped by the generator.
+    folder = tmp_path / "matrices"
+    shutil.copytree(MATRICES, folder)
+    path = folder / "torch.toml"
+    text = path.read_text()
+    at = text.index('version = "2.9.1"')
+    path.write_text(text[:at] + text[at:].replace("variants = [", 'unconfirmed = ["torchvision", "torchaudio"]\nvariants = [', 1))
+    assert not next(r for r in parse_matrix(folder).torch_releases if r.version == "2.9.1").is_confirmed("torchvision")
+    write_refresh(folder, plan_refresh(folder, _inputs()), source_dir=folder)
+    rel = next(r for r in parse_matrix(folder).torch_releases if r.version == "2.9.1")
+    assert (rel.torchvision, rel.torchaudio) == ("0.24.1", "2.9.1") and rel.unconfirmed == ()
+
+
 def test_render_round_trips_the_shipped_files() -> None:
     for name in GENERATED:
         text = (MATRICES / name).read_text()
