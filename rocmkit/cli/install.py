@@ -57,6 +57,8 @@ from rocmkit.resolve.constraints import CHANNELS
     help="Wheelhouse folder to fill (--download-only) or install from, offline.")
 @click.option("--no-guard", is_flag=True, help="Do not pin torch against later pip/uv installs.")
 @click.option("--no-verify", is_flag=True, help="Skip the check in a child process after installing.")
+@click.option("--no-compile", is_flag=True,
+    help="Write no byte code: the check's imports (torch, Triton, jax) leave no .pyc files in the venv.")
 @click.option(
     "--break-system-packages", is_flag=True, help="Allow modifying an externally managed (PEP 668) Python."
 )

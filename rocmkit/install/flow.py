@@ -54,6 +54,10 @@ class Options:
     with_packages: tuple[str, ...] = ()
     guard: bool = True
     verify: bool = True
+    # The check's own imports write the byte code of what they load (as pip compiles at install,
+    # whatever PYTHONDONTWRITEBYTECODE says): the first `import torch` compiles about 700
+    # modules (2-3 s), and every later import then reads them. False: --no-compile.
+    compile_bytecode: bool = True
     break_system_packages: bool = False
     limits: Limits = field(default_factory=Limits)
     probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
@@ -513,9 +517,16 @@ def _journaled(
             guard.write_guard(target.prefix, guarded_plan, left)
         elif unguard and guard.remove_guard(target.prefix):
             echo(f"rocmkit: removed the earlier guard of {target.prefix} (--no-guard)")
-        changes, result = installer.dry_run(spec)
-        if not result.ok:
-            raise _failed(f"{installer.name} (resolving)", result, spec)
+        if tx.before.dists:
+            # The dry run names what the install would replace, so it is backed up first.
+            changes, result = installer.dry_run(spec)
+            if not result.ok:
+                raise _failed(f"{installer.name} (resolving)", result, spec)
+        else:
+            # An empty environment has nothing to replace or back up: the resolver's dry run
+            # (half a second with uv) would only repeat the install's own resolution, and a
+            # failure there restores the same empty state.
+            changes = Changes(install=(), remove=())
         backup = tx.backup(_forced_changes(spec, changes))
         if backup.wheels:
             echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
@@ -533,7 +544,7 @@ def _journaled(
         verification = None
         tx.journal.at("verifying")
         if opts.verify:
-            checked = verify(target, plan)
+            checked = verify(target, plan, compile_bytecode=opts.compile_bytecode)
             if not checked.ok:
                 where = ", ".join(spec.sources.index_urls or spec.sources.find_links) or "the sources"
                 raise ToolError(

@@ -18,6 +18,7 @@ import configparser
 import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,7 +211,10 @@ def decide_sources(
     required = [r for r in requirements if r not in optional]
     pins = pinned(required)
     project = pins[0][0] if pins else "torch"
-    probes = tuple(probe_index(url, project, timeout) for url in sources.index_urls)
+    # Probed side by side: each is a network round trip (PyPI's is the slow one), and the
+    # answers are independent.
+    with ThreadPoolExecutor(max_workers=min(len(sources.index_urls), 8)) as pool:
+        probes = tuple(pool.map(lambda url: probe_index(url, project, timeout), sources.index_urls))
     # A later index that answers 404 for the first pin is alive: it serves the plan's other
     # projects (PyPI for Triton or jax beside PyTorch's index, PyPI for jax beside AMD's).
     failed = [p for i, p in enumerate(probes) if not p.ok and not (i > 0 and "HTTP 404" in p.detail)]

@@ -47,6 +47,7 @@ class InstallRequest:
     wheelhouse: Path | None = None
     no_guard: bool = False
     no_verify: bool = False
+    no_compile: bool = False
     break_system_packages: bool = False
     net_timeout: float = 15.0
     install_timeout: float = 3600.0
@@ -156,6 +157,7 @@ class InstallRequest:
             with_packages=self.with_packages,
             guard=not self.no_guard,
             verify=not self.no_verify,
+            compile_bytecode=not self.no_compile,
             break_system_packages=self.break_system_packages,
             limits=Limits(net_timeout_s=self.net_timeout, install_timeout_s=self.install_timeout),
             probe_timeout_s=self.probe_timeout,

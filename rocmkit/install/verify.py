@@ -19,9 +19,26 @@ from rocmkit.pyenv import Inline, PyEnv, run_json
 
 VERIFY_TIMEOUT_S = 180.0
 
-# Standard library only: the target need not have rocmkit (run_json supplies write_result).
-_CHILD = r"""
+# Both children: argv[1] says whether the imports write their byte code ("compile": the
+# install's compile step, for what they load) or not, whatever PYTHONDONTWRITEBYTECODE says.
+# Once the result is written the child leaves with os._exit: torch's interpreter teardown
+# (a few tenths of a second) proves nothing, and the result file is complete.
+_PRELUDE = r"""
+import os
 import sys
+sys.dont_write_bytecode = sys.argv[1] != "compile"
+"""
+
+_EXIT = r"""
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
+"""
+
+# Standard library only: the target need not have rocmkit (run_json supplies write_result).
+_CHILD = (
+    _PRELUDE
+    + r"""
 from importlib import metadata
 out = {"triton_dist": None}
 try:
@@ -31,7 +48,7 @@ try:
     out["cuda"] = getattr(torch.version, "cuda", None)
 except Exception as exc:
     out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
-name = sys.argv[1] if len(sys.argv) > 1 else ""
+name = sys.argv[2] if len(sys.argv) > 2 else ""
 if name:
     try:
         out["triton_dist"] = metadata.version(name)
@@ -44,19 +61,22 @@ if name:
         out["triton_error"] = "%s: %s" % (type(exc).__name__, exc)
 write_result(out)
 """
+    + _EXIT
+)
 
 
 # The jax family (and torch-xla): each pinned distribution's installed version, and `import jax`.
-_DISTS_CHILD = r"""
-import sys
+_DISTS_CHILD = (
+    _PRELUDE
+    + r"""
 from importlib import metadata
 out = {"dists": {}}
-for name in sys.argv[1:]:
+for name in sys.argv[2:]:
     try:
         out["dists"][name] = metadata.version(name)
     except metadata.PackageNotFoundError:
         out["dists"][name] = None
-if "jax" in sys.argv[1:]:
+if "jax" in sys.argv[2:]:
     try:
         import jax
         out["jax"] = str(jax.__version__)
@@ -64,6 +84,8 @@ if "jax" in sys.argv[1:]:
         out["jax_error"] = "%s: %s" % (type(exc).__name__, exc)
 write_result(out)
 """
+    + _EXIT
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,16 +187,20 @@ def check_dists(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     return problems
 
 
-def verify(target: PyEnv, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> Verification:
-    """Run the checks in a child of ``target`` with the plan's environment variables set."""
+def verify(
+    target: PyEnv, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S, compile_bytecode: bool = True
+) -> Verification:
+    """Run the checks in a child of ``target`` with the plan's environment variables set; with
+    ``compile_bytecode`` its imports write the byte code of what they load."""
     env = dict(os.environ)
     env.update(plan.env)
     env.pop("PYTHONPATH", None)
     pins = other_pins(plan)
+    mode = "compile" if compile_bytecode else "no-compile"
     facts: dict[str, object] = {}
     problems: list[str] = []
     if pins:
-        ran = run_json(target.executable, Inline(_DISTS_CHILD), list(pins), timeout=timeout, env=env)
+        ran = run_json(target.executable, Inline(_DISTS_CHILD), [mode, *pins], timeout=timeout, env=env)
         if not ran.proc.ok or not isinstance(ran.data, dict):
             why = ran.proc.describe() if not ran.proc.ok else (ran.error or "no result")
             return Verification(ok=False, problems=(f"the check child failed: {why}",), facts={})
@@ -183,7 +209,7 @@ def verify(target: PyEnv, plan: Plan, *, timeout: float = VERIFY_TIMEOUT_S) -> V
     if plan.framework == "jax":
         return Verification(ok=not problems, problems=tuple(problems), facts=facts)
     triton_name = (requirement_name(plan.triton) or "") if plan.triton else ""
-    ran = run_json(target.executable, Inline(_CHILD), [triton_name], timeout=timeout, env=env)
+    ran = run_json(target.executable, Inline(_CHILD), [mode, triton_name], timeout=timeout, env=env)
     result = ran.proc
     if not result.ok:
         return Verification(ok=False, problems=(f"the check child failed: {result.describe()}",), facts={})

@@ -374,3 +374,69 @@ def test_wheelhouse_made_once_installs_twice_offline(
         assert json.loads(out)["offline"] is True
         assert "verified: torch 2.5.1+rocm6.2, hip 6.2.41133, triton 3.1.0" in err
         assert freeze(venv).splitlines() == ["pytorch-triton-rocm==3.1.0", "torch==2.5.1+rocm6.2"]
+
+
+@pytest.mark.parametrize("compile_flag", [(), ("--no-compile",)])
+def test_the_check_writes_the_byte_code_of_what_it_imports(
+    tmp_path: Path,
+    server: IndexServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    compile_flag: tuple[str, ...],
+) -> None:
+    """The verification's imports write their .pyc files (pip compiles at install whatever
+    PYTHONDONTWRITEBYTECODE says, and every later `import torch` reads them); --no-compile
+    leaves none."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    venv = tmp_path / "venv"
+    code, _, err = rk(
+        capsys,
+        "--venv",
+        str(venv),
+        "--plan",
+        str(plan_62(tmp_path, server)),
+        "--installer",
+        "uv",
+        *compile_flag,
+    )
+    assert code == 0, err
+    assert "verified: torch 2.5.1+rocm6.2" in err
+    site = probe(venv / "bin/python").purelib
+    torch_pyc = sorted(p.name for p in (site / "torch").rglob("*.pyc"))
+    triton_pyc = sorted(p.name for p in (site / "triton").rglob("*.pyc"))
+    if compile_flag:
+        assert torch_pyc == [] and triton_pyc == []
+    else:
+        assert any(name.startswith("__init__.") for name in torch_pyc), torch_pyc
+        assert any(name.startswith("version.") for name in torch_pyc), torch_pyc
+        assert triton_pyc, "import triton wrote no byte code"
+
+
+def test_an_empty_venv_skips_the_dry_run_a_full_one_backs_up_after_it(
+    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resolver's dry run only names what an install would replace, to back it up: a venv
+    with nothing installed skips it (half a second with uv), one with torch runs it."""
+    from rocmkit.install.uv import UvInstaller
+
+    calls: list[str] = []
+    real_dry_run = UvInstaller.dry_run
+
+    def counted(self: UvInstaller, spec: object) -> object:
+        calls.append("dry-run")
+        return real_dry_run(self, spec)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(UvInstaller, "dry_run", counted)
+    venv = tmp_path / "venv"
+    subprocess.run([UV, "venv", "-q", str(venv)], check=True, timeout=60)
+    code, _, err = rk(
+        capsys, "--venv", str(venv), "--plan", str(plan_61(tmp_path, server)), "--installer", "uv"
+    )
+    assert code == 0, err
+    assert calls == [] and "verified: torch 2.4.1+rocm6.1" in err
+    code, _, err = rk(
+        capsys, "--venv", str(venv), "--plan", str(plan_62(tmp_path, server)), "--installer", "uv"
+    )
+    assert code == 0, err
+    assert calls == ["dry-run"]
+    assert "backed up pytorch-triton-rocm, torch" in err

@@ -170,8 +170,24 @@ def make_torch_set(
     return wheels
 
 
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+_DIGESTS_LOCK = threading.Lock()
+
+
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The file's sha256, remembered by path, inode, size and mtime: a project page names
+    every wheel's digest, and hashing a real 200 MB torch wheel again for each page request
+    would make this server, not the installer under test, the slow part."""
+    st = path.stat()
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    with _DIGESTS_LOCK:
+        known = _DIGESTS.get(key)
+    if known is not None:
+        return known
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with _DIGESTS_LOCK:
+        _DIGESTS[key] = digest
+    return digest
 
 
 def _wheel_metadata(path: Path) -> bytes:

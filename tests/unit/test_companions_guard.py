@@ -68,6 +68,15 @@ def test_an_unresolvable_install_names_the_guards_pin_and_the_fix(tmp_path: Path
     # Another failure, or one the guard's pins are not part of, is left as it was.
     assert guard_conflict("uv", "error: connection refused", ("timmish",), (guard,)) is None
     assert guard_conflict("uv", "No solution found: numpy==3 does not exist", ("numpy==3",), (guard,)) is None
+    # The plan's own torch does not resolve (its mpmath is missing on the index): uv names
+    # torch, which the guard pins too, but nothing else was asked for; not the guard's doing.
+    own = (
+        "No solution found when resolving dependencies\n  cause: Because only mpmath==1.4.1 is available and "
+        "all versions of sympy depend on mpmath>=1.1.0,<1.4, we can conclude that all versions of sympy "
+        "cannot be used.\n  And because all versions of torch depend on sympy==1.14.0 and you require "
+        "torch==2.5.1+rocm6.2, we can conclude that your requirements are unsatisfiable."
+    )
+    assert guard_conflict("uv", own, ("torch==2.5.1+rocm6.2",), (guard,)) is None
 
 
 def test_uv_project_tables_and_a_pyproject_written_twice_is_unchanged() -> None:
