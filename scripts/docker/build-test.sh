@@ -11,7 +11,7 @@
 # Needs root, and docker.io and debootstrap (`apt-get install -y docker.io
 # debootstrap`; .ci/run installs them). The base tarball and wheels are made first and
 # cached in /var/cache/rocmkit-tests (or $DOCKER_TEST_CACHE): the first run takes a few
-# minutes more; later ones took 2.5 to 4.5 minutes on 2 busy cores (the CPU image's real
+# minutes more; later ones took 2 to 4.5 minutes on 2 busy cores (the CPU image's real
 # torch install is most of it). The whole suite (and so CI) runs the same test.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

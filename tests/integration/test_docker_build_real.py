@@ -25,7 +25,7 @@ plan takes Triton and numpy from PyPI: here the 127.0.0.1 one).
 One dockerd and one base serve the three builds, which share their layers up to the install
 step (the classic builder's cache), so the second and third cost their install and doctor
 steps only. Measured on the 2-core test machine while other work ran on it (load average 4
-to 6): the whole file in 2.5 to 4.5 minutes (the ROCm build alone took 40 s before the other
+to 6): the whole file in 2 to 4.5 minutes (the ROCm build alone took 40 s before the other
 two joined): the CPU image's pip install of the real torch and Triton is most of it (70 to
 140 s), then the ROCm build (20 to 45 s), dockerd removing the layers as it stops (up to a
 minute), and the CUDA build (5 to 10 s). The base and the wheels are made once and cached
