@@ -24,8 +24,6 @@ BUILD_TIME_SKIP = (
 )
 # Where rocmkit and the torch build it installs live inside an image.
 VENV = "/opt/rocmkit"
-# Where a CUDA image's build keeps the plan between `rocmkit resolve` and `rocmkit install`.
-PLAN_FILE = "/tmp/rocmkit-plan.json"
 
 # The `# syntax=` line makes BuildKit pull a frontend image before building, which
 # an air-gapped builder cannot do; the plain Dockerfile syntax needs nothing.
@@ -131,13 +129,10 @@ def _install(spec: ImageSpec, version: str) -> list[str]:
         ]
     if spec.kind == "cuda":
         return [
-            "# No GPU at build time: the CUDA wheels are named, not detected. `rocmkit resolve --cuda`",
-            "# plans them and `rocmkit install --plan` installs that plan; a running container",
-            "# detects its real GPUs.",
+            "# No GPU at build time: the CUDA wheels are named (--cuda), not detected; a running",
+            "# container detects its real GPUs.",
             *index,
-            f"RUN rocmkit resolve --cuda {spec.release} --torch {spec.torch} --json >{PLAN_FILE} \\",
-            f"    && rocmkit install --venv {VENV} --plan {PLAN_FILE} \\",
-            f"    && rm {PLAN_FILE}",
+            f"RUN rocmkit install --venv {VENV} --cuda {spec.release} --torch {spec.torch}",
         ]
     return [
         "# CPU wheels whatever the build machine has (--cpu).",

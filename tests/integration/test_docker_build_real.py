@@ -10,8 +10,7 @@
   image's entrypoint runs the doctor again.
 
 The images: the committed ROCm one (``rocm6.2-torch2.5``, its ``rocmkit install --rocm``) and
-the committed CUDA one (``cuda12.8-torch2.11``, its ``rocmkit resolve --cuda`` then ``rocmkit
-install --plan``), both with small generated wheels under torch's real names, versions and
+the committed CUDA one (``cuda12.8-torch2.11``, its ``rocmkit install --cuda``), both with small generated wheels under torch's real names, versions and
 requirements (the real ones are gigabytes, and fetched from no registry here); and the CPU
 image that bare ``rocmkit docker render`` gives on this machine (a CPU build box; rendered
 through the CLI, its plan held to the test's torch index), whose ``rocmkit install --cpu``
@@ -201,10 +200,10 @@ def test_rocm_dockerfile_builds_and_its_doctor_runs(rig: Rig) -> None:
 def test_cuda_dockerfile_builds_from_the_named_wheels(rig: Rig) -> None:
     text = (REPO / "docker" / "cuda12.8-torch2.11.Dockerfile").read_text()
     out = _build(rig, text, "rocmkit-test:cuda12.8-torch2.11")
-    # `rocmkit resolve --cuda 12.8` planned the cu128 wheels on a builder with no GPU, and
-    # `rocmkit install --plan` took them from the index the plan names.
+    # `rocmkit install --cuda 12.8` planned the cu128 wheels on a builder with no GPU and took
+    # them from the index the plan names.
     assert any("/whl/cu128/torch" in r for r in rig.index.requests), rig.index.requests
-    assert "rocmkit resolve --cuda 12.8 --torch 2.11 --json" in out
+    assert "rocmkit install --venv /opt/rocmkit --cuda 12.8 --torch 2.11" in out
     report = _doctor_in(rig, "rocmkit-test:cuda12.8-torch2.11")
     assert report["versions"]["torch"] == "2.11.0+cu128"  # type: ignore[index]
 

@@ -280,19 +280,15 @@ def test_rendered_cpu_dockerfile_installs_cpu_wheels() -> None:
 
 def test_rendered_cuda_dockerfile_names_its_wheels() -> None:
     images = load_images()
-    spec = choose_spec(images, cuda="cu128")  # torch's index name, as `resolve --cuda` takes it
+    spec = choose_spec(images, cuda="cu128")  # torch's index name, as `--cuda` takes it
     assert (spec.name, spec.release, spec.torch) == ("cuda12.8-torch2.11", "12.8", "2.11")
     text = render_dockerfile(spec, images)
     # A plain base: the cu128 wheels bring CUDA's libraries from PyPI, the driver is the host's.
     assert f"FROM {images.base('cuda').image}\n" in text and "nvidia/cuda" not in text
     assert "pt_cuda_pip" in text  # the header names the base's sources
-    # No GPU at build time: the wheels are named (resolve --cuda), then that plan installed.
-    assert (
-        "RUN rocmkit resolve --cuda 12.8 --torch 2.11 --json >/tmp/rocmkit-plan.json \\\n"
-        "    && rocmkit install --venv /opt/rocmkit --plan /tmp/rocmkit-plan.json \\\n"
-        "    && rm /tmp/rocmkit-plan.json\n"
-    ) in text
-    assert text.index("ARG ROCMKIT_INDEX_BASE=") < text.index("RUN rocmkit resolve")
+    # No GPU at build time: the wheels are named (--cuda), not detected.
+    assert "RUN rocmkit install --venv /opt/rocmkit --cuda 12.8 --torch 2.11\n" in text
+    assert text.index("ARG ROCMKIT_INDEX_BASE=") < text.index("RUN rocmkit install")
     assert "RUN rocmkit doctor --level 0 --image-build " in text
     assert "#   docker run --rm --gpus all --ipc=host rocmkit:cuda12.8-torch2.11\n" in text
     assert "ENV ROCMKIT_" not in text
@@ -316,7 +312,7 @@ def test_cli_renders_cpu_and_cuda_images(tmp_path: Path) -> None:
     cuda = runner.invoke(cli, ["docker", "render", "--cuda", "12.6", "--torch", "2.13", "--out", str(out)])
     assert cuda.exit_code == 0, cuda.stderr
     assert [p.name for p in out.iterdir()] == ["cuda12.6-torch2.13.Dockerfile"]
-    assert "rocmkit resolve --cuda 12.6 --torch 2.13 --json" in (out / "cuda12.6-torch2.13.Dockerfile").read_text()
+    assert "rocmkit install --venv /opt/rocmkit --cuda 12.6 --torch 2.13" in (out / "cuda12.6-torch2.13.Dockerfile").read_text()
     assert runner.invoke(cli, ["docker", "render", "--cuda", "12.6", "--torch", "2.13", "--out", str(out), "--check"]).exit_code == 0
     for argv, match in (
         (["--cpu", "--cuda", "12.8"], "--cuda and --cpu name different images"),
@@ -373,7 +369,7 @@ def test_bare_render_on_an_nvidia_node_is_its_cuda_image(captures_dir: Path, cap
     torch = _plan_torch(session)
     (name, text), = RenderRequest().rendered(session).items()
     assert name == f"cuda{release}-torch{torch}.Dockerfile"
-    assert f"RUN rocmkit resolve --cuda {release} --torch {torch} --json >" in text
+    assert f"RUN rocmkit install --venv /opt/rocmkit --cuda {release} --torch {torch}\n" in text
     assert "FROM ubuntu:" in text and "--gpus all" in text
     assert "ROCMKIT_GFX" not in text
 
