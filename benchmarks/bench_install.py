@@ -110,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     folder, version = wheels_folder(args.wheels)
+    # rocmkit as installed runs from byte code (pip compiles it): compiled here too, or every
+    # rocmkit row would pay for compiling rocmkit itself (PYTHONDONTWRITEBYTECODE boxes).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "rocmkit")], check=True, timeout=300)
     work = Path(tempfile.mkdtemp(prefix="rocmkit-bench-install-"))
     root = work / "index"
     served = root / "whl" / "cpu"

@@ -43,7 +43,7 @@ RUN rocmkit install --venv /opt/rocmkit --rocm 6.2 --torch 2.5
 # check is named in the build log apart from the install. The host checks
 # are left out: they would judge the build machine, not the node that runs this.
 # hadolint ignore=DL3059
-RUN rocmkit doctor --level 0 \
+RUN rocmkit doctor --level 0 --image-build \
     --skip env.amdgpu_driver --skip env.device_nodes --skip env.device_groups \
     --skip env.driver_window --skip env.igpu --skip env.shm \
     --skip env.iommu --skip env.numa_balancing --skip env.kfd_asic \

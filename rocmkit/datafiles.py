@@ -113,11 +113,12 @@ def check_data(req: CheckRequest, out: Output) -> None:
         out.data(f"{len(lines)} entries with unconfirmed facts:")
         out.lines([f"  {line}" for line in lines])
     if req.with_sources and matrix is not None:
-        _check_sources(matrix, req, out)
+        _check_sources(matrix, folder, req, out)
 
 
-def _check_sources(m: Matrix, req: CheckRequest, out: Output) -> None:
+def _check_sources(m: Matrix, folder: Path, req: CheckRequest, out: Output) -> None:
     from rocmkit.errors import DataError
+    from rocmkit.matrix.jaxdata import parse_jax
     from rocmkit.matrix.sourcecheck import Sources, check_sources
     from rocmkit.util.paths import shipped_matrices_dir
 
@@ -127,7 +128,8 @@ def _check_sources(m: Matrix, req: CheckRequest, out: Output) -> None:
     if recording is None:
         checkout = shipped_matrices_dir().parent / "tests" / "data" / "upstream"
         recording = checkout if checkout.is_dir() else None
-    report = check_sources(m, Sources(recording, offline=req.offline, clones=clones))
+    jax = parse_jax(folder) if (folder / "jax.toml").is_file() else None
+    report = check_sources(m, Sources(recording, offline=req.offline, clones=clones), jax)
     out.lines(report.lines())
     if report.not_stated:
         raise DataError(

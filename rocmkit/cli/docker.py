@@ -17,13 +17,15 @@ def cli() -> None:
 
 
 @cli.command("render")
-@click.option("--rocm", metavar="X.Y", help="ROCm release of the base image (e.g. 6.2).")
+@click.option("--rocm", metavar="X.Y", help="A ROCm image: ROCm release of the base image (e.g. 6.2).")
+@click.option("--cuda", metavar="X.Y", help="A CUDA image: CUDA release of the torch wheels, 12.8 or cu128.")
+@click.option("--cpu", is_flag=True, help="A CPU image: torch's CPU wheels.")
 @click.option(
     "--torch", metavar="X.Y", help="torch release to install (default: the matrix's image for that release)."
 )
-@click.option("--gfx", metavar="LIST", help="Comma-separated gfx archs to install for (e.g. gfx90a,gfx942).")
+@click.option("--gfx", metavar="LIST", help="ROCm: comma-separated gfx archs to install for (e.g. gfx90a,gfx942).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-    help="Write NAME.Dockerfile files here. Without --rocm: every image in the matrix.")
+    help="Write NAME.Dockerfile files here. Without --rocm/--cuda/--cpu: every image in the matrix.")
 @click.option(
     "--check", is_flag=True, help="Write nothing; exit 1 if the files in --out differ from the generator."
 )
@@ -31,19 +33,22 @@ def cli() -> None:
     help="Start with `# syntax=docker/dockerfile:1` (BuildKit then pulls that frontend: not air-gapped).")
 @request(RenderRequest)
 def render_cmd(req: RenderRequest) -> None:
-    """Render Dockerfiles that install rocmkit, run `rocmkit install` for a ROCm/torch/arch
-    set and `rocmkit doctor --level 0` at build time, and run `rocmkit doctor` at run time.
+    """Render Dockerfiles that install rocmkit, run `rocmkit install` for a ROCm, CUDA or
+    CPU torch build and `rocmkit doctor --level 0` at build time, and run `rocmkit doctor`
+    at run time.
 
     \b
     rocmkit docker render                              the image for this machine (its plan)
     rocmkit docker render --out docker                 every image in matrices/images.toml
     rocmkit docker render --rocm 6.2 --gfx gfx942      one Dockerfile on stdout
+    rocmkit docker render --cuda 12.8 --torch 2.11     a CUDA image (the cu128 wheels)
+    rocmkit docker render --cpu                        a CPU image
     rocmkit docker render --out docker --check         are the committed files current?
     """
     from rocmkit.containers.dockerfile import stale_files
     from rocmkit.session import Session
 
-    rendered = req.rendered(Session() if req.this_machine else None)
+    rendered = req.rendered(Session() if req.this_machine else None, say=OUT.message)
     out = req.out
     if out is None:
         OUT.data(next(iter(rendered.values())), nl=False)

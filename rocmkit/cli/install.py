@@ -25,6 +25,8 @@ from rocmkit.resolve.constraints import CHANNELS
     help="Resolve for a captured machine instead of this one.")
 @click.option("--torch", help="Torch release to resolve (e.g. 2.5).")
 @click.option("--rocm", help="ROCm version to resolve for (e.g. 6.2).")
+@click.option("--cuda", metavar="X.Y",
+    help="CUDA version of the wheels, 12.8 or cu128 (a CUDA build whatever the GPUs, as for an image).")
 @click.option(
     "--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
     help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly)."

@@ -209,6 +209,7 @@ def _plan(
     constraints = Constraints(
         torch=req.torch,
         rocm=req.rocm,
+        cuda=req.cuda,
         python=target.short_version,
         channel=req.channel,
         cpu=req.cpu,

@@ -30,6 +30,7 @@ class InstallRequest:
     capture: Path | None = None
     torch: str | None = None
     rocm: str | None = None
+    cuda: str | None = None  # "12.8" or "cu128": a CUDA build whatever the GPUs (an image build)
     channel: str = "stable"
     cpu: bool = False
     framework: str = "torch"  # torch | jax | torch-xla | torch,jax
@@ -89,12 +90,12 @@ class InstallRequest:
                 "--lock writes a lock from a plan; it does not combine with --from-lock/--wheelhouse"
             )
         resolving = (
-            self.torch or self.rocm or self.cpu or self.capture or self.strict_data
+            self.torch or self.rocm or self.cuda or self.cpu or self.capture or self.strict_data
             or self.framework != "torch" or self.jax_version
         )
         if self.installs_exact_list and resolving:
             raise UsageError(
-                "a lock or wheelhouse fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+                "a lock or wheelhouse fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
                 " (nor --framework, --jax)"
             )
         for name, seconds in (
@@ -111,7 +112,7 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cpu/--strict-data/--capture do not apply"
+                "a plan file fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
                 " (nor --framework, --jax)",
                 "drop them, or drop --plan to resolve afresh",
             )

@@ -100,7 +100,7 @@ def channel_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
         if name not in was or name not in now:
             out.append(f"channel {name} {'added' if name in now else 'removed'}")
             continue
-        for field in ("torch_min", "indexes", "archs", "python_min", "python_max"):
+        for field in ("torch_min", "indexes", "archs", "legacy_archs", "python_min", "python_max"):
             a, b = was[name].get(field), now[name].get(field)
             if a != b:
                 out.append(f"channel {name} {field}: {_show(a)} -> {_show(b)}")

@@ -48,6 +48,7 @@ class Inputs:
     release_versions: Snapshot | None = None
     therock_releases: Snapshot | None = None
     therock_matrix: Snapshot | None = None
+    therock_whl_next: Snapshot | None = None  # the whl-next ownership manifest (device packages per stream)
     build_scripts: tuple[Snapshot, ...] = ()  # pytorch/pytorch's manywheel/build.sh, oldest first
     # jax.toml's inputs (rocmkit/matrix/jaxgen.py): the index pages of jax, jaxlib, the plugins, torch-xla
     jax_pages: Mapping[str, ProjectPage] = field(default_factory=dict)
@@ -203,6 +204,12 @@ def generate(torch_doc: dict[str, Any], channels_doc: dict[str, Any], inputs: In
                 pick = _companion(found, version, day, inputs.metadata)
                 if pick is not None:
                     row[name] = pick
+                    # Its Requires-Dist admitting this torch, published with it, is the confirmation.
+                    rest = [u for u in row.get("unconfirmed", []) if u != name]
+                    if rest:
+                        row["unconfirmed"] = rest
+                    else:
+                        row.pop("unconfirmed", None)
                     row_sources = _add(
                         row_sources,
                         src(
@@ -510,6 +517,28 @@ def _rocm_archs_from_script(
         row.pop("note", None)
 
 
+def _whl_next_archs(chans: dict[str, dict[str, Any]], snap: Snapshot, used: dict[str, str]) -> None:
+    """Each AMD channel's archs: the targets whose device packages the whl-next index serves on its
+    stream (TheRock's ownership manifest)."""
+    devices = therock.whl_next_devices(snap.text)
+    key = f"therock_gen_whl_next_{snap.commit[:8]}"
+    for chan in chans.values():
+        if chan.get("kind") != "amd" or str(chan.get("stream")) not in devices:
+            continue
+        used[key] = (
+            f"{snap.url(therock.WHL_NEXT_PATH, therock.REPO_URL)} (the /rocm/whl-next packages of each "
+            "release stream: the targets with amd-torch-device-, amd-torchvision-device- and rocm-sdk-device- "
+            "packages on it)"
+        )
+        chan["archs"] = list(devices[str(chan["stream"])])
+        chan["sources"] = _add([s for s in chan.get("sources", []) if not s.startswith("therock_gen_whl_next_")], key)
+        rest = [u for u in chan.get("unconfirmed", []) if u != "archs"]
+        if rest:
+            chan["unconfirmed"] = rest
+        else:
+            chan.pop("unconfirmed", None)
+
+
 def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBuild], out: Outcome) -> None:
     csrc: dict[str, str] = {
         k: v for k, v in cdoc.get("sources", {}).items() if not k.startswith(GENERATED_PREFIXES)
@@ -543,7 +572,15 @@ def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBui
         url = snap.url(therock.RELEASES_PATH, therock.REPO_URL)
         used[key] = f"{url} (the device-gfxNNNN extras of the multi-arch index)"
         extras = therock.device_extras(snap.text)
-        rock["archs"] = list(extras)
+        # RELEASES.md's table is the multi-arch index's (legacy_url). With TheRock's whl-next manifest
+        # read as well, the channel's own index (url) takes the manifest's list and this one is kept
+        # for the older index; without it, the table stands for both.
+        whl_next = therock.whl_next_devices(inputs.therock_whl_next.text) if inputs.therock_whl_next else {}
+        if str(rock.get("stream")) in whl_next and rock.get("legacy_url"):
+            rock["legacy_archs"] = list(extras)
+        else:
+            rock["archs"] = list(extras)
+            rock.pop("legacy_archs", None)
         srcs = [s for s in rock.get("sources", []) if not s.startswith("therock_gen_")]
         srcs = _add(srcs, key)
         if inputs.therock_matrix is not None:
@@ -557,4 +594,6 @@ def _channels(cdoc: dict[str, Any], inputs: Inputs, builds: dict[str, ReleaseBui
             rock["python_min"], rock["python_max"] = pys[0], pys[-1]
             srcs = _add(srcs, pkey)
         rock["sources"] = srcs
+    if inputs.therock_whl_next is not None:
+        _whl_next_archs(chans, inputs.therock_whl_next, used)
     cdoc["sources"] = _sources_table(dict(cdoc.get("sources", {})), csrc, used, cdoc)

@@ -80,6 +80,7 @@ def recorded_upstream(folder: Path) -> dict[str, object]:
         "release_versions": _one(ti, testinfra.RELEASE_VERSIONS_PATH),
         "therock_releases": _one(rock, therock.RELEASES_PATH),
         "therock_matrix": _one(rock, therock.RELEASE_MATRIX_PATH),
+        "therock_whl_next": _one(rock, therock.WHL_NEXT_PATH),
     }
 
 
@@ -95,6 +96,7 @@ def clone_upstream(
     if the_rock is not None:
         out["therock_releases"] = git_head(the_rock, therock.RELEASES_PATH)
         out["therock_matrix"] = git_head(the_rock, therock.RELEASE_MATRIX_PATH)
+        out["therock_whl_next"] = git_head(the_rock, therock.WHL_NEXT_PATH)
     return out
 
 

@@ -488,6 +488,7 @@ def _parse_channels(
         "indexes",
         "torch_min",
         "archs",
+        "legacy_archs",
         "python_min",
         "python_max",
         "packages",
@@ -525,6 +526,7 @@ def _parse_channels(
             indexes=row.strings("indexes"),
             torch_min=row.opt_pep440("torch_min"),
             archs=_known_archs(row, "archs", archs),
+            legacy_archs=_known_archs(row, "legacy_archs", archs),
             python_min=row.opt_release("python_min"),
             python_max=row.opt_release("python_max"),
             packages=row.strings("packages"),
@@ -537,6 +539,8 @@ def _parse_channels(
             sources=row.source_keys(),
             unconfirmed=row.unconfirmed(),
         )
+        if channel.legacy_archs and not channel.legacy_url:
+            raise row.error("legacy_archs names the device packages of legacy_url, which this channel has not")
         out[name] = channel
         for alias in channel.aliases:
             if alias in names or alias in out:

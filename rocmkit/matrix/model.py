@@ -157,7 +157,9 @@ class Channel(Fact):
     description: str = ""
     indexes: tuple[str, ...] = ()  # nightly: the indexes it builds
     torch_min: str | None = None  # nightly: the lowest pre-release version to accept
-    archs: tuple[str, ...] = ()  # amd: archs with a device-gfxNNNN extra
+    archs: tuple[str, ...] = ()  # amd: archs with a device-gfxNNNN extra (on url / all_arch_url)
+    # amd: archs with a device extra on legacy_url, where that index is known to differ (nightly)
+    legacy_archs: tuple[str, ...] = ()
     python_min: str | None = None
     python_max: str | None = None
     packages: tuple[str, ...] = ()  # amd: requirement templates with {gfx}
@@ -178,6 +180,12 @@ class Channel(Fact):
         ):
             return self.legacy_url
         return self.url
+
+    def archs_for(self, rocm: str | None) -> tuple[str, ...]:
+        """The archs with a device package on the index :meth:`index_for` gives for ``rocm``."""
+        if self.legacy_archs and self.legacy_url and self.index_for(rocm) == self.legacy_url != self.url:
+            return self.legacy_archs
+        return self.archs
 
 
 @dataclass(frozen=True, kw_only=True)

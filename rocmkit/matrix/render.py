@@ -55,6 +55,7 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
         "indexes",
         "torch_min",
         "archs",
+        "legacy_archs",
         "python_min",
         "python_max",
         "packages",

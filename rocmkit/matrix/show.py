@@ -164,7 +164,10 @@ def gfx_lines(m: Matrix, name: str) -> list[str]:
     supported = [r.version + _mark(r, "supported") for r in m.rocm_releases if arch.name in r.supported]
     out.append(f"  ROCm releases that list it as supported: {', '.join(supported) or 'none in rocm.toml'}")
     for chan in {c.name: c for c in m.channels.values() if c.kind == "amd"}.values():
-        out.append(f"  AMD {chan.name} device-{arch.name} extra: {'yes' if arch.name in chan.archs else 'no'}")
+        said = "yes" if arch.name in chan.archs else "no"
+        if chan.legacy_archs and (arch.name in chan.legacy_archs) != (arch.name in chan.archs):
+            said += f" ({'yes' if arch.name in chan.legacy_archs else 'no'} on its older index {chan.legacy_url})"
+        out.append(f"  AMD {chan.name} device-{arch.name} extra{_mark(chan, 'archs')}: {said}")
     for fam in m.family_indexes:
         if arch.name in fam.archs:
             out.append(f"  older TheRock per-family index (no new releases): {fam.name} {fam.url}")

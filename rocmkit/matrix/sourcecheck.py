@@ -14,7 +14,10 @@ source as a reader would check it:
 * ``therock_gen_*``: TheRock's ``RELEASES.md`` (device extras) and its release
   matrix script (CPythons);
 * ``pt_<commit>``: pytorch/pytorch's ``.ci/docker/manywheel/build.sh``: a ROCm index's
-  arch list is the ``PYTORCH_ROCM_ARCH`` of the branch that names its version.
+  arch list is the ``PYTORCH_ROCM_ARCH`` of the branch that names its version;
+* ``therock_gen_whl_next_<commit>``: TheRock's whl-next ownership manifest: an AMD channel's
+  archs are the targets with device packages on its stream;
+* jax.toml (``pypi_jax``, ``pypi_torch_xla``): :mod:`rocmkit.matrix.jaxcheck`.
 
 The report says where the sources were read from (the recording, a clone, or live), and
 each source that could not be read, with the reason.
@@ -34,6 +37,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
@@ -50,6 +54,9 @@ from rocmkit.pkgindex.pages import (
     project_page,
     read_metadata,
 )
+
+if TYPE_CHECKING:
+    from rocmkit.matrix.jaxdata import JaxData
 
 _GITHUB_BLOB = re.compile(r"https://github\.com/([^/\s]+)/([^/\s]+)/blob/([0-9a-f]{7,40})/(\S+)")
 _CHANNEL_OF = {"release": "stable", "test": "candidate", "nightly": "nightly"}
@@ -227,7 +234,8 @@ def _channel_for(bm: BuildMatrix, version: str) -> ChannelBuild | None:
     return None
 
 
-def check_sources(m: Matrix, sources: Sources) -> Report:
+def check_sources(m: Matrix, sources: Sources, jax: JaxData | None = None) -> Report:
+    """Every confirmed machine-sourced fact of ``m`` (and of ``jax``, jax.toml, when given) re-read."""
     rep = Report()
     texts = m.sources.get("torch.toml", {})
 
@@ -250,6 +258,10 @@ def check_sources(m: Matrix, sources: Sources) -> Report:
         _check_release(rel, m, texts, sources, bm_of, rep)
     _check_rocm_indexes(m, texts, sources, rep)
     _check_channels(m, sources, rep)
+    if jax is not None:
+        from rocmkit.matrix.jaxcheck import check_jax
+
+        check_jax(jax, sources, rep)
     rep.unreadable = sorted({_with_reason(line, sources.failures) for line in rep.unreadable})
     rep.read_from = dict(sources.origins)
     return rep
@@ -491,31 +503,44 @@ def _check_channels(m: Matrix, sources: Sources, rep: Report) -> None:
                         f"channels.toml nightly indexes {' '.join(nightly.indexes)}: {url} lists "
                         f"{' '.join(build.indexes)}"
                     )
-    rock = m.channels.get("therock")
-    if rock is None:
-        return
-    for key in rock.sources:
-        if not key.startswith("therock_gen_"):
-            continue
-        url = _url_of(texts.get(key, ""))
-        text = sources.github_file(url) if url else None
-        if text is None:
-            rep.unreadable.append(f"channels.toml [sources] {key}: {url}")
-            continue
-        rep.checked += 1
-        if url and url.endswith(therock.RELEASES_PATH):
-            extras = set(therock.device_extras(text))
-            if set(rock.archs) != extras:
-                rep.not_stated.append(
-                    f"channels.toml therock archs: {url} has device extras for {' '.join(sorted(extras))}"
-                )
-        elif url and url.endswith(therock.RELEASE_MATRIX_PATH):
-            pys = therock.release_pythons(text)
-            if pys and (rock.python_min, rock.python_max) != (pys[0], pys[-1]):
-                rep.not_stated.append(
-                    f"channels.toml therock Python {rock.python_min}-{rock.python_max}: {url} builds "
-                    f"{pys[0]}-{pys[-1]}"
-                )
+    # AMD's channels: amd-nightly against RELEASES.md and the release matrix script; every AMD
+    # channel citing the whl-next ownership manifest against its stream's device packages.
+    for chan in {id(c): c for c in m.channels.values() if c.kind == "amd"}.values():
+        for key in chan.sources:
+            if not key.startswith("therock_gen_"):
+                continue
+            url = _url_of(texts.get(key, ""))
+            text = sources.github_file(url) if url else None
+            if text is None:
+                rep.unreadable.append(f"channels.toml [sources] {key}: {url}")
+                continue
+            if url and url.endswith(therock.WHL_NEXT_PATH):
+                if not chan.is_confirmed("archs"):
+                    continue
+                rep.checked += 1
+                served = therock.whl_next_devices(text).get(chan.stream or "")
+                if served is None or set(chan.archs) != set(served):
+                    rep.not_stated.append(
+                        f"channels.toml {chan.name} archs: {url} serves device packages on the "
+                        f"{chan.stream} stream for {' '.join(served) if served else 'no target'}"
+                    )
+            elif url and url.endswith(therock.RELEASES_PATH):
+                # RELEASES.md's table is the multi-arch index's: legacy_archs where the channel has them.
+                field_name, listed = ("legacy_archs", chan.legacy_archs) if chan.legacy_archs else ("archs", chan.archs)
+                rep.checked += 1
+                extras = set(therock.device_extras(text))
+                if set(listed) != extras:
+                    rep.not_stated.append(
+                        f"channels.toml {chan.name} {field_name}: {url} has device extras for {' '.join(sorted(extras))}"
+                    )
+            elif url and url.endswith(therock.RELEASE_MATRIX_PATH):
+                rep.checked += 1
+                pys = therock.release_pythons(text)
+                if pys and (chan.python_min, chan.python_max) != (pys[0], pys[-1]):
+                    rep.not_stated.append(
+                        f"channels.toml {chan.name} Python {chan.python_min}-{chan.python_max}: {url} builds "
+                        f"{pys[0]}-{pys[-1]}"
+                    )
 
 
 def _v(text: str | None) -> Version | None:

@@ -75,8 +75,9 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
                 f"ROCm {wanted} predates the whl-next layout (from {chan.layout_from}): "
                 f"AMD's multi-arch index {index}"
             )
-    usable = [g for g in gpus if g.arch in chan.archs]
-    unusable = [g for g in gpus if g.arch not in chan.archs]
+    offered = chan.archs_for(wanted)  # the device packages of the index picked (legacy_url's may differ)
+    usable = [g for g in gpus if g.arch in offered]
+    unusable = [g for g in gpus if g.arch not in offered]
     torch = torch_spec(cons.torch)
     if not gpus:
         return _all_archs(machine, m, cons, notes, python, chan, index, legacy, torch)
@@ -84,7 +85,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         what = join(sorted({g.arch or "unknown" for g in gpus}))
         raise NoPlanError(
             f"AMD's {chan.name} wheels select device code by gfx target, and this machine has {what} "
-            f"(device packages exist for: {join(chan.archs)})",
+            f"(device packages exist for: {join(offered)})",
             "set ROCMKIT_GFX=gfxNNNN (or ROCM_BOOTSTRAP_FORCE_GFX_ARCH) for the target machine, "
             "or use --channel stable",
         )
@@ -98,7 +99,10 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         f"the {extras} extra{'s add' if len(archs) > 1 else ' adds'} them to a torch of host code only"
     )
     notes.why(f"{describe(usable)} {'runs' if len(usable) == 1 else 'run'} natively: no HSA_OVERRIDE_GFX_VERSION")
-    notes.relies_on(chan, "channels.toml", f"the {chan.name} channel's device packages and Pythons", "archs")
+    notes.relies_on(
+        chan, "channels.toml", f"the {chan.name} channel's device packages and Pythons",
+        "legacy_archs" if legacy and chan.legacy_archs else "archs",
+    )
     if wanted:
         reqs.append(f"rocm[libraries,{extras}]{rocm_spec(chan.stream, wanted)}")
         notes.why(

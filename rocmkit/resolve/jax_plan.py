@@ -197,9 +197,10 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
 
 def _device_extras(m: Matrix, gpus: tuple[AmdGpu, ...], target: tuple[str, ...]) -> list[str]:
     """The device-gfxNNN extras to install: the usable archs of the discrete GPUs (all usable ones when
-    the machine has only integrated GPUs), kept to those AMD's index offers (channels.toml therock)."""
+    the machine has only integrated GPUs), kept to those AMD's multi-arch index offers (channels.toml
+    therock: its legacy_archs, the whl-multi-arch index the route installs from, else its archs)."""
     rock = m.channels.get("therock")
-    offered = set(rock.archs) if rock is not None else set(target)
+    offered = set(rock.legacy_archs or rock.archs) if rock is not None else set(target)
     discrete = {g.arch for g in gpus if not g.integrated and g.arch in target}
     return sorted(a for a in (discrete or set(target)) if a in offered)
 

@@ -148,10 +148,16 @@ def observe_one(
     source: str, *, is_index: bool = True, timeout: float, cache: Path | None, project: str = "torch"
 ) -> Seen:
     """Read ``<source>/<project>/`` (an index) or ``source`` (a find-links folder or page)."""
-    from rocmkit.util.redact import conceal
+    from rocmkit.util.redact import conceal, has_credentials
 
     # Masked from here on (a pip.conf index may carry a token): the URL lands in the cache and the reasons.
-    source = conceal(source)
+    masked = conceal(source)
+    if has_credentials(masked):
+        # A credentialed index is read every time: its entry would be keyed by the masked URL,
+        # the same for every token, so a mistyped or revoked token would pass on the answer
+        # another one got, for as long as the entry is fresh.
+        cache = None
+    source = masked
     folder = _folder(source)
     if folder is not None:
         return _read_folder(source, folder, is_index=is_index, project=project)

@@ -111,10 +111,10 @@ def test_resolve_checks_the_authenticated_index_and_shows_user_and_mask(
     )
     assert as_json.code == 0, as_json.stderr
     assert json.loads(as_json.stdout)["index_urls"][0] == f"{shown}/cpu"
-    # A wrong token is said as such (a new cache: the good answer above is reused for minutes).
-    env["ROCMKIT_CACHE_DIR"] = str(tmp_path / "cache2")
+    # A wrong token is said as such, right after the good one: a credentialed index's answer
+    # is never taken from the cache, where every token would share one masked key.
     wrong = rocmkit("resolve", "--cpu", "--python", "3.11", "--index-base", _base(server, "nope"), env=env)
-    assert "refused rocmkit (HTTP 401" in wrong.stdout
+    assert "refused rocmkit (HTTP 401" in wrong.stdout, wrong.stdout + wrong.stderr
     _no_token(res, as_json, wrong, under=tmp_path)
 
 

@@ -5,6 +5,7 @@ is test_docker_build_real.py (scripts/docker/build-test.sh: root, dockerd, minut
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -61,20 +62,55 @@ def test_render_check_passes_on_the_committed_files() -> None:
     assert res.ok, res.describe()
 
 
-@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
-def test_install_step_resolves_for_the_image_archs(path: Path) -> None:
-    from rocmkit.detect import detect_machine
-    from rocmkit.resolve import Constraints, resolve
+def _install_steps(text: str) -> list[list[str]]:
+    """The commands of the image's install step (a CUDA image's is `resolve ... && install --plan`)."""
+    (step,) = [i for i in _instructions(text) if i.startswith(("RUN rocmkit install", "RUN rocmkit resolve"))]
+    return [shlex.split(part) for part in step[4:].split("&&")]
 
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
+def test_install_step_resolves_for_the_image(path: Path, tmp_path: Path) -> None:
+    """What the image's install step resolves to, with its build ARGs, on this machine (no GPU
+    here either): `rocmkit resolve` with the step's own options, through the CLI."""
     text = path.read_text()
-    (install,) = [i for i in _instructions(text) if i.startswith("RUN rocmkit install")]
-    argv = shlex.split(install[4:])
-    opts = dict(zip(argv[2::2], argv[3::2], strict=True))
-    machine = detect_machine(environ=_args(text))  # what the build's overrides make of the builder
-    assert sorted(g.arch for g in machine.gpus if g.arch) == sorted(_args(text)["ROCMKIT_GFX"].split(","))
-    plan = resolve(machine, Constraints(torch=opts["--torch"], rocm=opts["--rocm"]))
-    assert plan.index_urls[0].endswith(f"/rocm{opts['--rocm']}")
-    assert any(r.startswith(f"torch=={opts['--torch']}") for r in plan.requirements)
+    args = _args(text)
+    steps = _install_steps(text)
+    install = next(s for s in steps if s[:2] == ["rocmkit", "install"])
+    opts = dict(zip(install[2::2], install[3::2], strict=False))
+    if "--plan" in install:
+        # The plan the step before writes: run that command as written, less its redirection.
+        (resolve_step,) = [s for s in steps if s[:2] == ["rocmkit", "resolve"]]
+        assert resolve_step[-1] == f">{install[install.index('--plan') + 1]}"
+        argv = resolve_step[1:-1]
+    else:
+        flags = [t for t in install[2:] if t not in ("--venv", opts["--venv"])]
+        argv = ["resolve", *flags, "--json"]
+    assert "--torch" in argv
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "ROCMKIT_CACHE_DIR": str(tmp_path),
+        "ROCMKIT_OFFLINE": "1",
+        **{k: v for k, v in args.items() if k != "ROCMKIT_INDEX_BASE"},
+    }
+    res = run([*ROCMKIT, *argv], timeout=120, env=env)
+    assert res.ok, res.describe()
+    plan = json.loads(res.stdout)
+    torch = argv[argv.index("--torch") + 1]
+    assert plan["torch_version"].startswith(f"{torch}.") or plan["torch_version"].startswith(f"{torch}+")
+    if "--rocm" in argv:
+        from rocmkit.detect import detect_machine
+
+        machine = detect_machine(environ=args)  # what the build's overrides make of the builder
+        assert sorted(g.arch for g in machine.gpus if g.arch) == sorted(args["ROCMKIT_GFX"].split(","))
+        assert plan["index_urls"][0].endswith(f"/rocm{argv[argv.index('--rocm') + 1]}")
+    elif "--cuda" in argv:
+        release = argv[argv.index("--cuda") + 1]
+        assert plan["backend"] == "cu" + release.replace(".", "")
+        assert plan["index_urls"][0].endswith(f"/{plan['backend']}")
+    else:
+        assert "--cpu" in argv and plan["backend"] == "cpu"
+        assert plan["index_urls"][0].endswith("/cpu")
 
 
 @pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)

@@ -10,8 +10,9 @@ by the PID we started, also when a test fails.
 caches the tarball (``/var/cache/rocmkit-tests`` or ``$DOCKER_TEST_CACHE``), so
 only the first run pays for it (about 3 minutes); ``docker import`` turns it into
 an image in seconds. ``python_wheels`` caches, the same way, the wheels a
-``pip install`` of rocmkit needs (its build backend and dependencies), for a
-127.0.0.1 index to serve inside the build.
+``pip install`` of rocmkit needs (its build backend and dependencies), and the real
+torch CPU build the CPU image installs (with the Triton and numpy its plan adds, and their
+dependencies), for 127.0.0.1 indexes to serve inside the build.
 
 Both are downloads, so they are made before the tests, never by a test:
 ``python -m tests.support.dockerd prepare`` (``.ci/run`` runs it, and fails saying why when
@@ -30,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -51,6 +53,21 @@ ROCMKIT_NEEDS = (
     "rich>=13",
     "platformdirs>=3",
 )
+
+
+# The CPU image's torch: the real CPU build scripts/test.sh installs (these machines' pip finds
+# it through its find-links, /opt/wheels), the Triton a CPU plan adds for the doctor's
+# interpreter kernels, and numpy (which Triton's interpreter needs); pip adds their dependencies.
+TORCH_CPU = ("torch==2.13.0+cpu", "triton==3.8.0", "numpy")
+
+
+@dataclass(frozen=True)
+class Material:
+    """What ``prepare`` made: the base tarball and two wheel folders."""
+
+    base: Path
+    wheels: Path  # rocmkit's build backend and dependencies
+    torch_cpu: Path  # TORCH_CPU and its dependencies
 
 
 def cache_dir() -> Path:
@@ -124,30 +141,35 @@ def _tarball_path() -> Path:
     return cache_dir() / f"{SUITE}-minbase-{'-'.join(INCLUDE)}.tar"
 
 
-def _wheels_folder() -> Path:
-    return cache_dir() / f"wheels-py{sys.version_info.major}{sys.version_info.minor}"
+def _wheels_folder(name: str = "wheels") -> Path:
+    return cache_dir() / f"{name}-py{sys.version_info.major}{sys.version_info.minor}"
 
 
 def _wanted(requirements: Sequence[str]) -> str:
     return "\n".join(sorted(requirements)) + "\n"
 
 
-def prepared() -> tuple[Path, Path] | None:
-    """The base tarball and the wheel folder, where ``prepare`` made them (else None)."""
-    tarball, folder = _tarball_path(), _wheels_folder()
+def _has(folder: Path, requirements: Sequence[str]) -> bool:
     stamp = folder / ".requirements"
-    if tarball.is_file() and stamp.is_file() and stamp.read_text() == _wanted(ROCMKIT_NEEDS):
-        return tarball, folder
+    return stamp.is_file() and stamp.read_text() == _wanted(requirements)
+
+
+def prepared() -> Material | None:
+    """The base tarball and the wheel folders, where ``prepare`` made them (else None)."""
+    tarball, wheels, torch_cpu = _tarball_path(), _wheels_folder(), _wheels_folder("torch-cpu")
+    if tarball.is_file() and _has(wheels, ROCMKIT_NEEDS) and _has(torch_cpu, TORCH_CPU):
+        return Material(base=tarball, wheels=wheels, torch_cpu=torch_cpu)
     return None
 
 
-def python_wheels(requirements: Sequence[str], timeout: float = 600.0) -> Path:
+def python_wheels(requirements: Sequence[str], timeout: float = 600.0, *, name: str = "wheels") -> Path:
     """The wheels ``pip install`` of these requirements needs, for this Python's
-    version (the image's Debian Python is the same minor version), cached."""
-    folder = _wheels_folder()
+    version (the image's Debian Python is the same minor version), cached in the folder
+    ``name`` (pip's own sources: its index, and the find-links these machines configure)."""
+    folder = _wheels_folder(name)
     stamp = folder / ".requirements"
     want = _wanted(requirements)
-    if stamp.is_file() and stamp.read_text() == want:
+    if _has(folder, requirements):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     res = subprocess.run(
@@ -274,6 +296,7 @@ def prepare() -> str | None:
     try:
         base_tarball()
         python_wheels(ROCMKIT_NEEDS)
+        python_wheels(TORCH_CPU, timeout=1200.0, name="torch-cpu")
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         return str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
     return None

@@ -40,10 +40,13 @@ def wheel_from_installed(name: str, dest: Path) -> Path:
         path = str(file)
         if path.startswith("..") or "__pycache__" in path or path.endswith(".pyc"):
             continue
-        if path.endswith(".dist-info/RECORD"):
+        # Only the distribution's own .dist-info (top level): a vendored one inside the package
+        # (setuptools/_vendor/zipp-*.dist-info/RECORD) is an ordinary file of the wheel.
+        own_meta = path.count("/") == 1 and path.split("/", 1)[0].endswith(".dist-info")
+        if own_meta and path.endswith("/RECORD"):
             record_name = path
             continue
-        if path.endswith((".dist-info/INSTALLER", ".dist-info/REQUESTED", ".dist-info/direct_url.json")):
+        if own_meta and path.endswith(("/INSTALLER", "/REQUESTED", "/direct_url.json")):
             continue  # written by the installer, not part of the wheel
         full = root / path
         if full.is_file():

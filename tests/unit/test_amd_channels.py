@@ -37,20 +37,30 @@ def test_two_arch_capture_gets_one_device_extra_per_arch() -> None:
     )
     assert plan.index_urls == ("https://repo.amd.com/rocm/whl-next/",)
     assert plan.env == {} and plan.target_archs == ("gfx1036", "gfx908")
-    # The stable index URL is unconfirmed in channels.toml, and the plan says so.
-    assert any("relies on an unconfirmed fact: the amd channel's index" in w for w in plan.warnings)
+    # The stable index URL is confirmed (TheRock's versioning.md host, its whl-next manifest's stable
+    # stream); which ROCm the stream publishes now is not, and the plan says so.
+    assert not any("the amd channel's index" in w for w in plan.warnings)
+    assert any("relies on an unconfirmed fact: amd publishes ROCm 7.14" in w for w in plan.warnings)
     for req in plan.requirements:
         Requirement(req)  # every line is a valid PEP 508 requirement
 
 
 def test_igpu_without_a_device_package_is_hidden() -> None:
-    # RX 6800M (gfx1031) with a Cezanne iGPU (gfx90c): no device-gfx90c package, so it is hidden.
+    # RX 6800M (gfx1031) with a Cezanne iGPU (gfx90c): the stable stream has no device-gfx90c
+    # package (TheRock's whl-next manifest: dev and nightly only), so it is hidden.
     machine = load_machine(CAPTURES / "rx6800m-gfx1031-gfx90c-fedora-rocm6.3")
-    plan = go(machine, "amd-nightly")
+    plan = go(machine, "amd")
     assert plan.requirements[0] == "torch[device-gfx1031]"
     assert plan.env == {"HIP_VISIBLE_DEVICES": "0"}
     assert plan.unsupported_gpus and "gfx90c" in plan.unsupported_gpus[0]
     assert "HSA_OVERRIDE_GFX_VERSION" not in plan.env  # gfx1031 has its own device package
+    # The nightly whl-next index has one for each; its older multi-arch index (RELEASES.md) has none
+    # for gfx90c, so a release before the whl-next layout hides the iGPU again.
+    nightly = go(machine, "amd-nightly")
+    assert nightly.requirements[0] == "torch[device-gfx1031,device-gfx90c]" and nightly.env == {}
+    legacy = go(machine, "amd-nightly", rocm="7.13")
+    assert legacy.index_urls == ("https://rocm.nightlies.amd.com/whl-multi-arch/",)
+    assert legacy.requirements[0] == "torch[device-gfx1031]" and legacy.env == {"HIP_VISIBLE_DEVICES": "0"}
 
 
 def test_rocm_pin_per_stream_and_index_per_layout() -> None:
@@ -145,12 +155,20 @@ def test_channel_rows_are_consistent() -> None:
 
 
 def test_amd_extras_match_therock_releases() -> None:
-    # The arch list of amd-nightly is RELEASES.md's device-extras table (recorded copy).
+    # amd-nightly's older multi-arch index: RELEASES.md's device-extras table; each AMD channel's own
+    # (whl-next) index: the device packages TheRock's ownership manifest serves on its stream.
     from rocmkit.matrix.upstream import therock
     from tests.conftest import DATA
 
     rel = next((DATA / "upstream" / "therock").glob("*/RELEASES.md"))
-    assert set(therock.device_extras(Path(rel).read_text())) == set(load_matrix().channels["amd-nightly"].archs)
+    m = load_matrix()
+    assert set(therock.device_extras(Path(rel).read_text())) == set(m.channels["amd-nightly"].legacy_archs)
+    manifest = next((DATA / "upstream" / "therock").glob("*/" + therock.WHL_NEXT_PATH))
+    devices = therock.whl_next_devices(manifest.read_text())
+    for name in ("amd", "amd-rc", "amd-nightly"):
+        chan = m.channels[name]
+        assert set(chan.archs) == set(devices[chan.stream or ""]) and chan.is_confirmed("archs")
+    assert {"gfx900", "gfx906"} <= set(m.channels["amd-nightly"].archs) - set(m.channels["amd"].archs)
 
 
 def test_amd_urls_are_the_ones_amds_build_scripts_publish_to() -> None:

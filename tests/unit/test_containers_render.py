@@ -1,4 +1,5 @@
-"""Dockerfiles from matrices/images.toml: validation, rendering, the committed files."""
+"""Dockerfiles from matrices/images.toml: validation, rendering, the committed files, and the
+image bare `docker render` makes for a machine (ROCm, CUDA or CPU)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,20 @@ from click.testing import CliRunner
 
 from rocmkit.cli import cli
 from rocmkit.containers.dockerfile import render_all, render_dockerfile
-from rocmkit.containers.images import Images, _check_torch_wheels, choose_spec, load_images, parse_images
+from rocmkit.containers.images import (
+    Images,
+    _check_torch_wheels,
+    choose_spec,
+    cuda_release,
+    load_images,
+    parse_images,
+)
 from rocmkit.containers.request import RenderRequest
 from rocmkit.errors import DataError, UsageError
 from rocmkit.matrix import load_matrix
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.session import Session
+from tests.support.cli import rocmkit
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"
@@ -22,6 +31,11 @@ MINIMAL = """\
 schema = 1
 [sources]
 hub = "https://hub.docker.com/r/rocm/dev-ubuntu-22.04/tags"
+[run]
+rocm = "--device=/dev/kfd --device=/dev/dri"
+cuda = "--gpus all"
+cpu = "--ipc=host"
+sources = ["hub"]
 [[rocm]]
 rocm = "6.2"
 version = "6.2.4"
@@ -56,19 +70,22 @@ def test_docker_readme_lists_every_image() -> None:
 def test_shipped_images_are_sourced_and_their_archs_known() -> None:
     images = load_images()
     matrix = load_matrix()
-    assert {b.kind for b in images.bases} == {"rocm", "cuda"}
+    assert {b.kind for b in images.bases} == {"rocm", "cuda", "cpu"}
     for base in images.bases:
         assert base.sources and all(s in images.sources for s in base.sources)
         assert ":" in base.image and not base.image.endswith(":latest")
+    assert set(images.run) == {"rocm", "cuda", "cpu"} and all(s in images.sources for s in images.run_sources)
     releases = {r.version for r in matrix.rocm_releases}
     for base in images.bases:
         if base.kind == "rocm":
             assert base.release in releases, f"ROCm {base.release} is not in rocm.toml"
+    # The committed set has one image of each kind.
+    assert {s.kind for s in images.specs} == {"rocm", "cuda", "cpu"}
     for spec in images.specs:
         for arch in spec.gfx:
             assert matrix.gfx_arch(arch) is not None, arch
-        # The image's `rocmkit install --rocm R --torch T` step has wheels to install.
-        _check_torch_wheels(spec.torch, spec.release)
+        # The image's install step (`--rocm R`, `--cuda C` or `--cpu`, with `--torch T`) has wheels to install.
+        _check_torch_wheels(spec.torch, spec.release, spec.kind)
     # The task's reference base image is there and confirmed.
     assert images.base("rocm", "6.2").image == "rocm/dev-ubuntu-22.04:6.2.4"
     assert images.base("rocm", "6.2").confirmed
@@ -116,12 +133,34 @@ def test_choose_spec_defaults_and_custom_names() -> None:
         ({"rocm": "6.2", "torch": "2.4"}, r"no torch 2\.4 wheels for ROCm 6\.2"),
         ({"rocm": "6.2", "gfx": [" ", ""]}, "names no arch"),
         ({"rocm": "6.0"}, "has no image for ROCm 6.0"),
-        ({}, "say which ROCm release"),
+        ({}, "say which image to render"),
+        ({"rocm": "6.2", "cpu": True}, "--rocm and --cpu name different images"),
+        ({"cpu": True, "gfx": ["gfx942"]}, "--gfx is for ROCm images"),
+        ({"cuda": "12.7"}, r"no torch wheels for CUDA 12\.7"),
+        ({"cuda": "twelve"}, "is not a CUDA release"),
+        ({"cuda": "12.6"}, r"has no image for CUDA 12\.6"),
+        ({"cuda": "12.8", "torch": "2.13"}, r"no torch 2\.13 wheels for CUDA 12\.8"),
+        ({"cpu": True, "torch": "2.99"}, r"no torch 2\.99 wheels for CPU"),
     ],
 )
 def test_choose_spec_errors(kwargs: dict[str, object], match: str) -> None:
     with pytest.raises(UsageError, match=match):
         choose_spec(load_images(), **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fix"),
+    [
+        # The fix lists what there is: CUDA releases with wheels, torch series with cu128 wheels.
+        ({"cuda": "12.7"}, "pick one of 11.7, 11.8, 12.1, 12.4, 12.6, 12.8"),
+        ({"cuda": "12.8", "torch": "2.13"}, "pick one of 2.7, 2.8, 2.9, 2.10, 2.11"),
+        ({"cuda": "12.6"}, "pass --torch X.Y: torch.toml has its wheels for 2.6, 2.7"),
+    ],
+)
+def test_choose_spec_errors_name_the_choices(kwargs: dict[str, object], fix: str) -> None:
+    with pytest.raises(UsageError) as err:
+        choose_spec(load_images(), **kwargs)  # type: ignore[arg-type]
+    assert fix in (err.value.fix or "")
 
 
 @pytest.mark.parametrize(
@@ -153,10 +192,26 @@ def test_choose_spec_errors(kwargs: dict[str, object], match: str) -> None:
             "is not a rocm 6.3 release",
         ),
         ('[[rocm]]\nrocm = "6.3"\nversion = "6.3.1"\nimage = "rocm/dev"\nsources = ["hub"]\n', "has no tag"),
+        ('[cuda]\nimage = "ubuntu:24.04"\n', "missing required key 'sources'"),
+        ('[cpu]\nimage = "ubuntu"\nsources = ["hub"]\n', "has no tag"),
+        ('[cpu]\nimage = "ubuntu:latest"\nsources = ["hub"]\n', "is :latest"),
+        ('[[image]]\nname = "x"\ncpu = true\ntorch = "2.13"\nsources = ["hub"]\n', r"no \[cpu\] base image"),
         (
-            '[[cuda]]\ncuda = "12.4"\nversion = "12.4.1"\nimage = "nvidia/cuda:12.4.1"\n',
-            "missing required key 'sources'",
+            '[[image]]\nname = "x"\nrocm = "6.2"\ncpu = true\ntorch = "2.5"\ngfx = ["gfx942"]\nsources = ["hub"]\n',
+            "names rocm and cpu: one kind per image",
         ),
+        ('[[image]]\nname = "x"\ntorch = "2.5"\nsources = ["hub"]\n', "names no kind of image"),
+        (
+            '[cuda]\nimage = "ubuntu:24.04"\nsources = ["hub"]\n'
+            '[[image]]\nname = "x"\ncuda = "12.8"\ntorch = "2.11"\ngfx = ["gfx942"]\nsources = ["hub"]\n',
+            "gfx is for ROCm images",
+        ),
+        (
+            '[cuda]\nimage = "ubuntu:24.04"\nsources = ["hub"]\n'
+            '[[image]]\nname = "x"\ncuda = "12"\ntorch = "2.11"\nsources = ["hub"]\n',
+            "cuda '12' is not a CUDA release",
+        ),
+        ('[[image]]\nname = "x"\ncpu = false\ntorch = "2.5"\nsources = ["hub"]\n', "cpu must be true"),
         ('[[imgae]]\nname = "x"\n', "unknown key 'imgae' \\(did you mean 'image'\\?\\)"),
     ],
 )
@@ -204,21 +259,136 @@ def test_index_base_arg_comes_before_the_install_step() -> None:
     assert text.index("ARG ROCMKIT_INDEX_BASE=") < text.index("RUN rocmkit install")
 
 
-def test_bare_render_is_the_machines_image(captures_dir: Path) -> None:
+def test_run_flags_are_required_per_kind(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"\[run\]: missing required key 'cpu'"):
+        _parse(tmp_path, MINIMAL.replace('cpu = "--ipc=host"\n', ""))
+
+
+def test_rendered_cpu_dockerfile_installs_cpu_wheels() -> None:
+    images = load_images()
+    text = render_dockerfile(choose_spec(images, cpu=True), images)
+    assert f"FROM {images.base('cpu').image}\n" in text
+    assert "RUN rocmkit install --venv /opt/rocmkit --cpu --torch 2.13\n" in text
+    # Nothing to detect or override: no GPU, and none wanted.
+    assert "ROCMKIT_GFX" not in text and "ROCMKIT_ROCM_VERSION" not in text
+    assert text.index("ARG ROCMKIT_INDEX_BASE=") < text.index("RUN rocmkit install")
+    assert "RUN rocmkit doctor --level 0 --image-build \\\n" in text
+    assert f"#   docker run --rm {images.run['cpu']} rocmkit:cpu-torch2.13\n" in text
+    assert "--device=/dev/kfd" not in text and "--gpus" not in text
+    assert text.rstrip().endswith('ENTRYPOINT ["rocmkit", "doctor"]\nCMD ["--level", "1"]')
+
+
+def test_rendered_cuda_dockerfile_names_its_wheels() -> None:
+    images = load_images()
+    spec = choose_spec(images, cuda="cu128")  # torch's index name, as `--cuda` takes it
+    assert (spec.name, spec.release, spec.torch) == ("cuda12.8-torch2.11", "12.8", "2.11")
+    text = render_dockerfile(spec, images)
+    # A plain base: the cu128 wheels bring CUDA's libraries from PyPI, the driver is the host's.
+    assert f"FROM {images.base('cuda').image}\n" in text and "nvidia/cuda" not in text
+    assert "pt_cuda_pip" in text  # the header names the base's sources
+    # No GPU at build time: the wheels are named (--cuda), not detected.
+    assert "RUN rocmkit install --venv /opt/rocmkit --cuda 12.8 --torch 2.11\n" in text
+    assert text.index("ARG ROCMKIT_INDEX_BASE=") < text.index("RUN rocmkit install")
+    assert "RUN rocmkit doctor --level 0 --image-build " in text
+    assert "#   docker run --rm --gpus all --ipc=host rocmkit:cuda12.8-torch2.11\n" in text
+    assert "ENV ROCMKIT_" not in text
+
+
+def test_cuda_release_forms() -> None:
+    assert cuda_release("12.8") == cuda_release("cu128") == cuda_release(" CU128 ") == "12.8"
+    assert cuda_release("cu118") == "11.8" and cuda_release("13.0") == "13.0"
+    for bad in ("12", "cu12", "12.80", "cuda12.8", "1.2", ""):
+        with pytest.raises(UsageError, match="is not a CUDA release"):
+            cuda_release(bad)
+
+
+def test_cli_renders_cpu_and_cuda_images(tmp_path: Path) -> None:
+    runner = CliRunner()
+    cpu = runner.invoke(cli, ["docker", "render", "--cpu", "--torch", "2.12"])
+    assert cpu.exit_code == 0, cpu.stderr
+    assert "RUN rocmkit install --venv /opt/rocmkit --cpu --torch 2.12\n" in cpu.stdout
+    assert "# Image cpu-torch2.12: torch 2.12, CPU wheels." in cpu.stdout
+    out = tmp_path / "one"
+    cuda = runner.invoke(cli, ["docker", "render", "--cuda", "12.6", "--torch", "2.13", "--out", str(out)])
+    assert cuda.exit_code == 0, cuda.stderr
+    assert [p.name for p in out.iterdir()] == ["cuda12.6-torch2.13.Dockerfile"]
+    assert "rocmkit install --venv /opt/rocmkit --cuda 12.6 --torch 2.13" in (out / "cuda12.6-torch2.13.Dockerfile").read_text()
+    assert runner.invoke(cli, ["docker", "render", "--cuda", "12.6", "--torch", "2.13", "--out", str(out), "--check"]).exit_code == 0
+    for argv, match in (
+        (["--cpu", "--cuda", "12.8"], "--cuda and --cpu name different images"),
+        (["--cuda", "12.8", "--gfx", "gfx942"], "--gfx is for ROCm images"),
+        (["--cuda", "12.x"], "--cuda '12.x' is not a CUDA release"),
+    ):
+        bad = rocmkit("docker", "render", *argv)
+        assert bad.code == 4 and match in bad.one_line_error(), bad.stderr
+
+
+def _plan_torch(session: Session) -> str:
+    """The torch release an image of the session's plan pins: the plan's, or, where the plan's
+    build is known only from build lists, the confirmed fallback's."""
+    plan = session.plan(Constraints())
+    pins = [r for r in plan.fallback if r.startswith("torch==")] or [f"torch=={plan.torch_version}"]
+    return pins[0].removeprefix("torch==").split("+")[0]
+
+
+def test_bare_render_is_the_machines_rocm_image(captures_dir: Path) -> None:
     # Nothing named: the image of the plan `rocmkit resolve` makes for the machine, for the
     # archs of its visible AMD GPUs (the gfx1031, not the gfx1030 its wheel runs it as).
     session = Session(capture=captures_dir / "rx6800m-gfx1031-gfx90c-fedora-rocm6.3")
     plan = session.plan(Constraints())
-    (name, text), = RenderRequest().rendered(session).items()
+    said: list[str] = []
+    (name, text), = RenderRequest().rendered(session, say=said.append).items()
     assert "ARG ROCMKIT_GFX=gfx1031\n" in text
     rocm = plan.backend.removeprefix("rocm")
-    torch = (plan.torch_version or "").split("+")[0]
-    assert f"RUN rocmkit install --venv /opt/rocmkit --rocm {rocm[:3]} --torch {torch}\n" in text
-    assert name == f"rocm{rocm[:3]}-torch{torch}-gfx1031.Dockerfile"
+    torch = _plan_torch(session)
+    assert f"RUN rocmkit install --venv /opt/rocmkit --rocm {rocm} --torch {torch}\n" in text
+    assert name == f"rocm{rocm}-torch{torch}-gfx1031.Dockerfile"
+    # A plan resting on a build no index has confirmed pins the confirmed one, and says so.
+    assert bool(plan.fallback) == bool(said)
+    if said:
+        (line,) = said
+        assert f"torch {plan.torch_version}" in line and f"pins torch {torch}" in line
+        assert f"--rocm {rocm} --torch {plan.torch_version.split('+')[0]} --gfx gfx1031" in line
 
 
-def test_bare_render_without_an_amd_gpu_says_what_to_name(captures_dir: Path) -> None:
+def test_bare_render_keeps_the_plans_rocm_patch_index(captures_dir: Path) -> None:
+    # The plan's index is rocm6.2.4 (apart from rocm6.2): the image installs from it, on 6.2's base.
+    session = Session(capture=captures_dir / "mi250x-gfx90a-rocm6.2.1")
+    assert session.plan(Constraints()).backend == "rocm6.2.4"
+    (name, text), = RenderRequest().rendered(session).items()
+    assert name.startswith("rocm6.2.4-torch") and "FROM rocm/dev-ubuntu-22.04:6.2.4\n" in text
+    assert "--rocm 6.2.4 --torch " in text and "ARG ROCMKIT_GFX=gfx90a\n" in text
+
+
+@pytest.mark.parametrize("capture", ["synthetic-h100x2-nvidia-550", "h100x8-nvidia-smi-535.183.01"])
+def test_bare_render_on_an_nvidia_node_is_its_cuda_image(captures_dir: Path, capture: str) -> None:
+    session = Session(capture=captures_dir / capture)
+    plan = session.plan(Constraints())
+    assert plan.backend.startswith("cu")
+    release = f"{plan.backend[2:-1]}.{plan.backend[-1]}"
+    torch = _plan_torch(session)
+    (name, text), = RenderRequest().rendered(session).items()
+    assert name == f"cuda{release}-torch{torch}.Dockerfile"
+    assert f"RUN rocmkit install --venv /opt/rocmkit --cuda {release} --torch {torch}\n" in text
+    assert "FROM ubuntu:" in text and "--gpus all" in text
+    assert "ROCMKIT_GFX" not in text
+
+
+def test_bare_render_on_a_cpu_only_plan_is_the_cpu_image(captures_dir: Path) -> None:
+    # A Ryzen APU and a GTX 1050 Ti with neither driver loaded: the plan is CPU wheels.
+    session = Session(capture=captures_dir / "ryzen2400g-gtx1050ti-centos7-rocm3.8-rock-not-loaded")
+    assert session.plan(Constraints()).backend == "cpu"
+    (name, text), = RenderRequest().rendered(session).items()
+    torch = _plan_torch(session)
+    assert name == f"cpu-torch{torch}.Dockerfile"
+    assert f"RUN rocmkit install --venv /opt/rocmkit --cpu --torch {torch}\n" in text
+
+
+def test_bare_render_refuses_a_plan_no_image_renders(captures_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocmkit.plan import Plan
+
     session = Session(capture=captures_dir / "synthetic-h100x2-nvidia-550")
-    with pytest.raises(UsageError, match="renders ROCm images only") as err:
+    monkeypatch.setattr(session, "plan", lambda *a, **k: Plan(backend="therock-gfx1151", torch_version="2.9.0"))
+    with pytest.raises(UsageError, match="plan is therock-gfx1151 wheels, for which rocmkit renders no image") as err:
         RenderRequest().rendered(session)
-    assert "--rocm X.Y" in (err.value.fix or "")
+    assert "--cuda X.Y or --cpu" in (err.value.fix or "")

@@ -101,6 +101,30 @@ def test_therock_readers() -> None:
         therock.device_extras("# no table here\n")
 
 
+def test_whl_next_manifest_reader() -> None:
+    # TheRock's ownership manifest at 89553ce3: gfx900/gfx906/gfx90c device packages on dev and
+    # nightly only, gfx1250 on every stream (bkc has nothing else); family packages (gfx110x) are no target.
+    (snap,) = recorded_history(RECORDING / "therock", therock.WHL_NEXT_PATH)
+    devices = therock.whl_next_devices(snap.text)
+    assert set(devices) == {"dev", "nightly", "rc", "bkc", "stable", "stable-staging"}
+    assert devices["bkc"] == ("gfx1250",)
+    assert {"gfx900", "gfx906", "gfx90c"} <= set(devices["nightly"])
+    assert devices["stable"] == devices["rc"] and not {"gfx900", "gfx906", "gfx90c"} & set(devices["stable"])
+    assert len(devices["stable"]) == 25 and "gfx1250" in devices["stable"] and "gfx110x" not in devices["nightly"]
+    # A package that lists its own streams; one whose torchvision package is missing is no target.
+    text = (
+        "streams:\n  known:\n    - nightly\n    - stable\n  groups:\n    all:\n      - nightly\n      - stable\n"
+        "  default: all\npython_indexes:\n  - public_base: /rocm/whl-next\n    packages:\n"
+        "      amd-torch-device-gfx942:\n      amd-torchvision-device-gfx942:\n"
+        "      rocm-sdk-device-gfx942:\n        streams:\n          - nightly\n"
+        "      amd-torch-device-gfx950:\n      rocm-sdk-device-gfx950:\n"
+    )
+    assert therock.whl_next_devices(text) == {"nightly": ("gfx942",), "stable": ()}
+    for bad in ("streams: {known: [nightly]}\n", "python_indexes: []\n", "streams:\n  known:\n    - nightly\n"):
+        with pytest.raises(DataError, match=r"rocm_whl_next_ownership\.yaml"):
+            therock.whl_next_devices(bad)
+
+
 def test_cuda_of_requires_dist() -> None:
     assert cuda_of_requires(('cuda-toolkit[cublas,cudart]==13.0.3; platform_system == "Linux"',)) == "cu130"
     assert cuda_of_requires(("nvidia-cuda-runtime-cu12==12.4.127; platform_system == 'Linux'",)) == "cu124"
@@ -113,6 +137,21 @@ def test_cuda_of_requires_dist() -> None:
 def test_shipped_data_is_exactly_what_the_generator_makes() -> None:
     result = plan_refresh(MATRICES, _inputs())
     assert result.changed == [], result.diff()[:4000]
+
+
+def test_a_companion_its_own_metadata_admits_is_confirmed(tmp_path: Path) -> None:
+    # torchvision 0.24.1 and torchaudio 2.9.1 (both Requires-Dist torch==2.9.1, published with it):
+    # a hand mark that calls them unconfirmed is dropped by the generator.
+    folder = tmp_path / "matrices"
+    shutil.copytree(MATRICES, folder)
+    path = folder / "torch.toml"
+    text = path.read_text()
+    at = text.index('version = "2.9.1"')
+    path.write_text(text[:at] + text[at:].replace("variants = [", 'unconfirmed = ["torchvision", "torchaudio"]\nvariants = [', 1))
+    assert not next(r for r in parse_matrix(folder).torch_releases if r.version == "2.9.1").is_confirmed("torchvision")
+    write_refresh(folder, plan_refresh(folder, _inputs()), source_dir=folder)
+    rel = next(r for r in parse_matrix(folder).torch_releases if r.version == "2.9.1")
+    assert (rel.torchvision, rel.torchaudio) == ("0.24.1", "2.9.1") and rel.unconfirmed == ()
 
 
 def test_render_round_trips_the_shipped_files() -> None:

@@ -191,6 +191,9 @@ BAD = [
         "gfx.toml does not define",
     ),
     ("channels.toml", 'archs = ["gfx1151"]', 'archs = ["gfx1151x"]', "family_index 'gfx1151'"),
+    ("channels.toml", 'legacy_url = "https://rocm.nightlies.amd.com/whl-multi-arch/"\n', "",
+     "legacy_archs names the device packages of legacy_url"),
+    ("channels.toml", 'legacy_archs = ["gfx950",', 'legacy_archs = ["gfx9500",', "legacy_archs names 'gfx9500'"),
     ("gfx.toml", "schema = 1", "schema = 2", "schema = 2"),
     ("gfx.toml", "[[arch]]", "[[arch]", "not valid TOML"),
 ]

@@ -9,6 +9,7 @@ import pytest
 
 from rocmkit.cli import main
 from rocmkit.matrix import parse_matrix
+from rocmkit.matrix.jaxdata import parse_jax
 from rocmkit.matrix.sourcecheck import Sources, check_sources
 from tests.conftest import DATA, REPO
 
@@ -32,6 +33,47 @@ def test_the_shipped_data_is_what_its_sources_state() -> None:
     report = check_sources(parse_matrix(REPO / "matrices"), Sources(RECORDING, offline=True))
     assert report.not_stated == [] and report.unreadable == []
     assert report.checked > 200
+    # jax.toml too: its releases and torch-xla rows against the recorded PyPI pages.
+    both = check_sources(
+        parse_matrix(REPO / "matrices"), Sources(RECORDING, offline=True), parse_jax(REPO / "matrices")
+    )
+    assert both.not_stated == [] and both.unreadable == []
+    assert both.checked > report.checked + 100 and both.hand_kept > report.hand_kept
+
+
+def test_wrong_jax_facts_are_caught(tmp_path: Path) -> None:
+    folder = _copy(
+        tmp_path,
+        {
+            "jax.toml": [
+                ('version = "0.7.0"\npython_min = "3.11"\npython_max = "3.13"\nreleased = 2025-07-22',
+                 'version = "0.7.0"\npython_min = "3.10"\npython_max = "3.13"\nreleased = 2025-07-21'),
+                ('{ family = "rocm7", python_max = "3.13", python_min = "3.11", version = "0.7.1" }',
+                 '{ family = "rocm7", python_max = "3.14", python_min = "3.11", version = "0.7.1" }'),
+            ],
+        },
+    )  # fmt: skip
+    text = (folder / "jax.toml").read_text()
+    at = text.index("\n[[torch_xla]]\n")
+    (folder / "jax.toml").write_text(text[:at] + text[at:].replace('python_min = "3.', 'python_min = "2.', 1))
+    report = check_sources(parse_matrix(folder), Sources(RECORDING, offline=True), parse_jax(folder))
+    found = "\n".join(report.not_stated)
+    assert "jax.toml release 0.7.0: Python 3.10-3.13, but https://pypi.org/simple/jaxlib/ has CPython 3.11-3.13" in found
+    assert "jax.toml release 0.7.0: released 2025-07-21, but https://pypi.org/simple/jaxlib/ first has it on 2025-07-22" in found
+    assert (
+        "jax.toml release 0.7.1: jax-rocm7-plugin 0.7.1 for Python 3.11-3.14, but "
+        "https://pypi.org/simple/jax-rocm7-plugin/ has CPython 3.11-3.13 wheels" in found
+    )
+    assert "jax.toml torch_xla " in found and "https://pypi.org/simple/torch-xla/ has CPython" in found
+    assert len(report.not_stated) == 4
+
+
+def test_an_amd_channel_that_lists_a_target_its_stream_lacks_is_caught(tmp_path: Path) -> None:
+    # TheRock's whl-next manifest serves gfx906's device packages on the dev and nightly streams only.
+    folder = _copy(tmp_path, {"channels.toml": [('archs = ["gfx908", "gfx90a",', 'archs = ["gfx906", "gfx908", "gfx90a",')]})
+    found = "\n".join(check_sources(parse_matrix(folder), Sources(RECORDING, offline=True)).not_stated)
+    assert "channels.toml amd archs: https://github.com/ROCm/TheRock/blob/89553ce3746e/" in found
+    assert "serves device packages on the stable stream for gfx908 gfx90a" in found
 
 
 def test_the_wrong_facts_the_audit_found_are_caught(tmp_path: Path) -> None:
@@ -64,7 +106,7 @@ def test_the_wrong_facts_the_audit_found_are_caught(tmp_path: Path) -> None:
     assert "lists rocm7.1 rocm7.2 cu126 cu130 cu132 cpu" in found
     assert "nightly torch_min 2.13.0.dev0: " in found and "CURRENT_NIGHTLY_VERSION = 2.15.0" in found
     assert "nightly indexes rocm7.2 rocm7.14 cu126 cu128 cu130" in found
-    assert "therock Python 3.9-3.13:" in found and "builds 3.10-3.14" in found
+    assert "amd-nightly Python 3.9-3.13:" in found and "builds 3.10-3.14" in found
 
 
 def test_a_source_that_cannot_be_read_is_listed(tmp_path: Path) -> None:
