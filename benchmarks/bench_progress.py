@@ -63,12 +63,16 @@ def etas(result: PtyRun) -> None:
     """Each model's first ETA on the status line against the time the run really had left."""
     seen: set[str] = set()
     for at, chunk in result.chunks:
-        for text in chunk.split("\r"):
-            found = re.match(r"\s*(model \d+/\d+ \S+): .*ETA ([^)]+)\)", text)
-            if found and found.group(1) not in seen:
-                seen.add(found.group(1))
+        for text in re.split(r"[\r\n]", chunk):
+            # The status line's ETA, or (an older rocmkit, a pipe) the line each model starts with.
+            found = re.match(r"\s*model (\d+/\d+) (\S+): .*ETA ([^)]+)\)", text) or re.match(
+                r"\[(\d+/\d+)\] (\S+): running \.\.\., about (.+) left", text
+            )
+            if found and found.group(2) not in seen:
+                seen.add(found.group(2))
                 left = result.ended_s - at
-                print(f"      {found.group(1):28} first ETA {found.group(2):>12}, really {left:5.1f} s left")
+                name = f"{found.group(1)} {found.group(2)}"
+                print(f"      {name:24} first ETA {found.group(3):>10}, really {left:5.1f} s left")
 
 
 def main() -> int:

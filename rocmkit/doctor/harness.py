@@ -135,7 +135,7 @@ def run_and_measure(
 
     synchronize(device.torch_device)
     # The first call compiles (or loads from the cache); the terminal's status line says so.
-    say_phase(f"running {label} in Triton's interpreter" if device.interpreted else f"compiling the kernel ({label})")
+    say_phase(f"running {label} in Triton's interpreter" if device.interpreted else f"compiling the kernel or loading it from the cache ({label})")
     start = time.perf_counter()
     out = kernel()
     synchronize(device.torch_device)
