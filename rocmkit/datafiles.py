@@ -119,7 +119,8 @@ def check_data(req: CheckRequest, out: Output) -> None:
 def _check_sources(m: Matrix, folder: Path, req: CheckRequest, out: Output) -> None:
     from rocmkit.errors import DataError
     from rocmkit.matrix.jaxdata import parse_jax
-    from rocmkit.matrix.sourcecheck import Sources, check_sources
+    from rocmkit.matrix.sourcecheck import check_sources
+    from rocmkit.matrix.sourceread import Sources
     from rocmkit.util.paths import shipped_matrices_dir
 
     named = (("test-infra", req.ti_clone), ("TheRock", req.rock_clone), ("pytorch", req.pt_clone))

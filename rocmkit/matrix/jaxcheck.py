@@ -24,7 +24,7 @@ from rocmkit.pkgindex.pages import ProjectPage, Wheel
 
 if TYPE_CHECKING:
     from rocmkit.matrix.jaxdata import JaxData
-    from rocmkit.matrix.sourcecheck import Report, Sources
+    from rocmkit.matrix.sourceread import Report, Sources
 
 FILE = "jax.toml"
 # "https://pypi.org/simple/{jax, jaxlib, ...}/ (PEP 691 pages ...)" or "https://pypi.org/simple/torch-xla/ (...)"

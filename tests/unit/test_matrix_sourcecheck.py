@@ -10,7 +10,8 @@ import pytest
 from rocmkit.cli import main
 from rocmkit.matrix import parse_matrix
 from rocmkit.matrix.jaxdata import parse_jax
-from rocmkit.matrix.sourcecheck import Sources, check_sources
+from rocmkit.matrix.sourcecheck import check_sources
+from rocmkit.matrix.sourceread import Sources
 from tests.conftest import DATA, REPO
 
 RECORDING = DATA / "upstream"

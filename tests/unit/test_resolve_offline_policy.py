@@ -15,7 +15,8 @@ from rocmkit.detect import load_machine
 from rocmkit.errors import DataError, NoPlanError
 from rocmkit.matrix import load_matrix
 from rocmkit.matrix.load import parse_matrix
-from rocmkit.matrix.sourcecheck import Sources, check_sources
+from rocmkit.matrix.sourcecheck import check_sources
+from rocmkit.matrix.sourceread import Sources
 from rocmkit.plan import Plan
 from rocmkit.resolve import Constraints, resolve
 from tests.conftest import CAPTURES
