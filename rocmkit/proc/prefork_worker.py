@@ -122,6 +122,11 @@ def preload(modules: list[str], replies: IO[str] | None = None) -> dict[str, Any
             continue
         seconds[name] = round(time.perf_counter() - start, 3)
     IMPORT_SECONDS.update(seconds)
+    if __name__ == "__main__":
+        # Run as `python -m rocmkit.proc.prefork_worker` this module is __main__, and a task's
+        # `from rocmkit.proc.prefork_worker import IMPORT_SECONDS` loads a second copy with an
+        # empty dict (torch.import then said "imports in 0.0 s"): fill that copy's dict too.
+        importlib.import_module("rocmkit.proc.prefork_worker").IMPORT_SECONDS.update(seconds)
     return {"imported": seconds, "failed": failed}
 
 
