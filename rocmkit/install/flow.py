@@ -535,7 +535,8 @@ def _journaled(
             echo(f"rocmkit: removed the earlier guard of {target.prefix} (--no-guard)")
         if tx.before.dists:
             # The dry run names what the install would replace, so it is backed up first.
-            changes, result = installer.dry_run(spec)
+            with _heartbeat(echo, f"{installer.name} dry run", phase="finding what the install would replace"):
+                changes, result = installer.dry_run(spec)
             if not result.ok:
                 raise _failed(f"{installer.name} (resolving)", result, spec)
         else:
@@ -543,7 +544,9 @@ def _journaled(
             # (half a second with uv) would only repeat the install's own resolution, and a
             # failure there restores the same empty state.
             changes = Changes(install=(), remove=())
-        backup = tx.backup(_forced_changes(spec, changes))
+        # Re-zipping an installed torch is a copy of about a GB: seconds.
+        with _heartbeat(echo, "backing up", phase="copying what the install may replace into a wheel"):
+            backup = tx.backup(_forced_changes(spec, changes))
         if backup.wheels:
             echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
         echo(f"rocmkit: installing with {installer.name}: {' '.join(spec.requirements) or '(lock file)'}")
