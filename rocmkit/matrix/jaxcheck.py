@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from rocmkit.matrix.sourceread import check_release_wheels, cpython_span
 from rocmkit.pkgindex.pages import ProjectPage, Wheel
 
 if TYPE_CHECKING:
@@ -49,14 +50,6 @@ def _wheels(page: ProjectPage, version: str, *, linux: bool = False) -> list[Whe
     ]
 
 
-def _span(wheels: list[Wheel]) -> tuple[str, str] | None:
-    pys: set[str] = set()
-    for w in wheels:
-        pys |= w.cpythons()
-    ordered = sorted(pys, key=Version)
-    return (ordered[0], ordered[-1]) if ordered else None
-
-
 def check_jax(jd: JaxData, sources: Sources, rep: Report) -> None:
     _releases(jd, sources, rep)
     _torch_xla(jd, sources, rep)
@@ -82,22 +75,11 @@ def _releases(jd: JaxData, sources: Sources, rep: Report) -> None:
         return
     for row in rows:
         where = f"{FILE} release {row.version}"
+        released = row.released.isoformat() if row.released else None
         wheels = _wheels(jaxlib, row.version)
-        rep.checked += 1
-        span = _span(wheels)
-        if span is None:
-            rep.not_stated.append(f"{where}: {jaxlib.url} has no final jaxlib {row.version} wheel")
+        python = (row.python_min, row.python_max)
+        if not check_release_wheels(rep, where, jaxlib, f"jaxlib {row.version}", wheels, python, released):
             continue
-        if span != (row.python_min, row.python_max):
-            rep.not_stated.append(
-                f"{where}: Python {row.python_min}-{row.python_max}, but {jaxlib.url} has CPython "
-                f"{span[0]}-{span[1]} wheels"
-            )
-        times = sorted(w.file.upload_time for w in wheels if w.file.upload_time)
-        if row.released and times:
-            rep.checked += 1
-            if times[0][:10] != row.released.isoformat():
-                rep.not_stated.append(f"{where}: released {row.released}, but {jaxlib.url} first has it on {times[0][:10]}")
         rep.checked += 1
         if not _wheels(jax, row.version):
             rep.not_stated.append(f"{where}: {jax.url} has no jax {row.version}")
@@ -110,7 +92,7 @@ def _releases(jd: JaxData, sources: Sources, rep: Report) -> None:
             if ppage is None or jpage is None:
                 continue
             rep.checked += 1
-            said = _span(_wheels(ppage, build.version))
+            said = cpython_span(_wheels(ppage, build.version))
             what = f"{where}: {plugin.plugin} {build.version} for Python {build.python_min}-{build.python_max}"
             if said is None:
                 rep.not_stated.append(f"{what}, which {ppage.url} does not have")
@@ -129,7 +111,7 @@ def _torch_xla(jd: JaxData, sources: Sources, rep: Report) -> None:
         return
     for row in rows:
         rep.checked += 1
-        span = _span(_wheels(page, row.version, linux=True))
+        span = cpython_span(_wheels(page, row.version, linux=True))
         if span != (row.python_min, row.python_max):
             has = f"CPython {span[0]}-{span[1]} Linux x86_64 wheels" if span else "no Linux x86_64 wheel"
             rep.not_stated.append(

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from rocmkit.matrix.model import Matrix, TorchRelease, TorchVariant
-from rocmkit.matrix.sourceread import GITHUB_BLOB, Report, Sources
+from rocmkit.matrix.sourceread import GITHUB_BLOB, Report, Sources, check_release_wheels
 from rocmkit.matrix.upstream import testinfra, therock
 from rocmkit.matrix.upstream.testinfra import BuildMatrix, ChannelBuild
 from rocmkit.pkgindex.pages import (
@@ -162,25 +162,8 @@ def _check_release(
             rep.unreadable.append(f"torch.toml [sources] pypi_torch: {texts.get('pypi_torch')}")
         else:
             wheels = _finals(page, "torch", rel.version)
-            pys: set[str] = set()
-            for w in wheels:
-                pys |= w.cpythons()
-            ordered = sorted(pys, key=lambda p: tuple(int(x) for x in p.split(".")))
-            rep.checked += 1
-            if not ordered:
-                rep.not_stated.append(f"{where}: {page.url} has no final torch {rel.version} wheel")
-            elif (ordered[0], ordered[-1]) != (rel.python_min, rel.python_max):
-                rep.not_stated.append(
-                    f"{where}: Python {rel.python_min}-{rel.python_max}, but {page.url} has CPython "
-                    f"{ordered[0]}-{ordered[-1]} wheels"
-                )
-            times = sorted(w.file.upload_time for w in wheels if w.file.upload_time)
-            if rel.released and times:
-                rep.checked += 1
-                if times[0][:10] != rel.released:
-                    rep.not_stated.append(
-                        f"{where}: released {rel.released}, but {page.url} first has it on {times[0][:10]}"
-                    )
+            python = (rel.python_min, rel.python_max)
+            check_release_wheels(rep, where, page, f"torch {rel.version}", wheels, python, rel.released)
     for name, version in (("torchvision", rel.torchvision), ("torchaudio", rel.torchaudio)):
         key = f"pypi_{name}"
         if version is None or key not in rel.sources or not rel.is_confirmed(name):

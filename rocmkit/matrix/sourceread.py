@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from packaging.version import Version
 
 from rocmkit.errors import NetworkError
 from rocmkit.pkgindex.http import JSON_TYPE, http_get
@@ -175,3 +178,41 @@ class Sources:
             return None
         url = f"{index_url.rstrip('/')}/{project}/"
         return ProjectPage(url=url, files=tuple(parse_project_page(url, file.read_bytes(), JSON_TYPE)))
+
+
+def cpython_span(wheels: Sequence[Wheel]) -> tuple[str, str] | None:
+    """The lowest and highest CPython (``"3.10"``) the wheels are built for; None without any."""
+    pys: set[str] = set()
+    for w in wheels:
+        pys |= w.cpythons()
+    ordered = sorted(pys, key=Version)
+    return (ordered[0], ordered[-1]) if ordered else None
+
+
+def check_release_wheels(
+    rep: Report,
+    where: str,
+    page: ProjectPage,
+    what: str,
+    wheels: Sequence[Wheel],
+    python: tuple[str, str],
+    released: str | None,
+) -> bool:
+    """A release row against the final wheels its page lists: the CPython span the row states,
+    and its release day (the first upload). ``what`` names the release (``jaxlib 0.10.2``).
+    False when the page has no final wheel of it (said in the report)."""
+    span = cpython_span(wheels)
+    rep.checked += 1
+    if span is None:
+        rep.not_stated.append(f"{where}: {page.url} has no final {what} wheel")
+        return False
+    if span != python:
+        rep.not_stated.append(
+            f"{where}: Python {python[0]}-{python[1]}, but {page.url} has CPython {span[0]}-{span[1]} wheels"
+        )
+    times = sorted(w.file.upload_time for w in wheels if w.file.upload_time)
+    if released and times:
+        rep.checked += 1
+        if times[0][:10] != released:
+            rep.not_stated.append(f"{where}: released {released}, but {page.url} first has it on {times[0][:10]}")
+    return True
