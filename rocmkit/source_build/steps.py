@@ -13,9 +13,11 @@ The torch recipe and the tests' tiny recipe use exactly this code.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,6 +27,7 @@ from typing import Any, Protocol
 
 from rocmkit.errors import DataError, InterruptedStateError, ToolError, UsageError
 from rocmkit.proc.runner import CommandResult
+from rocmkit.util.ticker import waiting
 
 STATE_FILE = "rocmkit-build-state.json"
 STATE_SCHEMA = "rocmkit.build-state/1"
@@ -241,6 +244,35 @@ def _check_clean_paths(recipe: Recipe) -> None:
 # -- running ------------------------------------------------------------------------------------
 
 
+# Off a terminal, a line per minute says a long step is alive (a build log reads better than
+# one every 30 s over hours).
+BUILD_HEARTBEAT_S = 60.0
+# How much of a log's end is read for its last line: ninja's lines are well under this.
+_TAIL_BYTES = 4096
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def last_log_line(log: Path, limit: int = 120) -> str | None:
+    """The last non-empty line of a step's log (cut to ``limit``), or None before it has one.
+    Read from the end, bounded: the log of a torch build grows to hundreds of MB."""
+    try:
+        with log.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - _TAIL_BYTES))
+            tail = fh.read(_TAIL_BYTES)
+    except OSError:
+        return None
+    # Colour codes (cmake, ninja) go; ninja and pip redraw lines with carriage returns, so the
+    # last piece of a line is what a terminal shows.
+    plain = _ANSI.sub("", tail.decode("utf-8", "replace"))
+    lines = [part.strip() for line in plain.splitlines() for part in line.split("\r")]
+    last = next((line for line in reversed(lines) if line), None)
+    if last is None:
+        return None
+    return last if len(last) <= limit else last[: limit - 3] + "..."
+
+
 def run_recipe(
     recipe: Recipe,
     *,
@@ -295,13 +327,23 @@ def run_recipe(
             echo(f"[{index + 1}/{total}] {step.name}: {step.title} (log: {log})")
             step_env = {**environ, **step.env}
             try:
-                result = runner(
-                    list(step.argv),
-                    timeout=step.timeout_s,
-                    env=step_env,
-                    cwd=step.cwd or str(build_dir),
-                    log_path=str(log),
-                )
+                # A step's output goes to its log only (a torch build writes hours of it): the
+                # status line shows the step, its clock and the log's last line (ninja's
+                # "[1234/5678] Building CXX object ..." is the build's own progress).
+                with waiting(
+                    f"[{index + 1}/{total}] {step.name}",
+                    echo,
+                    phase=step.title,
+                    detail=functools.partial(last_log_line, log),
+                    every=BUILD_HEARTBEAT_S,
+                ):
+                    result = runner(
+                        list(step.argv),
+                        timeout=step.timeout_s,
+                        env=step_env,
+                        cwd=step.cwd or str(build_dir),
+                        log_path=str(log),
+                    )
             except KeyboardInterrupt:
                 records[step.name] = StepRecord(
                     name=step.name, key=keys[index], status="interrupted", log=str(log)

@@ -204,3 +204,28 @@ def test_ctrl_c_stops_the_running_step_and_the_build_resumes(tmp_path: Path) -> 
 
     outcome = run_recipe(recipe, base_env=dict(os.environ))
     assert outcome.skipped == ("first",) and outcome.ran == ("slow", "last")
+
+
+def test_a_long_step_is_never_silent_and_shows_its_logs_last_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Off a terminal (as here), a running step gets a heartbeat line naming what its log last
+    said; the step's own output still goes only to its log."""
+    from rocmkit.source_build import steps as steps_mod
+
+    monkeypatch.setattr(steps_mod, "BUILD_HEARTBEAT_S", 0.3)
+    build = tmp_path / "build"
+    work = "import sys, time\nfor i in range(1, 4):\n    print(f'[{i}/3] Building CXX object o{i}.o', flush=True)\n    time.sleep(0.5)\n"
+    recipe = Recipe(
+        title="heartbeat",
+        build_dir=str(build),
+        wheelhouse=str(build / "wh"),
+        steps=(Step(name="compile", title="compile three objects", argv=(PY, "-c", work), timeout_s=60),),
+    )
+    messages: list[str] = []
+    outcome = run_recipe(recipe, base_env=dict(os.environ), echo=messages.append)
+    assert outcome.ran == ("compile",)
+    beats = [m for m in messages if "still running" in m]
+    assert beats and all(m.startswith("rocmkit: [1/1] compile: still running (") for m in beats), messages
+    assert any("Building CXX object o" in m for m in beats), beats
+    assert not any(m.startswith("[2/3]") for m in messages)  # the output itself stays in the log

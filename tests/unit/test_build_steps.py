@@ -200,3 +200,21 @@ def test_clean_paths_outside_the_build_folder_are_refused(tmp_path: Path, target
     with pytest.raises(UsageError, match="not inside the build folder"):
         run_recipe(r, runner=Scripted(), base_env={})
     assert tmp_path.exists()
+
+
+def test_the_status_line_shows_a_steps_last_log_line(tmp_path: Path) -> None:
+    """A step's output goes to its log only; its last line (ninja's own progress) is what the
+    status line and the heartbeat show, read from the end, colour codes and redraws removed."""
+    from rocmkit.source_build.steps import last_log_line
+
+    log = tmp_path / "03-torch.log"
+    assert last_log_line(log) is None  # not written yet
+    log.write_bytes(b"")
+    assert last_log_line(log) is None
+    big = b"x" * 100_000 + b"\n"
+    log.write_bytes(
+        big + b"-- Configuring done\n\x1b[1;32m[12/5678] Building CXX object a.o\x1b[0m\r[13/5678] Building CXX object b.o\n\n"
+    )
+    assert last_log_line(log) == "[13/5678] Building CXX object b.o"
+    log.write_bytes(b"y" * 500 + b"\n")
+    assert last_log_line(log, limit=20) == "y" * 17 + "..."
