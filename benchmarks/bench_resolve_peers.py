@@ -11,7 +11,19 @@ tests/data/captures), three pickers are asked for a torch build, offline:
     `.../whl/<index>/torch/` it asks for: uv's first index wins) or its error;
   * torchruntime (PyPI, in a venv of its own): its `get_torch_platform` on the capture's
     PCI ids (the capture's `lspci -nn` read by torchruntime's own parser, else the PCI ids
-    rocmkit detected), and the ROCm variables its `configure()` would set.
+    rocmkit detected), and the ROCm variables its `configure()` would set;
+  * rocm-bootstrap (AMD, PyPI, its own venv): its WheelNext variant plugin's
+    `get_supported_configs()` (the `gfx_arch` values a variant-aware installer selects AMD's
+    whl-next device packages by). It reads KFD topology from a fixed path, so where the
+    capture recorded `root/sys/class/kfd/kfd/topology/nodes` the plugin's own `_platform`
+    is pointed there (as its tests do); else it is told the targets rocmkit detected through
+    its own override, ROCM_BOOTSTRAP_FORCE_GFX_ARCH (every visible AMD GPU, in order);
+  * light-the-torch (PyPI, its own venv): its `detect_compatible_computation_backends()`,
+    which runs `nvidia-smi --query-gpu=driver_version --format=csv`: a stub `nvidia-smi`
+    on an otherwise empty PATH answers with the capture's NVIDIA driver (none: no stub).
+    It has no ROCm detection. Its pick is what its pip patch selects: candidates sort by
+    computation backend first, so the highest detected backend on which matrices/ records
+    a torch for Python 3.12, and the newest torch there.
 
 Each pick is judged on the facts in matrices/ (not on rocmkit's resolver): a build runs on
 a GPU when the index's wheels carry code for its target, natively or through the
@@ -22,7 +34,19 @@ floor and compute capability. "right" = runs and is the newest such torch releas
 (every build matrices/ records, confirmed or named by upstream's build lists; Python 3.12); "old" = runs, but an older torch than the node can have;
 "wrong" = would not run, or no GPU build for a GPU that has one.
 
-    python benchmarks/bench_resolve_peers.py [--captures DIR] [--torchruntime-python PY] [--markdown]
+rocm-bootstrap's pick lives on AMD's own channel (matrices/channels.toml, `amd`: the
+stable whl-next index, one device package per target): it runs when every visible AMD GPU
+has a device package there (no GPU is hidden: rocm-bootstrap sets no variable) and the
+channel's ROCm is inside the node's driver window. matrices/ records no torch version for
+AMD's channels, so a pick that runs is graded "runs" (right vs old not judged). With no
+target reported, the installer gets torch's host code only: judged as CPU wheels. Where the
+capture recorded no KFD topology and no tool in it named the targets, what rocm-bootstrap
+would read on that machine is unknown: "not judged".
+
+A peer that cannot be installed (no network) leaves its column "skipped", not the run.
+
+    python benchmarks/bench_resolve_peers.py [--captures DIR] [--torchruntime-python PY]
+        [--rocm-bootstrap-python PY] [--ltt-python PY]
 """
 
 from __future__ import annotations
@@ -51,6 +75,9 @@ from rocmkit.resolve.driver import in_window, window_filter  # noqa: E402
 
 PYTHON = "3.12"
 TORCHRUNTIME = "torchruntime==2.24.0"
+ROCM_BOOTSTRAP = "rocm-bootstrap==0.3.0"
+LTT = "light-the-torch==0.8.1"
+AMD_CHANNEL = "amd"  # rocm-bootstrap's packages: AMD's stable whl-next (matrices/channels.toml)
 _UV_INDEX = re.compile(r"GET request for: https://download\.pytorch\.org/whl/([a-z0-9.]+)/torch/")
 
 # The child run in torchruntime's venv: its own detection and configuration, nothing else.
@@ -75,6 +102,30 @@ except Exception as exc:
 print(json.dumps(out))
 """
 
+# rocm-bootstrap's own detection: its variant plugin, KFD topology at the capture's recorded
+# path (its _platform module holds the path; its tests patch it the same way), or its override.
+_RB_CHILD = r"""
+import json, sys
+from pathlib import Path
+from rocm_bootstrap import _platform
+from rocm_bootstrap.variant_provider import AMDVariantPlugin
+kfd = sys.argv[1]
+# Never the host's own /sys: the capture's nodes, or a path that does not exist.
+_platform.KFD_TOPOLOGY = Path(kfd) if kfd else Path("/nonexistent/kfd/topology/nodes")
+try:
+    configs = AMDVariantPlugin.get_supported_configs()
+    print(json.dumps({"targets": [v for c in configs if c.name == "gfx_arch" for v in c.values]}))
+except Exception as exc:
+    print(json.dumps({"error": f"{type(exc).__name__}: {str(exc)[:160]}"}))
+"""
+
+# light-the-torch's own detection (nvidia-smi on PATH), nothing else.
+_LTT_CHILD = r"""
+import json
+from light_the_torch import _cb
+print(json.dumps(sorted(str(b) for b in _cb.detect_compatible_computation_backends())))
+"""
+
 
 @dataclass
 class Pick:
@@ -84,12 +135,16 @@ class Pick:
     error: str | None = None
     grade: str = ""
     why: str = ""
+    label: str | None = None  # what the cell names instead of "<index> → torch <version>"
 
     def cell(self) -> str:
+        if self.grade in ("skipped", "not judged"):
+            return f"{self.grade}: {self.error}"
         if self.index is None:
             return f"**{self.grade}**: {self.error}"
         env = "".join(f", {k}={v}" for k, v in sorted(self.env.items()))
-        return f"{self.index} → torch {self.torch or '?'}{env}: **{self.grade}**" + (f" ({self.why})" if self.why else "")
+        what = self.label or f"{self.index} → torch {self.torch or '?'}"
+        return f"{what}{env}: **{self.grade}**" + (f" ({self.why})" if self.why else "")
 
 
 def newest_on(m: Matrix, index: str) -> str | None:
@@ -205,6 +260,11 @@ def _env_options(m: Matrix, machine: Machine, index: str, torch: str) -> list[di
 
 
 def grade(m: Matrix, machine: Machine, pick: Pick) -> None:
+    if pick.grade in ("skipped", "not judged"):  # set where the pick was made
+        return
+    if pick.index == AMD_CHANNEL:
+        _grade_amd_channel(m, machine, pick)
+        return
     amd = any(g.visible for g in machine.amd_gpus)
     cuda = [i for i in {c.tag for c in m.cuda_toolkits} if newest_on(m, i) and _cuda_ok(m, machine, i)]
     unknown = [g for g in machine.amd_gpus if g.visible and not g.arch and not _pci_arch(m, g)]
@@ -237,6 +297,23 @@ def grade(m: Matrix, machine: Machine, pick: Pick) -> None:
         pick.grade, pick.why = "old", f"torch {best} runs here"
     else:
         pick.grade, pick.why = "right", ""
+
+
+def _grade_amd_channel(m: Matrix, machine: Machine, pick: Pick) -> None:
+    """A pick of AMD's own channel (rocm-bootstrap's): torch with a device package per reported
+    target, and no variable set, so a GPU without its package stays visible."""
+    chan = m.channels[AMD_CHANNEL]
+    shown = [g for g in machine.amd_gpus if g.visible]
+    missing = [g.arch or _pci_arch(m, g) or "unknown" for g in shown if (g.arch or _pci_arch(m, g)) not in chan.archs]
+    rel, how = window_filter(machine, m)
+    if missing:
+        names = ", ".join(dict.fromkeys(missing))
+        pick.grade, pick.why = "wrong", f"{names} has no device package on AMD's stable whl-next and is not hidden"
+    elif rel is not None and chan.rocm and in_window(rel, chan.rocm) is False:
+        pick.grade, pick.why = "wrong", f"ROCm {chan.rocm} ({chan.name} channel) is outside the window of {how}"
+    else:
+        pick.grade = "runs"
+        pick.why = f"matrices/ has no torch version for AMD's index: not judged against torch {best_amd(m, machine)}"
 
 
 def rocmkit_pick(m: Matrix, machine: Machine) -> Pick:
@@ -279,7 +356,9 @@ def uv_pick(m: Matrix, machine: Machine, python: Path, uv: str) -> tuple[Pick, s
     return Pick(None, error=error.removeprefix("error: ")[:140]), told
 
 
-def torchruntime_pick(m: Matrix, capture: Path, machine: Machine, python: str) -> tuple[Pick, str]:
+def torchruntime_pick(m: Matrix, capture: Path, machine: Machine, python: str | None) -> tuple[Pick, str]:
+    if python is None:
+        return Pick(None, grade="skipped", error=f"{TORCHRUNTIME} not installed"), ""
     lspci = capture / "cmd" / "lspci.txt"
     ids = [
         ((g.pci_vendor_id or ("0x1002" if g.vendor == "amd" else "0x10de")).removeprefix("0x"), g.pci_device_id.removeprefix("0x"))
@@ -298,6 +377,90 @@ def torchruntime_pick(m: Matrix, capture: Path, machine: Machine, python: str) -
         return Pick(None, error=out["error"]), seen
     env = {k: v for k, v in out["env"].items() if k in ("HSA_OVERRIDE_GFX_VERSION", "HIP_VISIBLE_DEVICES")}
     return Pick(out["platform"], torch=newest_on(m, out["platform"]), env=env), seen
+
+
+def rocm_bootstrap_told(capture: Path, machine: Machine) -> tuple[str, dict[str, str]]:
+    """How rocm-bootstrap is asked: the capture's KFD topology when recorded (returns its path),
+    else its ROCM_BOOTSTRAP_FORCE_GFX_ARCH override with the targets rocmkit detected."""
+    nodes = capture / "root" / "sys" / "class" / "kfd" / "kfd" / "topology" / "nodes"
+    if nodes.is_dir():
+        return str(nodes), {}
+    archs = [g.arch for g in machine.amd_gpus if g.visible and g.arch]
+    return "", ({"ROCM_BOOTSTRAP_FORCE_GFX_ARCH": ",".join(archs)} if archs else {})
+
+
+def rocm_bootstrap_pick(m: Matrix, capture: Path, machine: Machine, python: str | None) -> tuple[Pick, str]:
+    if python is None:
+        return Pick(None, grade="skipped", error=f"{ROCM_BOOTSTRAP} not installed"), ""
+    kfd, told = rocm_bootstrap_told(capture, machine)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCM_BOOTSTRAP_")} | told
+    proc = subprocess.run([python, "-c", _RB_CHILD, kfd], capture_output=True, text=True, env=env, timeout=60, check=False)
+    how = "read the capture's KFD topology" if kfd else ", ".join(f"{k}={v}" for k, v in told.items()) or "nothing"
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return Pick(None, error=f"rocm-bootstrap crashed: {proc.stderr.strip()[-140:]}"), how
+    if "error" in out:
+        return Pick(None, error=out["error"]), how
+    if not kfd and not told and any(g.visible for g in machine.amd_gpus):
+        # On the machine it reads KFD, which names every target; this capture recorded no KFD
+        # and no tool in it named one, so what it would report there is not known.
+        why = "the capture recorded no KFD topology and no tool in it named the AMD targets rocm-bootstrap reads there"
+        return Pick(None, grade="not judged", error=why), how
+    return rocm_bootstrap_judgeable(out["targets"]), how
+
+
+def rocm_bootstrap_judgeable(targets: list[str]) -> Pick:
+    """The variant plugin's gfx_arch values as a pick: AMD's whl-next torch with a device package
+    per target; none: torch's host code only (judged as CPU wheels)."""
+    if not targets:
+        return Pick("cpu", label="AMD whl-next torch, host code only (no gfx_arch reported)")
+    extras = ",".join(f"device-{t}" for t in targets)
+    return Pick(AMD_CHANNEL, label=f"AMD whl-next torch[{extras}]")
+
+
+def ltt_backend(m: Matrix, backends: list[str]) -> str:
+    """light-the-torch's choice among its detected backends: its candidate sort key puts the
+    computation backend first (cpu < cuXY by version), so the highest backend with a torch wins."""
+    def rank(b: str) -> tuple[int, ...]:
+        return (1, *release_key(f"{b[2:-1]}.{b[-1]}")) if b.startswith("cu") else (0,)
+
+    having = [b for b in backends if newest_on(m, b)]
+    return max(having, key=rank, default="cpu")
+
+
+def nvidia_smi_stub(folder: Path, machine: Machine) -> tuple[Path, str | None]:
+    """A folder for PATH holding an `nvidia-smi` that answers light-the-torch's one query
+    (`--query-gpu=driver_version --format=csv`: a header, one row a GPU) with the capture's
+    driver; without an NVIDIA driver the folder is empty, as PATH is on such a node."""
+    folder.mkdir(parents=True, exist_ok=True)
+    smi = folder / "nvidia-smi"
+    smi.unlink(missing_ok=True)
+    driver = machine.nvidia.driver_version if machine.nvidia is not None else None
+    if driver:
+        rows = "\n".join([driver] * max(1, len(machine.nvidia_gpus)))
+        smi.write_text(f"#!/bin/sh\nprintf 'driver_version\\n{rows}\\n'\n")
+        smi.chmod(0o755)
+    return folder, driver or None
+
+
+def ltt_pick(m: Matrix, machine: Machine, python: str | None, base: Path) -> tuple[Pick, str]:
+    if python is None:
+        return Pick(None, grade="skipped", error=f"{LTT} not installed"), ""
+    stub, driver = nvidia_smi_stub(base / "ltt-path", machine)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LTT_")} | {"PATH": str(stub)}
+    proc = subprocess.run([python, "-c", _LTT_CHILD], capture_output=True, text=True, env=env, timeout=60, check=False)
+    told = f"nvidia-smi: driver {driver}" if driver else "no nvidia-smi"
+    try:
+        backends = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return Pick(None, error=f"light-the-torch crashed: {proc.stderr.strip()[-140:]}"), told
+    index = ltt_backend(m, backends)
+    return Pick(index, torch=newest_on(m, index)), told
+
+
+def _note(text: str) -> str:
+    return f" ({text})" if text else ""  # a skipped column has nothing to say how it was asked
 
 
 def _grouped(names: list[str]) -> list[str]:
@@ -322,10 +485,20 @@ def _scratch_python(base: Path) -> Path:
     return base / "uv-target" / "bin" / "python"
 
 
-def _torchruntime_python(base: Path) -> str:
-    venv = base / "torchruntime"
+def peer_python(base: Path, spec: str) -> str | None:
+    """A venv of its own with ``spec`` from PyPI; None (its column is skipped) when pip cannot."""
+    venv = base / spec.split("==")[0]
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", TORCHRUNTIME], check=True)
+    pip = [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", spec]
+    try:
+        proc = subprocess.run(pip, capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        print(f"{spec}: pip install timed out; its column is skipped", file=sys.stderr)
+        return None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"{spec}: pip install failed ({last}); its column is skipped", file=sys.stderr)
+        return None
     return str(venv / "bin" / "python")
 
 
@@ -339,32 +512,60 @@ def main() -> None:
         help="a folder of capture folders (default: ../shared/captures, else tests/data/captures)",
     )
     ap.add_argument("--torchruntime-python", help=f"a Python with {TORCHRUNTIME} (default: make a venv, pip install it)")
+    ap.add_argument("--rocm-bootstrap-python", help=f"a Python with {ROCM_BOOTSTRAP} (default: make a venv)")
+    ap.add_argument("--ltt-python", help=f"a Python with {LTT} (default: make a venv)")
     ap.add_argument("--uv", default=str(Path(sys.executable).with_name("uv")))
     args = ap.parse_args()
     m = load_matrix()
     rows = []
-    totals = {"rocmkit": 0, "uv": 0, "torchruntime": 0}
+    names = ("rocmkit", "uv", "torchruntime", "rocm-bootstrap", "light-the-torch")
+    picks: dict[str, list[Pick]] = {n: [] for n in names}
     with tempfile.TemporaryDirectory(prefix="rocmkit-peers-") as tmp:
         base = Path(tmp)
         target = _scratch_python(base)
-        tr_python = args.torchruntime_python or _torchruntime_python(base)
+        tr_python = args.torchruntime_python or peer_python(base, TORCHRUNTIME)
+        rb_python = args.rocm_bootstrap_python or peer_python(base, ROCM_BOOTSTRAP)
+        ltt_python = args.ltt_python or peer_python(base, LTT)
         for capture in sorted(p for p in args.captures.iterdir() if p.is_dir()):
             machine = load_machine(capture)
             ours = rocmkit_pick(m, machine)
             uv, told = uv_pick(m, machine, target, args.uv)
             tr, seen = torchruntime_pick(m, capture, machine, tr_python)
-            for name, pick in (("rocmkit", ours), ("uv", uv), ("torchruntime", tr)):
+            rb, rb_told = rocm_bootstrap_pick(m, capture, machine, rb_python)
+            lt, lt_told = ltt_pick(m, machine, ltt_python, base)
+            for name, pick in zip(names, (ours, uv, tr, rb, lt), strict=True):
                 grade(m, machine, pick)
-                totals[name] += pick.grade == "right"
-            rows.append((capture.name, describe(machine), ours, uv, told, tr, seen))
+                picks[name].append(pick)
+            rows.append(
+                f"| {capture.name} | {describe(machine)} | {ours.cell()} | {uv.cell()} ({told or 'nothing'}) "
+                f"| {tr.cell()}{_note(seen)} | {rb.cell()}{_note(rb_told)} | {lt.cell()}{_note(lt_told)} |"
+            )
     where = os.path.relpath(args.captures, REPO)
     print(f"{len(rows)} captures from {where}; Python {PYTHON}; judged on matrices/\n")
-    print("| capture | GPUs (rocmkit detect) | rocmkit | uv --torch-backend auto (told) | torchruntime (saw) |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, gpus, ours, uv, told, tr, seen in rows:
-        print(f"| {name} | {gpus} | {ours.cell()} | {uv.cell()} ({told or 'nothing'}) | {tr.cell()} ({seen}) |")
-    n = len(rows)
-    print(f"\nright: rocmkit {totals['rocmkit']}/{n}, uv {totals['uv']}/{n}, torchruntime {totals['torchruntime']}/{n}")
+    print(
+        "| capture | GPUs (rocmkit detect) | rocmkit | uv --torch-backend auto (told) | torchruntime (saw) "
+        "| rocm-bootstrap (told) | light-the-torch (told) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))
+    print("\n" + summary(picks))
+
+
+def summary(picks: dict[str, list[Pick]]) -> str:
+    """One line: how many picks of each tool are right; where some are, how many only "run" (AMD's
+    channel, whose torch version matrices/ does not record) and how many could not be judged."""
+    parts = []
+    for name, ps in picks.items():
+        if ps and all(p.grade == "skipped" for p in ps):
+            parts.append(f"{name} skipped (not installed)")
+            continue
+        right = sum(p.grade == "right" for p in ps)
+        runs = sum(p.grade == "runs" for p in ps)
+        unjudged = sum(p.grade == "not judged" for p in ps)
+        more = [f"{runs} more run, newest not judged"] if runs else []
+        more += [f"{unjudged} not judged"] if unjudged else []
+        parts.append(f"{name} {right}/{len(ps)}" + (f" ({'; '.join(more)})" if more else ""))
+    return "right: " + ", ".join(parts)
 
 
 if __name__ == "__main__":
