@@ -7,7 +7,8 @@ consume it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from rocmkit.errors import DataError
@@ -67,6 +68,17 @@ class Plan:
     def required(self) -> tuple[str, ...]:
         """``requirements`` without the companions: what an install cannot do without."""
         return tuple(r for r in self.requirements if r not in self.companions)
+
+    def without(self, left_out: Collection[str]) -> Plan:
+        """This plan with the requirements ``left_out`` gone from ``requirements`` and
+        ``companions`` (itself when there are none)."""
+        if not left_out:
+            return self
+        return replace(
+            self,
+            requirements=tuple(r for r in self.requirements if r not in left_out),
+            companions=tuple(c for c in self.companions if c not in left_out),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -19,7 +19,6 @@ instead of swapping the build.
 from __future__ import annotations
 
 import configparser
-import dataclasses
 import io
 import re
 import shlex
@@ -83,13 +82,7 @@ def installed_view(plan: Plan, left_out: tuple[str, ...]) -> Plan:
     """``plan`` as it was really installed: without the companions left out (--no-companions, or
     no reachable source had them). The guard pins only those: a pin of a torchvision that is not
     there makes every later install that pulls torchvision (timm) unresolvable."""
-    if not left_out:
-        return plan
-    return dataclasses.replace(
-        plan,
-        requirements=tuple(r for r in plan.requirements if r not in left_out),
-        companions=tuple(c for c in plan.companions if c not in left_out),
-    )
+    return plan.without(left_out)
 
 
 def constraints_text(plan: Plan, left_out: tuple[str, ...] = ()) -> str:

@@ -353,13 +353,7 @@ def check_pins(plan: Plan, read_project: ProjectReader) -> Plan:
                 triton = None
     if not drop:
         return plan
-    return dataclasses.replace(
-        plan,
-        requirements=tuple(r for r in plan.requirements if r not in drop),
-        companions=tuple(c for c in plan.companions if c not in drop),
-        triton=triton,
-        warnings=(*plan.warnings, *warnings),
-    )
+    return dataclasses.replace(plan.without(drop), triton=triton, warnings=(*plan.warnings, *warnings))
 
 
 def _check_torch(
