@@ -11,6 +11,10 @@ from rocmkit.machine import Machine
 def amd_names(machine: Machine) -> list[dict[str, Any]]:
     """One row per AMD GPU: ``{"gpu": 0, "target": "gfx1151", "sub_family": "gfx115x", ...}``;
     the levels are None for a target AMD's table does not list (or an unknown arch)."""
+    if not machine.amd_gpus:
+        # No row to name: `detect --json` on an NVIDIA or CPU host does not import and parse
+        # the table (not in the compiled matrix: a TOML parse, 10-20 ms, on every run).
+        return []
     from rocmkit.errors import DataError
     from rocmkit.matrix.amd_targets import load_amd_targets
 

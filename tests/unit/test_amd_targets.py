@@ -146,3 +146,17 @@ def test_detect_json_carries_amds_names(capsys: pytest.CaptureFixture[str]) -> N
         ("gfx90c", "gfx9_0", "gfx9"),
     ]
     assert M.from_dict(data).amd_gpus[0].arch == "gfx1031"  # the extra key does not break the record
+
+
+def test_no_amd_gpu_names_nothing_without_reading_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `detect --json` on an NVIDIA or CPU host: AMD's table is not parsed at all (start-up time).
+    import rocmkit.matrix.amd_targets as table
+
+    def refuse(directory: Path | None = None) -> object:
+        raise AssertionError("AMD's table was read for a machine without an AMD GPU")
+
+    monkeypatch.setattr(table, "load_amd_targets", refuse)
+    assert amd_names(Machine(gpus=(Gpu(vendor="nvidia", index=0, arch="sm_90"),))) == []
+    assert amd_names(Machine()) == []
+    with pytest.raises(AssertionError):
+        amd_names(Machine(gpus=(Gpu(vendor="amd", index=0, arch="gfx1100"),)))
