@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.cli import main
 from rocmkit.detect import load_machine
 from rocmkit.resolve import Constraints, resolve
+from tests.support.cli import keep_user_config_out, run_main
 from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -35,31 +35,17 @@ def closed_port() -> int:
 
 @pytest.fixture
 def dead_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    for var in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE", "VIRTUAL_ENV"):
-        monkeypatch.delenv(var, raising=False)
+    keep_user_config_out(tmp_path / "home", monkeypatch)
     port = closed_port()
     # The user's own default index is dead too: nothing here may reach PyPI.
     monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{port}/simple")
-    monkeypatch.setenv("UV_NO_CONFIG", "1")
     base = f"http://127.0.0.1:{port}/whl"
     monkeypatch.setenv("ROCMKIT_INDEX_BASE", base)
     return base
 
 
 def rk(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(["install", *args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_main(capsys, "install", *args)
 
 
 def test_cpu_plan_with_unreachable_index_says_which_and_what_to_do(

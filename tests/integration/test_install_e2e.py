@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.cli import main
 from rocmkit.install.state import diff, snapshot
 from rocmkit.plan import Plan
 from rocmkit.pyenv import probe
+from tests.support.cli import keep_user_config_out, run_main
 from tests.support.pkgindex import PLATFORM_TAG, IndexServer, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -52,15 +52,7 @@ def build_index(root: Path) -> None:
 
 @pytest.fixture(autouse=True)
 def _quiet_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The developer's pip/uv configuration (find-links, extra indexes, caches) stays out.
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    for var in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL", "PIP_CONFIG_FILE", "VIRTUAL_ENV"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("UV_NO_CONFIG", "1")
+    keep_user_config_out(tmp_path / "home", monkeypatch)
     monkeypatch.setenv("PIP_DEFAULT_TIMEOUT", "5")
 
 
@@ -101,14 +93,7 @@ def plan_62(folder: Path, srv: IndexServer, index: str = "") -> Path:
 
 
 def rk(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(["install", *args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_main(capsys, "install", *args)
 
 
 def freeze(venv: Path) -> str:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.cli import main
 from rocmkit.plan import Plan
 from rocmkit.util.paths import matrices_dir, shipped_matrices_dir
+from tests.support.cli import keep_user_config_out, run_main
 from tests.support.pkgindex import IndexServer, make_torch_recording_sdist, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -33,14 +33,7 @@ TRITON = "pytorch-triton-rocm==3.1.0"
 
 @pytest.fixture(autouse=True)
 def _quiet_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    for var in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE", "VIRTUAL_ENV", "UV_CONSTRAINT"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("UV_NO_CONFIG", "1")
+    keep_user_config_out(tmp_path / "home", monkeypatch)
     monkeypatch.setenv("ROCMKIT_OFFLINE", "1")
 
 
@@ -82,15 +75,7 @@ def plan_file(folder: Path, srv: IndexServer, companions: tuple[str, ...] = ()) 
     return path
 
 
-def rk(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+rk = run_main
 
 
 def built_with(venv: Path, module: str = "recordtorch") -> str:

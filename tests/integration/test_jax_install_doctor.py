@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.cli import main
 from tests.conftest import REPO
+from tests.support.cli import run_main
 from tests.support.installed_wheels import closure, wheel_from_installed
 from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
 
@@ -78,15 +78,7 @@ def env(tmp_path: Path, pypi: IndexServer, uv_cache: Path, monkeypatch: pytest.M
     return tmp_path
 
 
-def rk(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+rk = run_main
 
 
 def _refused(venv: Path, url: str) -> subprocess.CompletedProcess[str]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.cli import main
 from rocmkit.util.safeload import loads_toml
+from tests.support.cli import keep_user_config_out, run_main
 from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -25,13 +25,8 @@ TORCH = "2.5.1+rocm6.2"
 
 @pytest.fixture(autouse=True)
 def _quiet_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    for var, value in (("HOME", home), ("XDG_CONFIG_HOME", home / ".config"), ("XDG_CACHE_HOME", home / ".cache")):
-        monkeypatch.setenv(var, str(value))
-    for var in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE", "VIRTUAL_ENV", "ROCMKIT_OFFLINE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("UV_NO_CONFIG", "1")
+    keep_user_config_out(tmp_path / "home", monkeypatch)
+    monkeypatch.delenv("ROCMKIT_OFFLINE", raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -57,15 +52,7 @@ def server(index_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[IndexS
         yield srv
 
 
-def rk(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+rk = run_main
 
 
 def plan_args(srv: IndexServer) -> list[str]:

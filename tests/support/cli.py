@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from rocmkit.cli import main
@@ -47,3 +49,33 @@ def rocmkit(*args: str, env: Mapping[str, str | None] | None = None) -> CliResul
     finally:
         matrices_dir.cache_clear()
     return CliResult(code=code, stdout=stdout.decode(), stderr=stderr.decode())
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``rocmkit ARGS`` through ``main`` in this process, read through pytest's ``capsys``
+    (what it printed since the last read is dropped first): (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# The developer's pip/uv settings that would change what an install test resolves or where.
+USER_PIP_VARS = ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL", "PIP_CONFIG_FILE", "VIRTUAL_ENV",
+                 "UV_CONSTRAINT")
+
+
+def keep_user_config_out(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The developer's pip/uv configuration (find-links, extra indexes, caches) stays out: ``HOME``
+    and the XDG folders move to ``home`` (made here), uv reads no config file."""
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    for var in USER_PIP_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("UV_NO_CONFIG", "1")

@@ -12,23 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.cli import main
 from rocmkit.errors import DataError, LockHeldError
 from rocmkit.plan import Plan
 from tests.conftest import CAPTURES
+from tests.support.cli import run_main
 
 CAPTURE = CAPTURES / "mi250x-gfx90a-rocm6.2.1"
 DEEP = "[" * 100_000
 
 
 def rk(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
+    code, out, err = run_main(capsys, *args)
     assert "Traceback" not in err
     return code, out, err
 
