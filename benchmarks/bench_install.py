@@ -188,8 +188,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     dont_write = os.environ.get("PYTHONDONTWRITEBYTECODE", "") not in ("", "0")
+    # `uv --version` says "uv 0.13.9 (x86_64-unknown-linux-gnu)": the header keeps the number.
+    uv_version = subprocess.run([UV, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
     print(
-        f"torch {version}, {args.rounds} rounds, uv {subprocess.run([UV, '--version'], capture_output=True, text=True).stdout.strip()}"
+        f"torch {version}, {args.rounds} rounds, uv {uv_version[1] if len(uv_version) > 1 else '?'}"
         f", PYTHONDONTWRITEBYTECODE {'set' if dont_write else 'unset'}, {os.cpu_count()} CPUs"
     )
     print(f"{'':44} {'median':>8} {'best':>8}")

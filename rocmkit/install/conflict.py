@@ -78,3 +78,16 @@ def guard_conflict(
         "or move this environment to the torch it needs with `rocmkit install --torch X.Y` "
         "(the guard is rewritten for it)",
     )
+
+
+def unresolvable(step: str, text: str) -> ToolError | None:
+    """The error for an install whose own packages do not resolve (a dependency the index lacks,
+    at any version that fits), or None when ``text`` is another failure: the installer's
+    explanation, not only its last line ("... your requirements are unsatisfiable")."""
+    if not any(needle in text for needle in UNSOLVABLE):
+        return None
+    return ToolError(
+        f"{step} could not resolve the planned packages: {_reason(text)}",
+        "the index lacks a package (or a version) they require: check the index (--index-base), "
+        "or point --fallback-index / a wheelhouse at a source that holds it",
+    )

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from rocmkit.errors import RocmkitError, ToolError, UsageError, storage_error
 from rocmkit.install import guard, journal, lock, wheelhouse
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
-from rocmkit.install.conflict import guard_conflict
+from rocmkit.install.conflict import guard_conflict, unresolvable
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
 from rocmkit.install.pip import PipInstaller, pip_available
 from rocmkit.install.sourcebuild import build_against_torch
@@ -420,6 +420,10 @@ def _failed(step: str, result: CommandResult, spec: InstallSpec | None = None) -
             return conflict
     if result.status == "timeout":
         return ToolError(f"{step} did not finish within {result.timeout_s:g} s and was stopped")
+    if result.status == "failed":
+        own = unresolvable(step, text)
+        if own is not None:
+            return own
     for needle in ("DO NOT MATCH THE HASHES", "Hash mismatch", "hash mismatch"):
         if needle in text:
             return ToolError(

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -254,15 +255,25 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 def last_log_line(log: Path, limit: int = 120) -> str | None:
     """The last non-empty line of a step's log (cut to ``limit``), or None before it has one.
-    Read from the end, bounded: the log of a torch build grows to hundreds of MB."""
+    Read from the end, bounded: the log of a torch build grows to hundreds of MB.
+
+    The status line's thread reads it under the ticker's lock, as root on a build folder
+    another account may write: a FIFO in the log's place would block a plain open, and with
+    it every line the command prints; a symlink would show the end of a file it points to.
+    So it is opened without following a link, without blocking, and read only if regular."""
     try:
-        with log.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - _TAIL_BYTES))
-            tail = fh.read(_TAIL_BYTES)
+        fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        size = os.lseek(fd, 0, os.SEEK_END)
+        tail = os.pread(fd, _TAIL_BYTES, max(0, size - _TAIL_BYTES))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # Colour codes (cmake, ninja) go; ninja and pip redraw lines with carriage returns, so the
     # last piece of a line is what a terminal shows.
     plain = _ANSI.sub("", tail.decode("utf-8", "replace"))

@@ -39,9 +39,12 @@ def overlay_is_newer(overlay: Path, shipped: Path) -> bool:
     (or one without a stamp, from before stamps) never shadows the tables a rocmkit upgrade
     brought, whatever the file times say (a package manager may set them to anything)."""
     from rocmkit import __version__
+    from rocmkit.util.trust import read_trusted
 
+    if overlay_problem(overlay):
+        return False
     try:
-        stamp = (overlay / OVERLAY_STAMP).read_text(encoding="utf-8")[:64]
+        stamp = (read_trusted(overlay / OVERLAY_STAMP, max_bytes=4096) or b"").decode("utf-8")[:64]
         overlay_time = (overlay / "torch.toml").stat().st_mtime
         shipped_time = (shipped / "torch.toml").stat().st_mtime
     except (OSError, UnicodeDecodeError):
@@ -50,6 +53,21 @@ def overlay_is_newer(overlay: Path, shipped: Path) -> bool:
     if writer != running:
         return writer > running
     return overlay_time > shipped_time
+
+
+def overlay_problem(overlay: Path) -> str | None:
+    """Why the overlay may not be used: the matrices say which index and which builds to
+    install, so a folder another user can write (``sudo -E`` keeps a user's ``XDG_DATA_HOME``;
+    a ``ROCMKIT_DATA_DIR`` in a shared folder) would choose root's wheels. None when it is
+    safe (rocmkit/util/trust.py) or absent."""
+    from rocmkit.util.trust import file_problem, folder_problem
+
+    if not overlay.is_dir():
+        return None
+    problem = folder_problem(overlay)
+    if problem is None and (torch := file_problem(overlay / "torch.toml")):
+        problem = f"{overlay / 'torch.toml'} is {torch}"
+    return problem
 
 
 def stamp_overlay(overlay: Path) -> None:
@@ -66,6 +84,9 @@ def matrices_origin() -> str:
     if matrices_dir() != shipped_matrices_dir():
         return "an overlay written by `rocmkit matrix refresh --write`, newer than the shipped data"
     if (overlay_dir() / "torch.toml").exists():
+        problem = overlay_problem(overlay_dir())
+        if problem:
+            return f"shipped with rocmkit; the overlay in {overlay_dir()} is not used: {problem}"
         try:
             by = "rocmkit " + (overlay_dir() / OVERLAY_STAMP).read_text(encoding="utf-8")[:64].strip()
         except (OSError, UnicodeDecodeError):

@@ -258,14 +258,20 @@ class Ticker:
             tasks = list(self.tasks)
         if not tasks:
             return ""
+        from rocmkit.util.redact import redact_text
+
         first = tasks[0]
         text, since = first.phase()
         clock = [clock_text(self.clock() - since)]
         extra = _detail(first.detail)
+        # This line is written to the terminal directly, not through OUT (which redacts every
+        # line it prints), and shows what others said: uv's or pip's last output line, a build
+        # log's last line, a child's phase. A URL's token in them is masked here, before any cut
+        # (a cut could leave "user:tok..." that no longer looks like a URL to the redactor).
         if extra:
-            clock.append(printable(extra))
+            clock.append(printable(redact_text(extra)))
         more = f" (+{len(tasks) - 1} more)" if len(tasks) > 1 else ""
-        head = "  " + printable(f"{self.prefix}{first.label}: {text}", 1000)
+        head = "  " + printable(redact_text(f"{self.prefix}{first.label}: {text}"), 1000)
         tail = f" ({', '.join(clock)}){more}"
         room = width - len(tail)
         if len(head) > room:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -269,3 +270,43 @@ def test_reports_snapshot_and_caches_hold_no_token(server: IndexServer, tmp_path
     assert res.code == 0, res.stderr
     _no_token(doc, fleet, snap, res, under=tmp_path)
     assert os.environ.get("ROCMKIT_INDEX_BASE") is None
+
+
+def test_the_live_status_line_masks_a_token_uv_prints(server: IndexServer, tmp_path: Path) -> None:
+    """On a terminal the status line shows uv's last output line, written straight to the
+    terminal (not through the lines rocmkit prints, which are redacted). Today's uv masks
+    credentials itself; an older one, a keyring plugin or an sdist's build output may not. A
+    ``uv`` first on PATH says the index it was given (its environment: the real URL), waits
+    for the line to be drawn, and goes on as uv: the terminal's bytes hold no token."""
+    from rocmkit.install.venv import find_uv
+    from tests.support.pty_run import run_on_pty
+
+    real_uv = find_uv()
+    assert real_uv is not None
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    shim = shims / "uv"
+    shim.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = pip ] && [ "$2" = install ]; then\n'
+        '  echo "Fetching from $UV_DEFAULT_INDEX"\n'
+        "  sleep 1\n"
+        "fi\n"
+        f'exec "{real_uv}" "$@"\n'
+    )
+    shim.chmod(0o755)
+    plan = _pytorch_plan(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "ROCMKIT_OFFLINE"}
+    env.update(
+        ROCMKIT_INDEX_BASE=_base(server),
+        PATH=f"{shims}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=str(REPO),
+    )
+    venv = tmp_path / "venv"
+    argv = ["install", "--venv", str(venv), "--plan", str(plan), "--installer", "uv"]
+    run = run_on_pty([sys.executable, "-m", "rocmkit", *argv], env=env, timeout=180)
+    assert run.code == 0, run.stderr[-3000:]
+    shown = f"Fetching from http://{USER}:***@127.0.0.1:{server.port}/whl/rocm6.2/"
+    # The uv line made the status line (so the test sees what it means to), masked.
+    assert any(text.startswith(f"uv install: {shown}") for text in run.status_texts()), run.status_texts()
+    assert TOKEN not in run.stderr and TOKEN not in run.stdout

@@ -48,6 +48,11 @@ def build_index(root: Path) -> None:
     make_wheel(root / "pypi", "transformers", "4.99.0", requires=["torch==2.6.0"])
     make_wheel(root / "pypi", "accelerate", "1.0.0", requires=["torch>=2.0"])
     make_torch_set(root / "pypi", "2.6.0", cuda="12.4")
+    # A torch whose own dependency the index lacks: the install's resolution fails.
+    make_torch_set(
+        root / "whl/missing-dep", "2.5.1+rocm6.2", triton="pytorch-triton-rocm==3.1.0", hip="6.2.41133",
+        extra_requires=["nosuchdep==1.0"],
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -425,3 +430,25 @@ def test_an_empty_venv_skips_the_dry_run_a_full_one_backs_up_after_it(
     assert code == 0, err
     assert calls == ["dry-run"]
     assert "backed up pytorch-triton-rocm, torch" in err
+
+
+def test_a_failing_install_into_an_empty_venv_leaves_it_as_it_was(
+    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No dry run in an empty venv: uv's own resolution is the one that fails, and the venv is
+    restored exactly (no guard files, no journal, activate byte for byte), with uv's reason."""
+    venv = tmp_path / "venv"
+    subprocess.run([UV, "venv", "-q", str(venv)], check=True, timeout=60)
+    activate = (venv / "bin/activate").read_bytes()
+    before = sorted(str(p.relative_to(venv)) for p in venv.rglob("*"))
+    bad = plan_62(tmp_path, server, index="whl/missing-dep")
+    code, _, err = rk(capsys, "--venv", str(venv), "--plan", str(bad), "--installer", "uv")
+    assert code == 7, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: uv could not resolve the planned packages: ") and "nosuchdep" in last, last
+    assert "guard" not in last  # the plan's own closure, not the guard, is why
+    assert "environment restored exactly" in last
+    assert (venv / "bin/activate").read_bytes() == activate
+    # uv's own lock file (`.lock`, made by any uv run on the venv) is the one file allowed.
+    after = sorted(str(p.relative_to(venv)) for p in venv.rglob("*"))
+    assert [f for f in after if f != ".lock"] == [f for f in before if f != ".lock"]

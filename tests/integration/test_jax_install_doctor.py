@@ -24,6 +24,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.cli import run_main
+from tests.support.engines import in_ci
 from tests.support.installed_wheels import closure, wheel_from_installed
 from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
 
@@ -34,8 +35,11 @@ try:
 except metadata.PackageNotFoundError:  # pragma: no cover - the `test` extra installs it
     JAX = ""
 if not JAX:
-    pytest.skip("jax is not installed in the test interpreter (`pip install -e .[test]` installs it)",
-                allow_module_level=True)
+    # In the test extra: absent in CI (.ci/run installs it) is a broken setup, not a skip.
+    _WHY = "jax is not installed in the test interpreter (`pip install -e .[test]` installs it)"
+    if in_ci():
+        pytest.fail(f"CI must have this (.ci/run and scripts/test.sh set it up): {_WHY}", pytrace=False)
+    pytest.skip(_WHY, allow_module_level=True)
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 

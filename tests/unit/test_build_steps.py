@@ -218,3 +218,30 @@ def test_the_status_line_shows_a_steps_last_log_line(tmp_path: Path) -> None:
     assert last_log_line(log) == "[13/5678] Building CXX object b.o"
     log.write_bytes(b"y" * 500 + b"\n")
     assert last_log_line(log, limit=20) == "y" * 17 + "..."
+
+
+def test_the_log_read_for_the_status_line_is_never_a_fifo_nor_a_link(tmp_path: Path) -> None:
+    """The status line's thread reads the log under the ticker's lock, as root on a build folder
+    another account may write: a FIFO in its place must not block it (and with it every line
+    the command prints), and a symlink must not show the end of another file."""
+    import threading
+
+    from rocmkit.source_build.steps import last_log_line
+
+    secret = tmp_path / "secret"
+    secret.write_text("root's last line\n")
+    link = tmp_path / "04-link.log"
+    link.symlink_to(secret)
+    assert last_log_line(link) is None
+    fifo = tmp_path / "05-fifo.log"
+    os.mkfifo(fifo)
+    answers: list[str | None] = []
+    reader = threading.Thread(target=lambda: answers.append(last_log_line(fifo)), daemon=True)
+    reader.start()
+    reader.join(timeout=5)
+    blocked = reader.is_alive()
+    if blocked:  # let the stuck reader go: a writer opening the FIFO ends its open
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(timeout=5)
+    assert not blocked, "reading a FIFO in the log's place blocked"
+    assert answers == [None]

@@ -251,3 +251,41 @@ def test_an_overlay_from_an_older_rocmkit_never_shadows_newer_shipped_data(
     assert overlay_is_newer(overlay, shipped)  # this rocmkit's, after its data was installed
     os.utime(overlay / "torch.toml", (500_000, 500_000))
     assert not overlay_is_newer(overlay, shipped)
+
+
+def test_an_overlay_another_user_could_write_never_chooses_roots_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The matrices say which index and builds to install: an overlay in a folder others can
+    write (a user's XDG_DATA_HOME kept by `sudo -E`, a shared ROCMKIT_DATA_DIR) is not used,
+    however new its stamp, and `matrix show` says why. A FIFO for a stamp blocks nothing."""
+    import os
+
+    from rocmkit.util import paths
+    from rocmkit.util.paths import OVERLAY_STAMP, matrices_dir, matrices_origin, overlay_is_newer
+
+    shipped = paths.shipped_matrices_dir()
+    data = tmp_path / "data"
+    overlay = data / "matrices"
+    overlay.mkdir(parents=True)
+    (overlay / "torch.toml").write_text("schema = 1\n")
+    (overlay / OVERLAY_STAMP).write_text("999.0.0\n")
+    monkeypatch.setenv("ROCMKIT_DATA_DIR", str(data))
+    monkeypatch.delenv("ROCMKIT_MATRICES_DIR", raising=False)
+    matrices_dir.cache_clear()
+    try:
+        assert overlay_is_newer(overlay, shipped)  # safe: it wins (a newer rocmkit wrote it)
+        os.chmod(data, 0o777)  # anyone may rename the overlay away and put their own in
+        assert not overlay_is_newer(overlay, shipped)
+        matrices_dir.cache_clear()
+        assert matrices_dir() == shipped
+        assert "is not used" in matrices_origin() and "writable by" in matrices_origin()
+        os.chmod(data, 0o755)
+        os.chmod(overlay / "torch.toml", 0o666)
+        assert not overlay_is_newer(overlay, shipped)
+        os.chmod(overlay / "torch.toml", 0o644)
+        (overlay / OVERLAY_STAMP).unlink()
+        os.mkfifo(overlay / OVERLAY_STAMP)
+        assert not overlay_is_newer(overlay, shipped)  # returns at once: no writer needed
+    finally:
+        matrices_dir.cache_clear()

@@ -106,6 +106,30 @@ def test_a_childs_phase_wins_and_is_made_safe_for_a_terminal(tmp_path: Path) -> 
     assert "starting a fresh Python for the check" in tick.render()
 
 
+def test_a_token_in_what_others_said_never_reaches_the_terminal(tmp_path: Path) -> None:
+    # The line is written straight to the terminal (not through OUT, which redacts): uv's last
+    # output line, a build log's last line and a child's phase may carry an index URL.
+    term = Terminal()
+    clock = Clock()
+    tick = Ticker(term, environ=TTY_ENV, clock=clock, interval=3600)
+    token = "s3cr3t-t0ken"
+    said = f"Downloading https://alice:{token}@mirror.example/whl/torch-2.5.whl"
+    task = tick.begin("uv install", detail=lambda: f"GET https://{token}@m.example/?token={token}")
+    task.set_phase(said)
+    tick.redraw()
+    assert "alice:***@mirror.example" in tick.render()
+    # Masked before it is cut: no width leaves a piece of the token on the line.
+    assert not [w for w in range(20, 200) if "s3c" in tick.render(w)]
+    phase = tmp_path / "phase.txt"
+    phase.write_text(f"fetching https://bob:{token}@mirror.example/whl")
+    task.follow(lambda: read_phase(phase))
+    clock.now += 1.0
+    tick.redraw()
+    assert "bob:***@mirror.example" in tick.render() and "***@m.example/?token=***" in tick.render()
+    tick.end(task)
+    assert "s3c" not in term.getvalue()
+
+
 def test_a_long_line_is_cut_but_never_its_clock() -> None:
     clock = Clock()
     tick = Ticker(Terminal(), environ=TTY_ENV, clock=clock, enabled=False)
