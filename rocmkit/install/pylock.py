@@ -67,15 +67,21 @@ def pylock_text(plan: Plan, *, python: str, offline: bool) -> str:
     if uv is None:
         raise ToolError("--format pylock resolves the closure with uv, which is not installed", "`pip install uv`")
     reqs = [*plan.requirements, *(p.requirement for p in plan.with_packages if p.how != "source")]
-    *ranked, last = plan.index_urls
-    index_args = [a for url in ranked for a in ("--index", url)] + ["--default-index", last]
+    from rocmkit.install.base import Sources
+    from rocmkit.install.uv import UvInstaller
+
+    # The plan's URLs are masked (user:***@): a credentialed index gets its real URL the way
+    # an install gives it, in uv's environment (never its argv, which `ps` shows and an error
+    # quotes); the others stay on the command line, in the plan's order.
+    sources = Sources(index_urls=tuple(plan.index_urls))
+    index_args = UvInstaller._source_args(sources)
     with tempfile.TemporaryDirectory(prefix="rocmkit-pylock-") as tmp:
         src = Path(tmp) / "requirements.in"
         out = Path(tmp) / "pylock.toml"
         src.write_text("\n".join(reqs) + "\n")
         argv = [uv, "pip", "compile", str(src), "--format", "pylock.toml", "-o", str(out), "--quiet"]
         argv += ["--python-version", python, "--python-platform", _platform(), *index_args]
-        env = {**base_env(), "UV_NO_PROGRESS": "1"}
+        env = {**base_env(), "UV_NO_PROGRESS": "1", **UvInstaller._source_env(sources)}
         result = run(argv, timeout=QUERY_TIMEOUT_S, env=env)
         if not result.ok or not out.is_file():
             raise ToolError(f"uv could not lock the plan: {result.describe()}", "check the indexes (--index-base)")

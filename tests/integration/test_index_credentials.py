@@ -310,3 +310,17 @@ def test_the_live_status_line_masks_a_token_uv_prints(server: IndexServer, tmp_p
     # The uv line made the status line (so the test sees what it means to), masked.
     assert any(text.startswith(f"uv install: {shown}") for text in run.status_texts()), run.status_texts()
     assert TOKEN not in run.stderr and TOKEN not in run.stdout
+
+
+def test_pylock_export_through_the_mirror(server: IndexServer, tmp_path: Path) -> None:
+    """`resolve --format pylock` has uv resolve the closure against the plan's indexes; the
+    plan holds them masked, so a credentialed one reaches uv as an install's does (its
+    environment, the real URL), never as ``user:***@`` on its argv (a 401)."""
+    capture = DATA / "captures/mi250x-gfx90a-rocm6.2.1"
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    args = ("--capture", str(capture), "--torch", "2.5", "--rocm", "6.2", "--python", py, "--format", "pylock")
+    res = rocmkit("resolve", *args, "--index-base", _base(server), env={"ROCMKIT_OFFLINE": None})
+    assert res.code == 0, res.stderr
+    assert f'name = "torch"\nversion = "{TORCH}"' in res.stdout
+    assert f"http://127.0.0.1:{server.port}/whl/rocm6.2/torch-" in res.stdout and server.refused == []
+    _no_token(res, under=tmp_path)
