@@ -38,15 +38,19 @@ MEMORY_KINDS = (VRAM_READY, GTT_READY, GTTSIZE_DEPRECATED, UNKNOWN_PARAMETER)
 _PREFIX = re.compile(r"^\s*(?:<\d+>)?\s*(?:\[\s*\d+(?:\.\d+)?\]\s*)?")
 _PCI_ID = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{4}"
 _BUS = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (PCIE_ATOMICS, re.compile(rf"skipped device (?P<dev>{_PCI_ID}), PCI rejects atomics")),
-    (KFD_ASIC, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?kfd not supported on this ASIC")),
-    (KFD_ASIC, re.compile(r"kfd kfd: (?:amdgpu: )?(?P<dev>[A-Za-z0-9_]+)\s+not supported in kfd")),
-    (KFD_ASIC, re.compile(r"DID (?P<dev>[0-9a-fA-F]{4}) is missing in supported_devices")),
-    (VRAM_READY, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*amdgpu: \d+M of VRAM memory ready")),
-    (GTT_READY, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*amdgpu: \d+M of GTT memory ready")),
-    (GTTSIZE_DEPRECATED, re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*Configuring gttsize via module parameter is deprecated")),
-    (UNKNOWN_PARAMETER, re.compile(r"(?P<dev>amdgpu|ttm): unknown parameter '[^']+' ignored")),
+# (kind, a literal the pattern cannot match without, the pattern). The literal is looked for
+# first: a searched pattern with ``.*`` in it costs quadratic time on each line it does not match,
+# and a host's log is thousands of lines of which almost none are these.
+_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    (PCIE_ATOMICS, "PCI rejects atomics", re.compile(rf"skipped device (?P<dev>{_PCI_ID}), PCI rejects atomics")),
+    (KFD_ASIC, "kfd not supported on this ASIC", re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?kfd not supported on this ASIC")),
+    (KFD_ASIC, "not supported in kfd", re.compile(r"kfd kfd: (?:amdgpu: )?(?P<dev>[A-Za-z0-9_]+)\s+not supported in kfd")),
+    (KFD_ASIC, "is missing in supported_devices", re.compile(r"DID (?P<dev>[0-9a-fA-F]{4}) is missing in supported_devices")),
+    (VRAM_READY, "M of VRAM memory ready", re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*amdgpu: \d+M of VRAM memory ready")),
+    (GTT_READY, "M of GTT memory ready", re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*amdgpu: \d+M of GTT memory ready")),
+    (GTTSIZE_DEPRECATED, "Configuring gttsize via module parameter is deprecated",
+     re.compile(rf"(?:amdgpu (?P<dev>{_BUS}): )?.*Configuring gttsize via module parameter is deprecated")),
+    (UNKNOWN_PARAMETER, ": unknown parameter '", re.compile(r"(?P<dev>amdgpu|ttm): unknown parameter '[^']+' ignored")),
 )
 # `dmesg` run without the right to read the ring buffer (kernel.dmesg_restrict=1):
 # "dmesg: read kernel buffer failed: Operation not permitted".
@@ -74,8 +78,8 @@ def parse_dmesg(text: str) -> DmesgResult:
     found: list[KernelMessage] = []
     for raw in strip_ansi(text).splitlines():
         line = _PREFIX.sub("", raw).strip()
-        for kind, pattern in _PATTERNS:
-            m = pattern.search(line)
+        for kind, needle, pattern in _PATTERNS:
+            m = pattern.search(line) if needle in line else None
             if m is None:
                 continue
             device = _device(m.group("dev"), line)

@@ -130,3 +130,12 @@ def test_snapshot_keeps_only_the_gpu_lines_of_the_kernel_log() -> None:
     assert "PCI rejects atomics" in kept and "[drm] amdgpu" in kept
     # Detection reads the same findings from the kept lines as from the whole log.
     assert parse_dmesg(kept) == parse_dmesg(log)
+
+
+def test_each_pattern_is_looked_for_only_by_a_literal_it_contains() -> None:
+    # parse_dmesg skips a pattern on a line without its literal: a literal that is not a plain
+    # part of the pattern would silently drop the lines the pattern is there to find.
+    from rocmkit.parsers.dmesg import _PATTERNS
+
+    for _kind, needle, pattern in _PATTERNS:
+        assert needle and needle in pattern.pattern, (needle, pattern.pattern)
