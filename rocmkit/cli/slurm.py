@@ -154,10 +154,12 @@ def config_cmd(req: ConfigRequest) -> None:
             from rocmkit.errors import UntrustedError
 
             raise UntrustedError(
-                f"refusing to write the hook scripts slurmd runs as root into {req.folder}: {unsafe}, "
-                "so that user could replace them and run code as root",
-                "make the folder root's and writable by root alone (chown root, chmod go-w), pick "
-                "another --dir, or pass --force if you accept that",
+                f"refusing to write the hook scripts slurmd runs as root into {req.folder}: {unsafe} "
+                "(that user could replace them)",
+                (
+                    f"chown root {req.folder} && chmod go-w {req.folder}",
+                    "pick another --dir, or pass --force if you accept that",
+                ),
             )
         if unsafe:
             OUT.warning(f"--force: writing root-run hooks into {req.folder}, although {unsafe}")

@@ -37,4 +37,5 @@ def cli(dest: Path, force: bool) -> None:
         extra = (f"{rocm_path}/.info/version",)
     written = snapshot(source, dest, extra_files=extra)
     OUT.message(f"wrote {len(written)} files to {dest}")
+    OUT.message(f"next: rocmkit detect --capture {dest}   # what rocmkit reads from it (attach the folder to a report)")
     OUT.data(str(dest))

@@ -31,6 +31,7 @@ class ResolveRequest:
     jax_version: str | None = None
     # --with: packages resolved into the plan (xformers, flash-attn, bitsandbytes: matrices/companions.toml)
     with_packages: tuple[str, ...] = ()
+    output: Path | None = None  # --output FILE: the plan written there, whole or not at all
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:
