@@ -167,6 +167,8 @@ def config_cmd(req: ConfigRequest) -> None:
             OUT.file(req.folder / name, text, mode=0o755, fix="run as root")
             OUT.message(f"wrote {req.folder / name}")
     OUT.data(conf_lines(cfg, prolog=req.as_prolog), nl=False)
+    if req.write:
+        OUT.message("next: add the lines above to slurm.conf on every node, then: scontrol reconfigure")
 
 
 @cli.command("task")

@@ -100,7 +100,7 @@ def _stable(
         if passed:
             raise NoPlanError(
                 f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet "
-                "confirmed: only upstream's build lists name them",
+                "confirmed (--strict-data): only build lists name them",
                 "drop --strict-data to plan one (install falls back if the index lacks it), or name one with "
                 "--rocm X.Y",
             )

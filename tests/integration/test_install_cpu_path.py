@@ -20,18 +20,11 @@ from rocmkit.detect import load_machine
 from rocmkit.errors import MAX_LINE
 from rocmkit.resolve import Constraints, resolve
 from tests.support.cli import keep_user_config_out, last_error, run_main
-from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
+from tests.support.pkgindex import IndexServer, closed_port, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
-def closed_port() -> int:
-    """A 127.0.0.1 port with nothing listening (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
