@@ -282,3 +282,27 @@ def test_prometheus_facts_one_gauge_per_fact() -> None:
     assert {"pcie_link_width", "ecc_uncorrectable", "retired_pages", "power_cap_watts", "xgmi_links_down"} <= names
     width = {lab["gpu"]: v for n, lab, v in facts if n == "pcie_link_width"}
     assert width["0000:26:00.0"] == 8.0
+
+
+def test_links_out_of_the_capture_are_refused_with_a_note(copy: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("ue: 7\nce: 7\n")
+    dev = copy / "root" / PCI_DEVICES.lstrip("/")
+    umc = dev / "0000:05:00.0" / "ras" / "umc_err_count"
+    umc.unlink()
+    umc.symlink_to(secret)
+    outside = tmp_path / "ras"
+    outside.mkdir()
+    (outside / "umc_err_count").write_text("ue: 9\nce: 9\n")
+    shutil.rmtree(dev / "0000:26:00.0" / "ras")
+    (dev / "0000:26:00.0" / "ras").symlink_to(outside)
+    h = _by_bus(_machine(copy))
+    assert "umc" not in h["0000:05:00.0"].ecc_uncorrectable
+    assert any("leads out of" in n for n in h["0000:05:00.0"].notes)
+    assert h["0000:26:00.0"].ecc_uncorrectable == {}
+    assert any("leads out of" in n for n in h["0000:26:00.0"].notes)
+    # A link that stays inside the capture is followed, as before.
+    inner = dev / "0000:46:00.0" / "vbios_version"
+    inner.unlink()
+    inner.symlink_to(dev / "0000:05:00.0" / "vbios_version")
+    assert _by_bus(_machine(copy))["0000:46:00.0"].vbios == "113-M3000100-103"
