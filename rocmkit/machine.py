@@ -158,6 +158,61 @@ class KernelMessage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GpuHealth:
+    """Hardware health facts of one GPU (docs/hardware.md): the kernel's files under
+    /sys/bus/pci/devices/<BDF>/ first, ``amd-smi metric --json`` / ``nvidia-smi -q -x`` second.
+
+    Units are in the names; None is "not shown"; a dict holds one entry per RAS block,
+    sensor or firmware. ``notes`` says what could not be read and why (a file cut short,
+    binary, refused, a read that hung), so that a missing fact is never taken as a pass."""
+
+    pci_bus_id: str  # "0000:03:00.0"
+    vendor: str  # "amd", "nvidia"
+    sources: tuple[str, ...] = ()  # "sysfs", "amd-smi", "nvidia-smi"
+    link_speed_gts: float | None = None  # current_link_speed
+    link_speed_max_gts: float | None = None
+    link_width: int | None = None
+    link_width_max: int | None = None
+    upstream_bus_id: str | None = None  # the bridge or root port above the GPU
+    upstream_speed_max_gts: float | None = None  # the slot's maximum: the link trains at most at the lower
+    upstream_width_max: int | None = None
+    link_speed_dpm_max_gts: float | None = None  # AMD pp_dpm_pcie's top level: what an idle link returns to
+    idle: bool | None = None  # gpu_busy_percent 0 / NVIDIA's gpu_idle reason: an idle link may downclock
+    ecc_correctable: dict[str, int] = field(default_factory=dict)  # block -> count; "*_lifetime": NVIDIA aggregate
+    ecc_uncorrectable: dict[str, int] = field(default_factory=dict)
+    retired_pages: int | None = None  # AMD gpu_vram_bad_pages, NVIDIA retired SBE + DBE pages
+    pending_retirement: bool | None = None  # pages/rows waiting for a reset to be retired
+    remapped_rows_uncorrectable: int | None = None  # NVIDIA A100 and later
+    remapped_rows_correctable: int | None = None
+    remap_failure: bool | None = None
+    power_cap_w: float | None = None
+    power_cap_default_w: float | None = None
+    power_cap_max_w: float | None = None
+    temperatures_c: dict[str, float] = field(default_factory=dict)  # sensor -> degrees
+    temperature_limits_c: dict[str, float] = field(default_factory=dict)  # sensor -> its critical/slowdown limit
+    clock_mhz: int | None = None  # current graphics clock
+    clock_max_mhz: int | None = None  # top graphics level
+    throttle: tuple[str, ...] = ()  # active throttle reasons, as the tool names them
+    vbios: str | None = None
+    firmware: dict[str, str] = field(default_factory=dict)  # "sos", "smc", "gsp" -> version
+    hive_id: str | None = None  # XGMI hive (AMD); 0 or None: not in a hive
+    hive_size: int | None = None  # GPUs in the hive (xgmi_hive_info/node*)
+    xgmi_links: tuple[int, ...] = ()  # xgmi_num_links per hive member, this GPU's own entry included (0)
+    nvlink_up: int | None = None
+    nvlink_total: int | None = None
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: Any) -> GpuHealth:
+        if not isinstance(d, dict):
+            raise TypeError(f"a health entry must be an object, not {type(d).__name__}")
+        known = _known(cls, d)
+        for name in ("sources", "throttle", "xgmi_links", "notes"):
+            known[name] = tuple(known.get(name) or ())
+        return cls(**known)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Machine:
     gpus: tuple[Gpu, ...] = ()
     rocm: RocmInfo = field(default_factory=RocmInfo)
@@ -170,6 +225,7 @@ class Machine:
     kernel_messages: tuple[KernelMessage, ...] = ()
     # Whether dmesg could be read: None when it was not run (an older capture or document).
     kernel_log_read: bool | None = None
+    health: tuple[GpuHealth, ...] = ()  # one per GPU whose hardware facts were read (docs/hardware.md)
     platform: Platform = field(default_factory=Platform)
 
     @property
@@ -231,6 +287,7 @@ class Machine:
                     KernelMessage(**_known(KernelMessage, k)) for k in data.get("kernel_messages") or ()
                 ),
                 kernel_log_read=_opt_bool(data.get("kernel_log_read")),
+                health=tuple(GpuHealth.from_dict(h) for h in data.get("health") or ()),
                 platform=_platform(data.get("platform")),
             )
         except (TypeError, ValueError) as exc:

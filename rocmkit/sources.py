@@ -50,6 +50,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
         "--format=csv",
     ),
     "lspci.txt": ("lspci", "-nn"),
+    # Hardware health, second source after sysfs (docs/hardware.md).
+    "nvidia-smi-q.xml": ("nvidia-smi", "-q", "-x"),
+    "amd-smi-metric.json": ("amd-smi", "metric", "--json"),
     "uname.txt": ("uname", "-srm"),
     # rocmkit additions (docs/captures.md)
     "id.txt": ("id",),
@@ -60,6 +63,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     # Built in: answered by rocmkit itself (LiveSource._builtin), no process is started.
     "devices.txt": (BUILTIN, "devices"),
     "python.txt": (BUILTIN, "python"),
+    # Every AMD/NVIDIA GPU function on the PCI bus and the bridge above it (docs/captures.md).
+    "pci-gpus.txt": (BUILTIN, "pci"),
     # WSL2 only (docs/platforms.md): rocminfo again with AMD's DXG detection on, for ROCm
     # releases before 7.13 that reach the GPU through /dev/dxg only when asked to.
     "rocminfo-dxg.txt": ("rocminfo",),
@@ -132,6 +137,8 @@ TIMEOUTS: dict[str, float] = {
     "amd-smi-static.json": 10.0,
     "lspci.txt": 5.0,
     "dmesg.txt": 3.0,
+    "nvidia-smi-q.xml": 10.0,
+    "amd-smi-metric.json": 10.0,
 }
 
 
@@ -202,6 +209,44 @@ def describe_devices(root: str = "/") -> str:
     return "\n".join(lines) + "\n"
 
 
+PCI_DEVICES = "/sys/bus/pci/devices"
+_GPU_VENDORS = ("0x1002", "0x10de")
+# VGA, 3D, other display controllers and processing accelerators (MI300X is 0x1200).
+_GPU_CLASSES = ("0x0300", "0x0302", "0x0380", "0x1200")
+
+
+def describe_pci(root: str = "/") -> str:
+    """The ``pci`` pseudo-command: each AMD or NVIDIA GPU function and the bridge above it.
+
+    One line each, ``0000:03:00.0 vendor=0x1002 device=0x74a1 class=0x120000
+    upstream=0000:02:00.0`` (``upstream=-`` under a root complex). The bridge is where the
+    device's folder sits in /sys/devices, which only the live machine can resolve: written as
+    text, it replays from a capture like the rest."""
+    base = Path(root) / PCI_DEVICES.lstrip("/")
+    lines = []
+    try:
+        names = sorted(os.listdir(base))[:4096]
+    except OSError:
+        return ""
+    for name in names:
+        dev = base / name
+
+        def attr(key: str, dev: Path = dev) -> str:
+            try:
+                with open(dev / key, "rb") as fh:
+                    return fh.read(64).decode(errors="replace").strip()
+            except OSError:
+                return ""
+
+        vendor, cls = attr("vendor"), attr("class")
+        if vendor not in _GPU_VENDORS or cls[:6] not in _GPU_CLASSES:
+            continue
+        parent = os.path.basename(os.path.dirname(os.path.realpath(dev)))
+        upstream = parent if parent.count(":") == 2 and "." in parent else "-"
+        lines.append(f"{name} vendor={vendor} device={attr('device')} class={cls} upstream={upstream}")
+    return "".join(line + "\n" for line in lines)
+
+
 def describe_python() -> str:
     """The ``python`` pseudo-command: the interpreter rocmkit runs under."""
     import platform
@@ -238,7 +283,13 @@ class LiveSource:
 
     def _builtin(self, argv: tuple[str, ...]) -> CommandResult:
         try:
-            out = describe_devices(self.root) if argv[1] == "devices" else describe_python()
+            out = (
+                describe_devices(self.root)
+                if argv[1] == "devices"
+                else describe_pci(self.root)
+                if argv[1] == "pci"
+                else describe_python()
+            )
         except OSError as exc:
             return CommandResult(argv=argv, status="error", error=str(exc))
         return CommandResult(argv=argv, status="ok", returncode=0, stdout=out)
@@ -379,6 +430,65 @@ class CaptureSource:
         return self._env
 
 
+class RecordingSource:
+    """A source that remembers every file read and folder listed under ``prefixes``, so that
+    a snapshot stores exactly what a probe read (the per-GPU hardware files, whose names
+    depend on the machine: RAS blocks, hwmon sensors, firmware)."""
+
+    def __init__(self, inner: Source, prefixes: tuple[str, ...]) -> None:
+        import threading
+
+        self.inner = inner
+        self.prefixes = prefixes
+        self.files: dict[str, str] = {}
+        self.folders: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    def _mine(self, path: str) -> bool:
+        return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.prefixes)
+
+    def command(self, name: str) -> CommandResult:
+        return self.inner.command(name)
+
+    def read(self, path: str) -> str | None:
+        text = self.inner.read(path)
+        if text is not None and self._mine(path):
+            with self._lock:
+                self.files[path] = text
+        return text
+
+    def listdir(self, path: str) -> list[str] | None:
+        entries = self.inner.listdir(path)
+        if entries is not None and self._mine(path):
+            with self._lock:
+                self.folders[path] = list(entries)
+        return entries
+
+    def environ(self) -> Mapping[str, str]:
+        return self.inner.environ()
+
+
+def _write_recorded(rec: RecordingSource, dest_root: Path) -> list[str]:
+    """Write what ``rec`` saw: files at their paths, and each listed entry that was not read
+    as an empty folder (replay then lists the same names: hive members, unread attributes)."""
+    written = []
+    for path, text in sorted(rec.files.items()):
+        target = dest_root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(target, text)
+        written.append(f"root{path}")
+    for folder, entries in sorted(rec.folders.items()):
+        for name in entries:
+            child = f"{folder.rstrip('/')}/{name}"
+            if child not in rec.files and not (dest_root / child.lstrip("/")).exists():
+                (dest_root / child.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    return written
+
+
 def _copy_tree(src: Source, path: str, dest_root: Path, depth: int = 0) -> None:
     if depth > 3:
         return
@@ -426,7 +536,7 @@ def _clear_previous_snapshot(dest: Path, extra_files: tuple[str, ...]) -> None:
     for path in (*FILES, *extra_files):
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             (root / path.lstrip("/")).unlink()
-    for tree in (*TREES, DRM, MODPROBE):
+    for tree in (*TREES, DRM, MODPROBE, PCI_DEVICES):
         shutil.rmtree(root / tree.lstrip("/"), ignore_errors=True)
     for folder in LIB_DIRS:
         with contextlib.suppress(OSError):  # no such folder in the earlier snapshot
@@ -441,8 +551,11 @@ def _clear_previous_snapshot(dest: Path, extra_files: tuple[str, ...]) -> None:
         (dest / "env.json").unlink()
 
 
-def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> list[str]:
-    """Write every command and file of the capture format that exists on ``source``.
+def snapshot(
+    source: Source, dest: Path, extra_files: tuple[str, ...] = (), recorded: RecordingSource | None = None
+) -> list[str]:
+    """Write every command and file of the capture format that exists on ``source``, and what
+    ``recorded`` saw a probe read (the per-GPU hardware files).
 
     Returns the relative paths written. Absent commands and files are left out,
     exactly as the format says ("absent means not installed").
@@ -462,7 +575,7 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
             f"cannot create {dest}: {exc.strerror}", "choose a folder you can write to"
         ) from exc
     try:
-        return _write_snapshot(source, dest, extra_files)
+        return _write_snapshot(source, dest, extra_files, recorded)
     except BaseException as exc:
         # A half-written capture would replay as a machine with half its tools: leave none.
         if created:
@@ -480,7 +593,9 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         ) from exc
 
 
-def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) -> list[str]:
+def _write_snapshot(
+    source: Source, dest: Path, extra_files: tuple[str, ...], recorded: RecordingSource | None = None
+) -> list[str]:
     written: list[str] = []
     _clear_previous_snapshot(dest, extra_files)
     # Concurrently, as detection does: a hung tool costs its timeout once, not once per tool.
@@ -516,6 +631,8 @@ def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) ->
         written.append(f"root{path}")
     for tree in TREES:
         _copy_tree(source, tree, dest / "root")
+    if recorded is not None:
+        written += _write_recorded(recorded, dest / "root")
     from rocmkit.parsers.host import gpu_module_options
 
     for conf in sorted(source.listdir(MODPROBE) or [])[:64]:
