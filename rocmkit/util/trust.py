@@ -289,6 +289,21 @@ def _outside_problem(link: Path) -> str | None:
     return f"{folder} (reached through {link})" if folder else None
 
 
+def _listing(folder: str) -> tuple[list[tuple[os.DirEntry[str], os.stat_result]], str | None]:
+    """What is in ``folder``, each with its ``lstat`` (entries gone meanwhile left out); or
+    why it cannot be listed."""
+    try:
+        with os.scandir(folder) as it:
+            found = list(it)
+    except OSError as exc:
+        return [], f"{folder} cannot be checked ({exc.strerror})"
+    out = []
+    for entry in found:
+        with contextlib.suppress(OSError):
+            out.append((entry, entry.stat(follow_symlinks=False)))
+    return out, None
+
+
 def _tree_problem(root: Path, skip: frozenset[str] = frozenset(), pth: list[Path] | None = None) -> str | None:
     """The first entry under ``root`` (itself included) that fails the strict rule; a symlink
     that leads out of ``root`` is followed once. ``.pth`` files found in a ``site-packages``
@@ -304,15 +319,10 @@ def _tree_problem(root: Path, skip: frozenset[str] = frozenset(), pth: list[Path
     todo = [real_root]
     while todo:
         folder = todo.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError as exc:
-            return f"{folder} cannot be checked ({exc.strerror})"
-        for entry in entries:
-            try:
-                est = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue  # gone meanwhile
+        entries, failed = _listing(folder)
+        if failed:
+            return failed
+        for entry, est in entries:
             if stat.S_ISLNK(est.st_mode):
                 real = os.path.realpath(entry.path)
                 if real != real_root and not real.startswith(real_root + os.sep):
@@ -354,15 +364,10 @@ def _shallow_problem(folder: Path) -> str | None:
     reason = folder_problem(folder)
     if reason:
         return reason
-    try:
-        entries = list(os.scandir(folder))
-    except OSError as exc:
-        return f"{folder} cannot be checked ({exc.strerror})"
-    for entry in entries:
-        try:
-            est = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
+    entries, failed = _listing(str(folder))
+    if failed:
+        return failed
+    for entry, est in entries:
         if not stat.S_ISLNK(est.st_mode):
             reason = _strict_problem(Path(entry.path), est)
             if reason:
