@@ -129,6 +129,26 @@ class Host:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Platform:
+    """How the GPUs are reached beyond a plain Linux host (the CPU architecture is ``Host.arch``).
+
+    On WSL2 there is no /dev/kfd: the GPU is reached through /dev/dxg and AMD's WSL runtime
+    (librocdxg, loaded by ROCr when ``HSA_ENABLE_DXG_DETECTION=1`` before ROCm 7.13), the
+    Windows driver decides what works, and the distribution's old libhsa-runtime64/libhsakmt
+    on the loader's default path shadow /opt/rocm's (docs/platforms.md).
+    """
+
+    wsl: bool = False
+    wsl_signs: tuple[str, ...] = ()  # what said so: "kernel release", "/proc/version", "/dev/dxg", "WSL_DISTRO_NAME"
+    dxg: bool | None = None  # /dev/dxg exists (None: not looked at, off WSL)
+    librocdxg: tuple[str, ...] = ()  # AMD's WSL bridge library, where found
+    dxg_detection: str | None = None  # HSA_ENABLE_DXG_DETECTION as set in the environment
+    gpus_need_dxg_detection: bool = False  # rocminfo listed the GPUs only with HSA_ENABLE_DXG_DETECTION=1
+    shadowing_libs: tuple[str, ...] = ()  # distro libhsa-runtime64/libhsakmt on the loader's default path
+    windows_driver: str | None = None  # the Windows (Adrenalin) driver version, where given (ROCMKIT_WSL_DRIVER)
+
+
+@dataclass(frozen=True, kw_only=True)
 class KernelMessage:
     """A kernel log (dmesg) line that explains a GPU ROCm cannot use."""
 
@@ -206,6 +226,7 @@ class Machine:
     # Whether dmesg could be read: None when it was not run (an older capture or document).
     kernel_log_read: bool | None = None
     health: tuple[GpuHealth, ...] = ()  # one per GPU whose hardware facts were read (docs/hardware.md)
+    platform: Platform = field(default_factory=Platform)
 
     @property
     def amd_gpus(self) -> tuple[Gpu, ...]:
@@ -267,6 +288,7 @@ class Machine:
                 ),
                 kernel_log_read=_opt_bool(data.get("kernel_log_read")),
                 health=tuple(GpuHealth.from_dict(h) for h in data.get("health") or ()),
+                platform=_platform(data.get("platform")),
             )
         except (TypeError, ValueError) as exc:
             raise DataError(
@@ -277,6 +299,18 @@ class Machine:
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in d.items() if k in names}
+
+
+def _platform(data: Any) -> Platform:
+    """An older document has no ``platform``: a plain Linux host."""
+    if not data:
+        return Platform()
+    if not isinstance(data, dict):
+        raise ValueError(f"platform must be an object, not {type(data).__name__}")
+    d = _known(Platform, data)
+    for key in ("wsl_signs", "librocdxg", "shadowing_libs"):
+        d[key] = tuple(d.get(key) or ())
+    return Platform(**d)
 
 
 def _opt_bool(value: Any) -> bool | None:

@@ -66,7 +66,14 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "python.txt": (BUILTIN, "python"),
     # Every AMD/NVIDIA GPU function on the PCI bus and the bridge above it (docs/captures.md).
     "pci-gpus.txt": (BUILTIN, "pci"),
+    # WSL2 only (docs/platforms.md): rocminfo again with AMD's DXG detection on, for ROCm
+    # releases before 7.13 that reach the GPU through /dev/dxg only when asked to.
+    "rocminfo-dxg.txt": ("rocminfo",),
 }
+# Variables a command runs with on top of the environment (the argv stays the tool's own).
+COMMAND_ENV: dict[str, dict[str, str]] = {"rocminfo-dxg.txt": {"HSA_ENABLE_DXG_DETECTION": "1"}}
+# Commands run (and snapshotted) only on WSL2: elsewhere they repeat another command.
+WSL_ONLY: frozenset[str] = frozenset({"rocminfo-dxg.txt"})
 
 # Files read on a live machine and copied into a snapshot. Folders marked with a
 # trailing "/" are listed (and their entries read by the probes that need them).
@@ -90,6 +97,9 @@ FILES: tuple[str, ...] = (
     "/proc/sys/kernel/hostname",
     "/sys/module/ttm/parameters/pages_limit",
     "/sys/module/amdgpu/parameters/gttsize",
+    # WSL2: the kernel says so ("...-microsoft-standard-WSL2").
+    "/proc/version",
+    "/proc/sys/kernel/osrelease",
 )
 
 # Folders whose listing or files detection needs, read recursively for snapshots.
@@ -100,6 +110,20 @@ MODPROBE = "/etc/modprobe.d"
 # Per render node under /sys/class/drm/<node>/device/: what amdgpu says of its memory (APUs).
 DRM = "/sys/class/drm"
 DRM_FILES: tuple[str, ...] = ("mem_info_gtt_total", "mem_info_vram_total", "uevent")
+# Library folders whose matching entries detection lists (names only; a snapshot keeps them as
+# empty files): the distribution's old HSA runtime shadowing /opt/rocm's, and AMD's WSL bridge.
+LIB_DIRS: tuple[str, ...] = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/opt/rocm/lib",
+    "/usr/lib/wsl/lib",
+)
+LIB_PREFIXES: tuple[str, ...] = ("libhsa-runtime64.so", "libhsakmt.so", "librocdxg.so", "libdxcore.so")
+
+
+def lib_entries(names: list[str] | None) -> list[str]:
+    """The names of a library folder's listing that detection looks at (``LIB_PREFIXES``)."""
+    return sorted(n for n in names or () if n.startswith(LIB_PREFIXES))[:64]
 
 # Read caps. Live files are cut at the cap (only their head matters); a capture file
 # over its cap is refused (a capture is a few hundred KiB; rocminfo on 16 GPUs ~1 MiB).
@@ -110,6 +134,7 @@ CAPTURE_MAX_BYTES = 16 * 1024 * 1024
 # dmesg only copies a kernel buffer: seconds mean something is badly wrong.
 TIMEOUTS: dict[str, float] = {
     "rocminfo.txt": 10.0,
+    "rocminfo-dxg.txt": 10.0,
     "amd-smi-static.json": 10.0,
     "lspci.txt": 5.0,
     "dmesg.txt": 3.0,
@@ -158,6 +183,8 @@ def describe_devices(root: str = "/") -> str:
     paths = ["/dev/kfd"]
     with contextlib.suppress(OSError):  # no /dev/dri: no render nodes to list
         paths += sorted(f"/dev/dri/{n}" for n in os.listdir(base / "dev/dri") if n.startswith("renderD"))
+    if os.path.exists(base / "dev/dxg"):  # WSL2's GPU node: listed only where it exists
+        paths.append("/dev/dxg")
     lines = []
     for path in paths:
         real = base / path.lstrip("/")
@@ -250,6 +277,9 @@ class LiveSource:
         if argv[0] == BUILTIN:
             return self._builtin(argv)
         timeout = self.timeout_s if self.timeout_s is not None else TIMEOUTS.get(name, 10.0)
+        extra = COMMAND_ENV.get(name)
+        if extra:
+            return self.runner(argv, timeout=timeout, env={**self.environ(), **extra})
         return self.runner(argv, timeout=timeout)
 
     def _builtin(self, argv: tuple[str, ...]) -> CommandResult:
@@ -581,6 +611,11 @@ def _clear_previous_snapshot(dest: Path, extra_files: tuple[str, ...]) -> None:
             (root / path.lstrip("/")).unlink()
     for tree in (*TREES, DRM, MODPROBE, PCI_DEVICES):
         shutil.rmtree(root / tree.lstrip("/"), ignore_errors=True)
+    for folder in LIB_DIRS:
+        with contextlib.suppress(OSError):  # no such folder in the earlier snapshot
+            for entry in (root / folder.lstrip("/")).iterdir():
+                if entry.name.startswith(LIB_PREFIXES) and not entry.is_dir():
+                    entry.unlink()
     with contextlib.suppress(OSError):  # no opt/ from an earlier snapshot
         for entry in (root / "opt").iterdir():
             if entry.name.startswith("rocm") and entry.is_dir() and not entry.is_symlink():
@@ -639,8 +674,12 @@ def _write_snapshot(
     # Concurrently, as detection does: a hung tool costs its timeout once, not once per tool.
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=len(COMMANDS), thread_name_prefix="rocmkit-snapshot") as pool:
-        futures = {name: pool.submit(source.command, name) for name in COMMANDS}
+    from rocmkit.parsers.platform import wsl_signs
+
+    on_wsl = bool(wsl_signs(source.read("/proc/sys/kernel/osrelease"), source.read("/proc/version"), {}, False))
+    names = [n for n in COMMANDS if on_wsl or n not in WSL_ONLY]
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="rocmkit-snapshot") as pool:
+        futures = {name: pool.submit(source.command, name) for name in names}
         results = {name: fut.result() for name, fut in futures.items()}
     for name, res in results.items():
         if res.status in ("absent", "error"):
@@ -686,6 +725,12 @@ def _write_snapshot(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 write_text_atomic(target, text)
                 written.append(f"root{DRM}/{node}/device/{name}")
+    for folder in LIB_DIRS:
+        for name in lib_entries(source.listdir(folder)):
+            target = dest / "root" / folder.lstrip("/") / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(target, "")  # the name is the fact; the library is not copied
+            written.append(f"root{folder}/{name}")
     # ROCM_PATH's folder may hold no .info/version: keep the folder, so that replay sees
     # it exists (detection warns about a ROCM_PATH that does not).
     rocm_path = source.environ().get("ROCM_PATH", "").strip("/")

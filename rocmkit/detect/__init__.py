@@ -27,11 +27,13 @@ from rocmkit.detect.merge import (
 from rocmkit.detect.overrides import BOOTSTRAP_VARS, Overrides, apply_overrides, parse_overrides
 from rocmkit.detect.sriov import mark_virtual
 from rocmkit.detect.visibility import apply_visibility
+from rocmkit.detect.wsl import wsl_problems
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine, NvidiaInfo, Problem, RocmInfo
 from rocmkit.probes import amd, gather, kernel, nvidia
 from rocmkit.probes import health as health_probe
 from rocmkit.probes import host as host_probe
+from rocmkit.probes import platform as platform_probe
 from rocmkit.sources import CaptureSource, LiveSource, Source, relevant_env
 
 
@@ -62,13 +64,17 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
     overrides = parse_overrides({**_rocmkit_vars(src_env), **_rocmkit_vars(process_env)})
 
     pending = health_probe.start(source)  # the per-GPU hardware files, beside the tools
-    results = gather(source, all_command_names())
+    names = all_command_names()
+    if platform_probe.signs(source, src_env):
+        names = (*names, platform_probe.DXG_COMMAND)  # WSL2: rocminfo again with DXG detection on
+    raw = gather(source, names)
+    host_f = host_probe.probe(source, raw, src_env)
+    platform, results, platform_problems = platform_probe.probe(source, raw, src_env, host_f.host.devices)
     amd_f = amd.probe(source, results, src_env)
     nv_f = nvidia.probe(source, results)
-    host_f = host_probe.probe(source, results, src_env)
     kernel_f = kernel.probe(results)
 
-    problems: list[Problem] = [*host_f.problems]
+    problems: list[Problem] = [*host_f.problems, *platform_problems]
     matrix = MatrixRef()
     amd_accs = merge("amd", amd_f.listings, LISTINGS, problems)
     amd_accs = attach_pci(amd_accs, host_f.pci_gpus, "amd", problems)
@@ -109,6 +115,7 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
             )
         )
 
+    problems = wsl_problems(platform, problems, has_amd=has_amd, rocm=rocm)
     gpus, rocm, nv_info = apply_overrides(gpus, rocm, nv_info, overrides, matrix)
     problems += overrides.problems()
     final = apply_visibility(gpus, src_env, problems)
@@ -124,6 +131,7 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
         kernel_messages=kernel_f.messages,
         kernel_log_read=kernel_f.read,
         health=health,
+        platform=platform,
     )
 
 
