@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     "Default: the active venv, else rocmkit's own Python.",
 )
 @click.option("--python", "python_path", metavar="PATH", help="Check this interpreter's torch and Triton.")
+@click.option("--allow-untrusted-python", is_flag=True, help="As root: run the --venv/--python even when another "
+    "user can change what it loads at start-up (its owner's code then runs as root); a WARNING says why.")
 @click.option("--backend", type=click.Choice(BACKENDS),
     help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).")
 @click.option("--framework", metavar="torch|jax|torch,jax",
@@ -111,7 +113,12 @@ def _run(req: DoctorRequest) -> None:
     from rocmkit.doctor.run import for_frameworks, frameworks_for
     from rocmkit.pyenv import select_python
 
-    python = select_python(venv=req.venv, python=req.python_path)
+    python = select_python(
+        venv=req.venv,
+        python=req.python_path,
+        # As root a venv another user can write is refused (exit 13) unless the caller says so.
+        on_untrusted=OUT.warning if req.allow_untrusted_python else None,
+    )
     total = len(for_frameworks(picked, frameworks_for(python, req.frameworks), req.selection))
     from rocmkit.install.flow import recover_for_python
 

@@ -291,7 +291,10 @@ class Matrix:
         root = self.pytorch_base.rstrip("/")
         if not base or not (url == root or url.startswith(root + "/")):
             return url
-        return base.rstrip("/") + url[len(root) :]
+        from rocmkit.util.redact import url_under
+
+        # On the mirror's path, never after its query (a signed or tokened mirror URL).
+        return url_under(base, url[len(root) :], slash=url.endswith("/")) if url != root else base
 
 
 def normalize_pci_id(pci_id: str) -> str:

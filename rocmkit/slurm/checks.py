@@ -124,19 +124,24 @@ def target_findings(venv: Path | None, python: str | None) -> list[Finding]:
                     remedy=f"recreate it: `python3 -m venv --clear {venv}`, then `rocmkit install --venv {venv}`",
                 )
             )
-    if venv is not None and venv.is_dir() and os.geteuid() == 0 and not out:
-        from rocmkit.util.trust import folder_problem
+    if os.geteuid() == 0 and not out:
+        from rocmkit.pyenv import untrusted_problem, venv_interpreter
 
-        # Root runs the venv's Python: a venv another user can write is that user's code run
-        # as root on every node, so it is not run, and the node is not known good.
-        problem = folder_problem(venv / "bin") or folder_problem(venv)
+        # Root runs this Python: whatever it reads at start-up (the venv, its site-packages and
+        # .pth files, the base interpreter and its standard library) that another user can
+        # write is that user's code run as root on every node, so it is not run, and the node
+        # is not known good.
+        target = str(venv_interpreter(venv)) if venv is not None else python
+        problem = untrusted_problem(target) if target is not None and os.access(target, os.X_OK) else None
         if problem:
+            where = venv if venv is not None else python
             out.append(
                 Finding(
                     check="venv untrusted",
                     status=Status.ERROR,
-                    message=f"the venv {venv} is not safe to run as root: {problem}",
-                    remedy=f"make it root's: `chown -R root:root {venv} && chmod -R go-w {venv}`",
+                    message=f"the Python {where} is not safe to run as root: {problem}",
+                    remedy=f"make it root's: `chown -R root:root {where} && chmod -R go-w {where}` "
+                    "(and the same for the folder that names the problem)",
                 )
             )
     if python is not None and not os.access(python, os.X_OK):
