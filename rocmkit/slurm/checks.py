@@ -72,6 +72,7 @@ class Finding:
     message: str
     remedy: str | None = None
     source: str = "health check"  # or "report <path>"
+    subject: str = ""  # what failed, for the drain reason: a GPU's bus id ("46:00.0", "46:00.0+1")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,7 +205,7 @@ def run_quick(opts: QuickOptions, names: Sequence[str] | None = None) -> Outcome
             notes.append(f"the doctor wrote no report: {res.describe()}")
             return Outcome(findings=(), notes=tuple(notes), unchecked=True)
         ran = len(report.results)
-        findings += [_finding(r, "health check") for r in report.results if bad(r.status, opts.strict)]
+        findings += [result_finding(r, "health check") for r in report.results if bad(r.status, opts.strict)]
     if opts.report is not None:
         extra, note = report_findings(opts.report, opts.max_age_s, opts.host, opts.strict)
         findings += extra
@@ -213,8 +214,15 @@ def run_quick(opts: QuickOptions, names: Sequence[str] | None = None) -> Outcome
     return Outcome(findings=tuple(findings), notes=tuple(notes), ran=ran)
 
 
-def _finding(r: CheckResult, source: str) -> Finding:
-    return Finding(check=r.name, status=r.status, message=r.message, remedy=r.remedy, source=source)
+def result_finding(r: CheckResult, source: str) -> Finding:
+    gpus = r.details.get("failed_gpus")
+    subject = ""
+    if isinstance(gpus, list) and gpus and all(isinstance(g, str) for g in gpus):
+        # The hw.* checks name the GPUs that failed; an admin pulling a GPU needs which one.
+        subject = gpus[0][-7:] + (f"+{len(gpus) - 1}" if len(gpus) > 1 else "")
+    return Finding(
+        check=r.name, status=r.status, message=r.message, remedy=r.remedy, source=source, subject=subject
+    )
 
 
 def report_findings(
@@ -244,7 +252,7 @@ def report_findings(
     if age > max_age_s:
         return [], f"{path} is {age / 3600:.1f} h old (over {max_age_s / 3600:g} h): ignored"
     source = f"report {path} (level {report.level}, {age / 60:.0f} min old)"
-    return [_finding(r, source) for r in report.results if bad(r.status, strict)], None
+    return [result_finding(r, source) for r in report.results if bad(r.status, strict)], None
 
 
 def drain_reason(findings: Sequence[Finding], limit: int = REASON_LIMIT) -> str:
@@ -256,7 +264,7 @@ def drain_reason(findings: Sequence[Finding], limit: int = REASON_LIMIT) -> str:
     for f in findings:
         # A name from a --report file (anyone's words) that could write another scontrol
         # field is spelled safely: the node still drains, the log has the name as written.
-        name = reason_safe(f.check)
+        name = reason_safe(f"{f.check} {f.subject}" if f.subject else f.check)
         if name not in names:
             names.append(name)
     reason = f"{REASON_PREFIX} {names[0]}"
