@@ -301,12 +301,11 @@ def merge(logs: Sequence[RunLog]) -> Merged:
     rows: dict[str, ModelResult] = {}
     for log in logs:
         shard = _shard_of(log)
-        if shard is not None:
-            if shard.count != (_shard_of(first) or shard).count:
-                raise UsageError(
-                    f"{log.path} is shard {shard}, {first.path} shard {_shard_of(first)}: not one split",
-                    "merge only the shards of one `rocmkit bench models --shard I/N` run",
-                )
+        if shard is not None and shard.count != (_shard_of(first) or shard).count:
+            raise UsageError(
+                f"{log.path} is shard {shard}, {first.path} shard {_shard_of(first)}: not one split",
+                "merge only the shards of one `rocmkit bench models --shard I/N` run",
+            )
         diff = mismatch(first.header, log.header)
         if diff:
             raise UsageError(
