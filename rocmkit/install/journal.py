@@ -397,9 +397,12 @@ def _check_bound(j: Journal, target: PyEnv, data: bytes) -> None:
     if seal.get("journal") != str(path) or not isinstance(digests, list) or _digest(data) not in digests:
         raise _refuse(path, "was changed since the install that wrote it (its digest is not in the seal)")
     # Sealed or not: what no install of rocmkit's asks for is refused on its own.
+    from rocmkit.install.wsl_runtime import is_runtime_file
+
     allowed = {os.path.normpath(f) for f in managed_files(target)}
     for name in j.files:
-        if os.path.normpath(name) not in allowed:
+        # The guard files, and on WSL2 torch's bundled HSA runtime (install/wsl_runtime.py).
+        if os.path.normpath(name) not in allowed and not is_runtime_file(target, name):
             raise _refuse(path, f"asks to restore {name}, which is not a file rocmkit manages in {target.prefix}")
         # A venv folder replaced by a symlink would carry the write elsewhere.
         parent = Path(name).parent
