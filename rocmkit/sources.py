@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -316,6 +317,9 @@ class LiveSource:
         return os.environ if self.env is None else self.env
 
 
+_SLOW = object()  # CaptureSource._quick_read: "read this one the checked way"
+
+
 @dataclass
 class CaptureSource:
     """A capture folder (``docs/captures.md``): replays what a machine printed."""
@@ -337,10 +341,68 @@ class CaptureSource:
                 "make one with `rocmkit snapshot DIR`; see docs/captures.md for the layout",
             )
         self._env = self._load_env()
+        self._real_root = os.path.realpath(self.path)
 
     @property
     def label(self) -> str:
         return f"capture:{self.path}"
+
+    def _open_dir(self, folder: Path) -> int | None:
+        """A descriptor of ``folder`` when it lies inside the capture, or None (take the slow path).
+
+        The check is on the descriptor (/proc/self/fd), so a folder swapped for a link after it
+        is still refused; files are then opened relative to it without following links. One
+        open and one readlink a file, where realpath costs one lstat per path component
+        (about 1 ms a file on a loaded machine: 0.3 s for an 8-GPU node's health files)."""
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            where = ""
+        if where != self._real_root and not where.startswith(self._real_root.rstrip("/") + "/"):
+            os.close(fd)
+            return None
+        return fd
+
+    def _quick_read(self, p: Path) -> object:
+        """The text of ``p`` through its verified folder; ``_SLOW`` for anything unusual (a link,
+        not a regular file, over the cap, no /proc), which the checked path then refuses or reads."""
+        fd = self._open_dir(p.parent)
+        if fd is None:
+            return _SLOW
+        try:
+            try:
+                f = os.open(p.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                return _SLOW  # ELOOP: a link, which the checked path follows or refuses
+            try:
+                st = os.fstat(f)
+                if stat.S_ISDIR(st.st_mode):
+                    return None  # a folder a probe lists: "not a file on that machine"
+                if not stat.S_ISREG(st.st_mode) or st.st_size > CAPTURE_MAX_BYTES:
+                    return _SLOW
+                chunks: list[bytes] = []
+                size = 0
+                while size <= CAPTURE_MAX_BYTES:
+                    chunk = os.read(f, CAPTURE_MAX_BYTES + 1 - size)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                if size > CAPTURE_MAX_BYTES:
+                    return _SLOW
+                return b"".join(chunks).decode(errors="replace")
+            finally:
+                os.close(f)
+        except OSError:
+            return _SLOW
+        finally:
+            os.close(fd)
 
     def _load_env(self) -> dict[str, str]:
         from rocmkit.util.safeload import loads_json
@@ -411,12 +473,23 @@ class CaptureSource:
 
     def read(self, path: str) -> str | None:
         p = self.path / "root" / path.lstrip("/")
+        quick = self._quick_read(p)
+        if quick is not _SLOW:
+            return quick if isinstance(quick, str) else None
         if not self._exists(p) or (p.is_dir() and not p.is_symlink()):
             return None  # absent (or a folder a probe lists): "not on that machine"
         return self._read_text(p)
 
     def listdir(self, path: str) -> list[str] | None:
         p = self.path / "root" / path.lstrip("/")
+        fd = self._open_dir(p)
+        if fd is not None:
+            try:
+                return sorted(os.listdir(fd))
+            except OSError:
+                return None
+            finally:
+                os.close(fd)
         try:
             real = inside(p, self.path)
         except BoundedReadError as exc:

@@ -135,6 +135,26 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
     )
 
 
+def refresh_health(
+    machine: Machine, environ: Mapping[str, str] | None = None, source: Source | None = None
+) -> Machine:
+    """``machine`` with its hardware health read again from this machine (docs/hardware.md).
+
+    The detection cache keeps a machine for up to an hour, but ECC counts, temperatures and
+    throttling change within minutes: the doctor reads them again before judging them."""
+    from dataclasses import replace
+
+    process_env: Mapping[str, str] = os.environ if environ is None else environ
+    pre = parse_overrides(process_env)
+    if source is None:
+        source = LiveSource(env=process_env, timeout_s=pre.probe_timeout_s)
+    pending = health_probe.start(source)
+    results = gather(source, health_probe.COMMAND_NAMES)
+    health, problems = health_probe.finish(pending, results, pre.probe_timeout_s)
+    kept = [p for p in machine.problems if p.source != "sysfs"]
+    return replace(machine, health=health, problems=tuple(_unique([*kept, *problems])))
+
+
 def _check_captured_overrides(
     source: CaptureSource, captured: Mapping[str, str], shell: Mapping[str, str]
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 from rocmkit.detect import detect_machine
 from rocmkit.doctor.checks import hardware
 from rocmkit.doctor.registry import CheckContext
-from rocmkit.doctor.result import CheckResult, Status
+from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.machine import GpuHealth, Machine
 from rocmkit.parsers import health as ph
 from rocmkit.probes import health as probe
@@ -276,9 +276,102 @@ def test_live_reads_and_snapshot_replays_the_same_facts(tmp_path: Path) -> None:
         "0000:00:01.1", 16, {"umc": 3}, 300.0)
 
 
-def test_prometheus_facts_one_gauge_per_fact() -> None:
-    facts = hardware.facts(_machine(CAPTURES / DEGRADED))
-    names = {n for n, _, _ in facts}
-    assert {"pcie_link_width", "ecc_uncorrectable", "retired_pages", "power_cap_watts", "xgmi_links_down"} <= names
-    width = {lab["gpu"]: v for n, lab, v in facts if n == "pcie_link_width"}
-    assert width["0000:26:00.0"] == 8.0
+def test_refresh_reads_health_again() -> None:
+    from rocmkit.detect import refresh_health
+
+    stale = _machine(CAPTURES / HEALTHY)
+    fresh = refresh_health(stale, environ={}, source=CaptureSource(CAPTURES / DEGRADED))
+    assert _by_bus(fresh)["0000:26:00.0"].link_width == 8 and fresh.gpus == stale.gpus
+
+
+def _report(m: Machine) -> Report:
+    results = tuple(
+        _run(fn, m) for fn in (hardware.pcie_link, hardware.ecc, hardware.xgmi, hardware.power_thermal)
+    )
+    return Report(machine=m.to_dict(), plan=None, results=results, versions={}, started_at="2026-12-07T03:00:00Z",
+                  finished_at="2026-12-07T03:00:01Z", host_id="n1-x", hostname="n1", level=0)
+
+
+def test_reports_carry_the_facts_and_the_failures() -> None:
+    import xml.etree.ElementTree as ET
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from rocmkit.doctor.reporters import json as json_reporter
+    from rocmkit.doctor.reporters import junit, npd, prom
+
+    report = _report(_machine(CAPTURES / DEGRADED))
+    families = {f.name: f for f in text_string_to_metric_families(prom.render(report))}
+    width = {s.labels["gpu"]: s.value for s in families["rocmkit_hw_pcie_link_width"].samples}
+    assert width["0000:26:00.0"] == 8 and width["0000:05:00.0"] == 16
+    ue = {(s.labels["gpu"], s.labels["block"]): s.value for s in families["rocmkit_hw_ecc_uncorrectable"].samples}
+    assert ue[("0000:46:00.0", "umc")] == 2
+    assert {s.labels["gpu"] for s in families["rocmkit_hw_xgmi_links_down"].samples if s.value} == {
+        "0000:85:00.0", "0000:a6:00.0"}
+    assert "rocmkit_hw_retired_pages" in families and "rocmkit_hw_temperature_celsius" in families
+    code, line = npd.status(report)
+    assert code == npd.NON_OK and line.startswith("hw.pcie_link (+3): GPU 0000:26:00.0") and len(line) <= 80
+    failures = ET.fromstring(junit.render(report)).findall(".//failure")
+    assert len(failures) == 4
+    assert '"link_width": 8' in json_reporter.render(report)
+
+
+def test_links_out_of_the_capture_are_refused_with_a_note(copy: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("ue: 7\nce: 7\n")
+    dev = copy / "root" / PCI_DEVICES.lstrip("/")
+    umc = dev / "0000:05:00.0" / "ras" / "umc_err_count"
+    umc.unlink()
+    umc.symlink_to(secret)
+    outside = tmp_path / "ras"
+    outside.mkdir()
+    (outside / "umc_err_count").write_text("ue: 9\nce: 9\n")
+    shutil.rmtree(dev / "0000:26:00.0" / "ras")
+    (dev / "0000:26:00.0" / "ras").symlink_to(outside)
+    h = _by_bus(_machine(copy))
+    assert "umc" not in h["0000:05:00.0"].ecc_uncorrectable
+    assert any("leads out of" in n for n in h["0000:05:00.0"].notes)
+    assert h["0000:26:00.0"].ecc_uncorrectable == {}
+    assert any("leads out of" in n for n in h["0000:26:00.0"].notes)
+    # A link that stays inside the capture is followed, as before.
+    inner = dev / "0000:46:00.0" / "vbios_version"
+    inner.unlink()
+    inner.symlink_to(dev / "0000:05:00.0" / "vbios_version")
+    assert _by_bus(_machine(copy))["0000:46:00.0"].vbios == "113-M3000100-103"
+
+
+def test_slurm_drain_reason_names_the_check_and_the_gpu() -> None:
+    from rocmkit.slurm.checks import REASON_LIMIT, drain_reason, result_finding
+
+    report = _report(_machine(CAPTURES / DEGRADED))
+    findings = [result_finding(r, "health check") for r in report.results if r.status is Status.FAIL]
+    assert [f.subject for f in findings] == ["26:00.0", "46:00.0", "85:00.0+1", "65:00.0"]
+    reason = drain_reason(findings)
+    assert reason == "rocmkit: hw.pcie_link 26:00.0 (+3 more)" and len(reason) <= REASON_LIMIT
+    assert drain_reason(findings[1:2]) == "rocmkit: hw.ecc 46:00.0"
+
+
+def test_fleet_lists_degraded_gpus_and_vbios_drift(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from rocmkit.fleet.load import LoadedReport
+    from rocmkit.fleet.render_text import render
+    from rocmkit.fleet.summarize import summarize
+
+    good = _machine(CAPTURES / HEALTHY)
+    newer = replace(good, health=tuple(replace(h, vbios="113-M3000100-104") for h in good.health))
+    reports = []
+    for host, m in (("n1", good), ("n2", good), ("n3", _machine(CAPTURES / DEGRADED)), ("n4", newer)):
+        rep = _report(m)
+        reports.append(LoadedReport(path=tmp_path / f"{host}.json", report=replace(rep, hostname=host)))
+    summary = summarize(reports)
+    hw = {(e.hostname, e.gpu): e.problems for e in summary.hardware}
+    assert hw[("n3", "0000:26:00.0")] == ("PCIe x8 of x16",)
+    assert hw[("n3", "0000:46:00.0")] == ("2 uncorrectable ECC error(s)", "3 retired page(s)")
+    assert ("n3", "0000:85:00.0") in hw and all(h == "n3" for h, _ in hw)
+    drift = {d.field: d for d in summary.drift}
+    assert drift["vbios"].majority == "113-M3000100-103" and drift["vbios"].values["113-M3000100-104"] == ("n4",)
+    drain = {d.hostname: d.reason for d in summary.drain}
+    assert drain["n3"].startswith("rocmkit: hw.pcie_link 26:00.0")
+    text = render(summary)
+    assert "n3 GPU 0000:46:00.0: 2 uncorrectable ECC error(s); 3 retired page(s)" in text

@@ -8,7 +8,7 @@ unknown, and a check where no GPU shows the fact is a skip that says why.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from rocmkit.doctor.checks.outcome import result
@@ -59,9 +59,13 @@ def _verdict(
     unknown: list[str],
     remedies: Iterable[str],
     figures: list[Figure],
+    m: Machine | None = None,
     **details: Any,
 ) -> CheckResult:
     remedy = " | ".join(dict.fromkeys(remedies)) or None
+    if fails and m is not None:
+        # The failing GPUs' bus ids, for the Slurm drain reason (`rocmkit: hw.ecc 46:00.0`).
+        details["failed_gpus"] = [h.pci_bus_id for _, h in gpus_checked(m) if any(h.pci_bus_id in f for f in fails)]
     tail = f"; not shown: {', '.join(unknown)}" if unknown else ""
     if fails:
         return result(Status.FAIL, "; ".join(fails + warns) + tail, remedy, figures=tuple(figures), **details)
@@ -164,7 +168,7 @@ def pcie_link(ctx: CheckContext) -> CheckResult:
                 remedies.append(_speed_fix(h, slot))
             continue
         passes.append(f"{label} {here}")
-    return _verdict("PCIe link", fails, warns, passes, unknown, remedies, figures, links=rows)
+    return _verdict("PCIe link", fails, warns, passes, unknown, remedies, figures, ctx.machine, links=rows)
 
 
 def _speed_fix(h: GpuHealth, slot: str) -> str:
@@ -241,7 +245,7 @@ def ecc(ctx: CheckContext) -> CheckResult:
         if not bad:
             passes.append(f"{label} 0 uncorrectable, {n_ce} correctable"
                           + (f", {h.retired_pages} retired pages" if h.retired_pages is not None else ""))
-    return _verdict("ECC counts", fails, warns, passes, unknown, remedies, figures, gpus=rows)
+    return _verdict("ECC counts", fails, warns, passes, unknown, remedies, figures, ctx.machine, gpus=rows)
 
 
 def _retired_limit(ctx: CheckContext, h: GpuHealth, memory: int | None) -> tuple[int | None, str]:
@@ -292,7 +296,7 @@ def xgmi(ctx: CheckContext) -> CheckResult:
                                 "baseboard, check `dmesg | grep -i xgmi`, and ask the vendor if it persists")
             else:
                 passes.append(f"{label} linked to {len(links) - 1} peer(s)")
-    return _verdict("XGMI links", fails, [], passes, [], remedies, [], hives=rows)
+    return _verdict("XGMI links", fails, [], passes, [], remedies, [], ctx.machine, hives=rows)
 
 
 @check(
@@ -318,7 +322,7 @@ def nvlink(ctx: CheckContext) -> CheckResult:
             passes.append(f"{label}: {h.nvlink_total} NVLink links up")
     if not fails and not passes:
         return result(Status.SKIP, "no NVIDIA GPU shows NVLink links (PCIe-only cards, or nvidia-smi -q -x absent)")
-    return _verdict("NVLink links", fails, [], passes, [], remedies, [])
+    return _verdict("NVLink links", fails, [], passes, [], remedies, [], ctx.machine)
 
 
 @check(
@@ -386,7 +390,7 @@ def power_thermal(ctx: CheckContext) -> CheckResult:
             cap = f"cap {h.power_cap_w:g} W" if h.power_cap_w is not None else "cap not shown"
             temps = ", ".join(f"{k} {v:g} C" for k, v in h.temperatures_c.items())
             passes.append(f"{label} {cap}" + (f", {temps}" if temps else ""))
-    return _verdict("power and temperatures", fails, warns, passes, unknown, remedies, figures)
+    return _verdict("power and temperatures", fails, warns, passes, unknown, remedies, figures, ctx.machine)
 
 
 @check(
@@ -418,39 +422,3 @@ def firmware(ctx: CheckContext) -> CheckResult:
                       "flash every GPU of the node to the same VBIOS (the vendor's or the OEM's tool), then reboot",
                       gpus=rows)
     return result(Status.PASS, f"{len(rows)} GPU(s), VBIOS {', '.join(vbios)}", gpus=rows)
-
-
-def facts(m: Machine) -> list[tuple[str, dict[str, str], float]]:
-    """One (metric, labels, value) per numeric fact, for the Prometheus report."""
-    out: list[tuple[str, dict[str, str], float]] = []
-
-    def add(name: str, h: GpuHealth, value: float | int | None, **extra: str) -> None:
-        if value is not None:
-            out.append((name, {"gpu": h.pci_bus_id, "vendor": h.vendor, **extra}, float(value)))
-
-    simple: list[tuple[str, Callable[[GpuHealth], float | int | None]]] = [
-        ("pcie_link_width", lambda h: h.link_width),
-        ("pcie_link_width_max", lambda h: h.link_width_max),
-        ("pcie_link_speed_gts", lambda h: h.link_speed_gts),
-        ("pcie_link_speed_max_gts", lambda h: h.link_speed_max_gts),
-        ("retired_pages", lambda h: h.retired_pages),
-        ("remapped_rows_uncorrectable", lambda h: h.remapped_rows_uncorrectable),
-        ("power_cap_watts", lambda h: h.power_cap_w),
-        ("power_cap_default_watts", lambda h: h.power_cap_default_w),
-        ("clock_mhz", lambda h: h.clock_mhz),
-        ("throttle_active", lambda h: len(h.throttle)),
-    ]
-    for _, h in gpus_checked(m):
-        for name, get in simple:
-            add(name, h, get(h))
-        for block, n in h.ecc_uncorrectable.items():
-            add("ecc_uncorrectable", h, n, block=block)
-        for block, n in h.ecc_correctable.items():
-            add("ecc_correctable", h, n, block=block)
-        for sensor, t in h.temperatures_c.items():
-            add("temperature_celsius", h, t, sensor=sensor)
-        if h.xgmi_links:
-            add("xgmi_links_down", h, sum(1 for n in h.xgmi_links if n == 0) - 1)
-        if h.nvlink_total:
-            add("nvlink_links_down", h, h.nvlink_total - (h.nvlink_up or 0))
-    return out
