@@ -126,11 +126,12 @@ def test_a_journal_left_by_a_kill_puts_the_runtime_back_and_names_nothing_else(
     # torch as its wheel made it (no WSL step yet).
     venv = tmp_path / "venv"
     plain = _plan(tmp_path, server, platform=None)
-    assert rk(capsys, "--venv", str(venv), "--plan", str(plain), "--installer", "uv")[0] == 0
+    # pip here (uv elsewhere): both installers go through the same transaction.
+    assert rk(capsys, "--venv", str(venv), "--plan", str(plain), "--installer", "pip")[0] == 0
     lib = _lib(venv)
     before = {p.name: p.read_bytes() for p in lib.iterdir()}
     target = probe(venv / "bin/python")
-    installer = choose_installer("uv", target, Limits())
+    installer = choose_installer("pip", target, Limits())
     # An install that journaled the step, did it, and was killed (no commit, no restore).
     tx = Transaction(installer, Path(journal.install_folder()) / "wsl-test", wsl_runtime.runtime_files(target))
     tx.manage(wsl_runtime.runtime_files(target))
