@@ -355,6 +355,9 @@ def _say_not_locked(plan: Plan, into: str, echo: Echo, notes: list[str]) -> None
 
 def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Echo) -> Outcome:
     check_fits(plan, target)
+    if target.is_venv:
+        # pip reads it, the guard rewrites it: one that is not an INI file is one line now.
+        guard.read_pip_conf(guard.guard_files(target.prefix).pip_conf)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
     sources, reqs, left_out = planned_requirements(
@@ -444,6 +447,9 @@ def install(
     """Install ``spec`` (default: the plan's requirements from its indexes) transactionally."""
     check_fits(plan, target)
     wsl_runtime.check_ready(plan)  # WSL2: the runtime torch will use must be there first
+    if target.is_venv:
+        # pip reads it, the guard rewrites it: one that is not an INI file is one line now.
+        guard.read_pip_conf(guard.guard_files(target.prefix).pip_conf)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
     left_out: tuple[str, ...] = ()
