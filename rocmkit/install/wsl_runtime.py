@@ -54,9 +54,9 @@ def is_runtime_file(target: PyEnv, name: str) -> bool:
     """Whether a journal may restore ``name``: a ``libhsa-runtime64.so*`` directly in one of
     ``target``'s ``torch/lib`` folders (never a path that climbs out, never another file)."""
     path = Path(os.path.normpath(name))
-    return path.name.startswith(PREFIX) and path.parent in {
-        Path(os.path.normpath(p)) for p in torch_libs(target)
-    }
+    # Folders compared with their symlinks resolved, as the journal compares the guard files.
+    folders = {os.path.realpath(p) for p in torch_libs(target)}
+    return path.name.startswith(PREFIX) and os.path.realpath(path.parent) in folders
 
 
 @dataclass(frozen=True, kw_only=True)
