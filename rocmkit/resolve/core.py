@@ -14,9 +14,10 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
 from rocmkit.plan import Plan
-from rocmkit.resolve import amd, cuda, rocm
+from rocmkit.resolve import amd, cuda, platform, rocm
 from rocmkit.resolve.constraints import Constraints
-from rocmkit.resolve.explain import Notes
+from rocmkit.resolve.explain import Notes, join
+from rocmkit.resolve.gpus import amd_gpus, assess, describe
 from rocmkit.resolve.releases import (
     candidate_releases,
     companions_of,
@@ -40,16 +41,16 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
     elif base:
         notes.why(f"index base {base} replaces {m.pytorch_base}")
 
-    if machine.host.arch and machine.host.arch not in ("x86_64", "amd64"):
-        # Every wheel the matrix records is linux_x86_64; other platforms are not checked.
-        notes.warn(
-            f"this host is {machine.host.arch}; matrices/torch.toml records x86_64 wheels only, so check that "
-            "the chosen index has wheels for it (`rocmkit matrix refresh`)"
-        )
+    # aarch64 and WSL2 (resolve/platform.py): refuse what the platform cannot have, pin what it needs.
+    cons = platform.prepare(machine, cons, notes)
     for problem in machine.problems:
         if problem.severity == "error":
             notes.warn(f"detection: {problem.source}: {problem.message}")
 
+    return platform.finish(machine, _plan_for(machine, m, cons, notes, python, base), notes)
+
+
+def _plan_for(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
     frameworks = cons.frameworks
     if frameworks == ("torch-xla",):
         from rocmkit.resolve import torch_xla
@@ -72,7 +73,7 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
 def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
     if cons.cpu:
         notes.why("--cpu: CPU wheels were asked for")
-        return cpu_plan(m, cons, notes, python, base)
+        return cpu_plan(m, cons, notes, python, base, machine)
     if cons.amd_channel:
         return amd.plan(machine, m, cons, notes, python)
     if cons.rocm:
@@ -80,6 +81,10 @@ def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, py
     if cons.cuda:
         return cuda.plan(machine, m, cons, notes, python, base)
     kind = machine.backend_kind
+    if kind == "rocm" and (why := no_rocm_torch_for(machine, m)) is not None:
+        notes.why(f"{why}: CPU wheels")
+        notes.warn(f"{why}; torch will run on the CPU, not on this GPU")
+        return cpu_plan(m, cons, notes, python, base, machine)
     if kind == "rocm":
         if any(g.visible for g in machine.nvidia_gpus):
             notes.warn(
@@ -107,10 +112,43 @@ def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, py
         notes.why(f"{len(hidden)} GPU(s) are hidden by *_VISIBLE_DEVICES; none is visible, so CPU wheels")
     else:
         notes.why("no GPU was detected, so CPU wheels (index .../cpu)")
-    return cpu_plan(m, cons, notes, python, base)
+    return cpu_plan(m, cons, notes, python, base, machine)
 
 
-def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
+def no_rocm_torch_for(machine: Machine, m: Matrix) -> str | None:
+    """Why no ROCm torch can drive this machine's AMD GPUs, or None when one may.
+
+    Only GPUs whose gfx target is known and carried by no ROCm build of torch in the data
+    (PyTorch's ROCm wheels, AMD's channels and per-family indexes), natively or through an
+    HSA_OVERRIDE_GFX_VERSION sibling, count: old GCN cards (gfx801, gfx803) left behind by
+    ROCm. There the honest plan is CPU torch with a warning, not a refusal. An unknown
+    target is not known to be unsupported, so it still goes to the ROCm path (which asks for
+    ROCMKIT_GFX); so does a machine where any visible GPU has a build."""
+    gpus = amd_gpus(machine, m)
+    if not gpus or any(g.arch is None for g in gpus):
+        return None
+    carried: set[str] = set()
+    for release in m.torch_releases:
+        for variant in release.of_kind("rocm"):
+            carried.update(variant.archs)
+    for index in m.rocm_indexes.values():
+        carried.update(index.archs)
+    for family in m.family_indexes:
+        carried.update(family.archs)
+    for chan in m.channels.values():
+        carried.update(chan.archs, chan.legacy_archs)
+    if assess(gpus, sorted(carried)).usable:
+        return None
+    archs = join(sorted({g.arch or "" for g in gpus}))
+    return (
+        f"no ROCm build of torch carries {archs} ({describe(gpus)}): no PyTorch ROCm index nor AMD channel "
+        "in matrices/ lists it, natively or through an HSA_OVERRIDE_GFX_VERSION sibling"
+    )
+
+
+def cpu_plan(
+    m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None, machine: Machine | None = None
+) -> Plan:
     if cons.amd_channel:
         raise NoPlanError(
             f"AMD's {cons.channel} channel has ROCm builds only", "use --channel stable or nightly for CPU wheels"
@@ -136,7 +174,7 @@ def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str 
     passed: list[str] = []  # newer CPU builds known only from build lists, under --strict-data
     for release in candidate_releases(m, cons, notes, python):
         variant = release.variant("cpu")
-        if variant is None:
+        if variant is None or (machine is not None and not platform.cpu_build_exists(machine, release.version)):
             continue
         # --torch X.Y names the release, as --rocm/--cuda name an index on the GPU paths.
         if not usable(variant, cons, named=bool(cons.torch)):
