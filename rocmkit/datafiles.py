@@ -35,6 +35,8 @@ def data_files() -> tuple[DataFile, ...]:
     from rocmkit.matrix.amd_targets import parse_amd_targets
     from rocmkit.matrix.jaxdata import parse_jax
     from rocmkit.matrix.load import FILES, parse_matrix
+    from rocmkit.matrix.platforms import FILE as PLATFORMS
+    from rocmkit.matrix.platforms import parse_platforms
     from rocmkit.source_build.refs import read_build_matrix
 
     return (
@@ -47,6 +49,7 @@ def data_files() -> tuple[DataFile, ...]:
         DataFile(names=("jax.toml",), used_by="resolve, install, doctor (--framework jax, torch-xla)", load=parse_jax),
         DataFile(names=("companions.toml",), used_by="resolve --with, install --with, doctor", load=parse_companions),
         DataFile(names=(AMD_TARGETS,), used_by="detect, resolve", load=parse_amd_targets),
+        DataFile(names=(PLATFORMS,), used_by="resolve, doctor (aarch64, WSL2)", load=lambda d: parse_platforms(d / PLATFORMS)),
         DataFile(
             names=("bench/huggingface.toml", "bench/timm.toml", "bench/references.toml"),
             used_by="bench models --suite huggingface/timm, bench compare",

@@ -129,12 +129,87 @@ class Host:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Platform:
+    """How the GPUs are reached beyond a plain Linux host (the CPU architecture is ``Host.arch``).
+
+    On WSL2 there is no /dev/kfd: the GPU is reached through /dev/dxg and AMD's WSL runtime
+    (librocdxg, loaded by ROCr when ``HSA_ENABLE_DXG_DETECTION=1`` before ROCm 7.13), the
+    Windows driver decides what works, and the distribution's old libhsa-runtime64/libhsakmt
+    on the loader's default path shadow /opt/rocm's (docs/platforms.md).
+    """
+
+    wsl: bool = False
+    wsl_signs: tuple[str, ...] = ()  # what said so: "kernel release", "/proc/version", "/dev/dxg", "WSL_DISTRO_NAME"
+    dxg: bool | None = None  # /dev/dxg exists (None: not looked at, off WSL)
+    librocdxg: tuple[str, ...] = ()  # AMD's WSL bridge library, where found
+    dxg_detection: str | None = None  # HSA_ENABLE_DXG_DETECTION as set in the environment
+    gpus_need_dxg_detection: bool = False  # rocminfo listed the GPUs only with HSA_ENABLE_DXG_DETECTION=1
+    shadowing_libs: tuple[str, ...] = ()  # distro libhsa-runtime64/libhsakmt on the loader's default path
+    windows_driver: str | None = None  # the Windows (Adrenalin) driver version, where given (ROCMKIT_WSL_DRIVER)
+
+
+@dataclass(frozen=True, kw_only=True)
 class KernelMessage:
     """A kernel log (dmesg) line that explains a GPU ROCm cannot use."""
 
     kind: str  # "kfd_asic" (KFD does not support the chip), "pcie_atomics" (slot lacks atomics)
     text: str  # the line, without its timestamp
     device: str | None = None  # "1002:67df", "0000:02:00.0" or the ASIC name, as the line says
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuHealth:
+    """Hardware health facts of one GPU (docs/hardware.md): the kernel's files under
+    /sys/bus/pci/devices/<BDF>/ first, ``amd-smi metric --json`` / ``nvidia-smi -q -x`` second.
+
+    Units are in the names; None is "not shown"; a dict holds one entry per RAS block,
+    sensor or firmware. ``notes`` says what could not be read and why (a file cut short,
+    binary, refused, a read that hung), so that a missing fact is never taken as a pass."""
+
+    pci_bus_id: str  # "0000:03:00.0"
+    vendor: str  # "amd", "nvidia"
+    sources: tuple[str, ...] = ()  # "sysfs", "amd-smi", "nvidia-smi"
+    link_speed_gts: float | None = None  # current_link_speed
+    link_speed_max_gts: float | None = None
+    link_width: int | None = None
+    link_width_max: int | None = None
+    upstream_bus_id: str | None = None  # the bridge or root port above the GPU
+    upstream_speed_max_gts: float | None = None  # the slot's maximum: the link trains at most at the lower
+    upstream_width_max: int | None = None
+    link_speed_dpm_max_gts: float | None = None  # AMD pp_dpm_pcie's top level: what an idle link returns to
+    idle: bool | None = None  # gpu_busy_percent 0 / NVIDIA's gpu_idle reason: an idle link may downclock
+    ecc_correctable: dict[str, int] = field(default_factory=dict)  # block -> count; "*_lifetime": NVIDIA aggregate
+    ecc_uncorrectable: dict[str, int] = field(default_factory=dict)
+    retired_pages: int | None = None  # AMD gpu_vram_bad_pages, NVIDIA retired SBE + DBE pages
+    pending_retirement: bool | None = None  # pages/rows waiting for a reset to be retired
+    remapped_rows_uncorrectable: int | None = None  # NVIDIA A100 and later
+    remapped_rows_correctable: int | None = None
+    remap_failure: bool | None = None
+    power_cap_w: float | None = None
+    power_cap_default_w: float | None = None
+    power_cap_max_w: float | None = None
+    temperatures_c: dict[str, float] = field(default_factory=dict)  # sensor -> degrees
+    temperature_limits_c: dict[str, float] = field(default_factory=dict)  # sensor -> its critical/slowdown limit
+    clock_mhz: int | None = None  # current graphics clock
+    clock_max_mhz: int | None = None  # top graphics level
+    throttle: tuple[str, ...] = ()  # active throttle reasons, as the tool names them
+    vbios: str | None = None
+    firmware: dict[str, str] = field(default_factory=dict)  # "sos", "smc", "gsp" -> version
+    hive_id: str | None = None  # XGMI hive (AMD); 0 or None: not in a hive
+    hive_size: int | None = None  # GPUs in the hive (xgmi_hive_info/node*)
+    xgmi_links: tuple[int, ...] = ()  # xgmi_num_links per hive member, this GPU's own entry included (0)
+    nvlink_up: int | None = None
+    nvlink_total: int | None = None
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: Any) -> GpuHealth:
+        if not isinstance(d, dict):
+            raise TypeError(f"a health entry must be an object, not {type(d).__name__}")
+        known = _known(cls, d)
+        for name in ("sources", "throttle", "xgmi_links", "notes"):
+            known[name] = tuple(known.get(name) or ())
+        return cls(**known)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +225,8 @@ class Machine:
     kernel_messages: tuple[KernelMessage, ...] = ()
     # Whether dmesg could be read: None when it was not run (an older capture or document).
     kernel_log_read: bool | None = None
+    health: tuple[GpuHealth, ...] = ()  # one per GPU whose hardware facts were read (docs/hardware.md)
+    platform: Platform = field(default_factory=Platform)
 
     @property
     def amd_gpus(self) -> tuple[Gpu, ...]:
@@ -210,6 +287,8 @@ class Machine:
                     KernelMessage(**_known(KernelMessage, k)) for k in data.get("kernel_messages") or ()
                 ),
                 kernel_log_read=_opt_bool(data.get("kernel_log_read")),
+                health=tuple(GpuHealth.from_dict(h) for h in data.get("health") or ()),
+                platform=_platform(data.get("platform")),
             )
         except (TypeError, ValueError) as exc:
             raise DataError(
@@ -220,6 +299,18 @@ class Machine:
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in d.items() if k in names}
+
+
+def _platform(data: Any) -> Platform:
+    """An older document has no ``platform``: a plain Linux host."""
+    if not data:
+        return Platform()
+    if not isinstance(data, dict):
+        raise ValueError(f"platform must be an object, not {type(data).__name__}")
+    d = _known(Platform, data)
+    for key in ("wsl_signs", "librocdxg", "shadowing_libs"):
+        d[key] = tuple(d.get(key) or ())
+    return Platform(**d)
 
 
 def _opt_bool(value: Any) -> bool | None:

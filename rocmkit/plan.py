@@ -67,6 +67,10 @@ class Plan:
     # ``--with`` packages as resolved (``rocmkit resolve --with``); their reasons and warnings are
     # among ``reasons`` and ``warnings``, the variables they read at import among ``env``.
     with_packages: tuple[WithPackage, ...] = ()
+    # Where the plan's wheels run (docs/platforms.md): None on x86_64 Linux (plans from older
+    # rocmkits too), else "linux-aarch64" or "wsl2-x86_64"; on WSL2 install also puts the WSL
+    # runtime in place of the wheel's bundled one.
+    platform: str | None = None
 
     @property
     def required(self) -> tuple[str, ...]:

@@ -26,7 +26,9 @@ from rocmkit.errors import DataError
 FIX = "regenerate it with `rocmkit resolve --json`"
 
 # What resolve emits, and the visibility variables of every runtime.
-ENV_ALLOW_EXACT = frozenset({"HSA_OVERRIDE_GFX_VERSION", "FLASH_ATTENTION_TRITON_AMD_ENABLE"})
+ENV_ALLOW_EXACT = frozenset(
+    {"HSA_OVERRIDE_GFX_VERSION", "FLASH_ATTENTION_TRITON_AMD_ENABLE", "HSA_ENABLE_DXG_DETECTION"}
+)
 # What a ``--with`` source build may set for its compiler (matrices/companions.toml's build_env):
 # a plan's build_env runs in the build, so ``LD_PRELOAD`` from a stranger's plan would run code.
 BUILD_ENV_ALLOW = frozenset(
@@ -212,7 +214,17 @@ def check_plan_dict(data: dict[str, Any], allow_env: frozenset[str] = frozenset(
         "framework": _framework(data.get("framework", "torch")),
         "jax_version": _text(data.get("jax_version"), "jax_version", optional=True),
         "with_packages": check_with_packages(data.get("with_packages"), allow_env),
+        "platform": _platform(data.get("platform")),
     }
+
+
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "wsl2-x86_64", "wsl2-aarch64")
+
+
+def _platform(value: Any) -> str | None:
+    if value is not None and value not in PLATFORMS:
+        raise DataError(f"plan field 'platform' is not one of {', '.join(PLATFORMS)}: {str(value)[:40]!r}", FIX)
+    return None if value is None else str(value)
 
 
 FRAMEWORKS = ("torch", "jax", "torch-xla", "torch+jax")

@@ -25,12 +25,12 @@ import platform
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmkit.errors import RocmkitError, ToolError, UsageError
+from rocmkit.errors import RocmkitError, ToolError, UntrustedError, UsageError
 from rocmkit.packages import TRITON_DISTRIBUTIONS
 from rocmkit.proc.result_file import RESULT_ENV
 from rocmkit.proc.runner import CommandResult, run
@@ -240,12 +240,60 @@ def probe_script() -> Path:
     return Path(__file__).resolve().parent / "proc" / "pyenv_probe.py"
 
 
-def probe(python: str | Path) -> PyEnv:
+UNTRUSTED_FLAG = "--allow-untrusted-python"
+# Interpreters (by their environment's real path) the user chose to run anyway, this run.
+_ACCEPTED: set[str] = set()
+
+
+def untrusted_problem(python: str | Path) -> str | None:
+    """As root, why ``python`` must not be started: something it reads at start-up (its venv,
+    ``site-packages`` and ``.pth`` files, the base installation and its standard library)
+    fails the trust rule (:func:`rocmkit.util.trust.interpreter_problem`). None for another
+    user (their own venvs are theirs to run), and for rocmkit's own environment."""
+    if os.geteuid() != 0:
+        return None
+    from rocmkit.proc.runner import which
+    from rocmkit.util.trust import interpreter_prefix, interpreter_problem
+
+    found = str(python) if os.sep in str(python) else which(str(python))
+    if found is None:
+        return None  # not found: the probe says so
+    prefix, _ = interpreter_prefix(Path(found))
+    if os.path.realpath(prefix) in (os.path.realpath(sys.prefix), *_ACCEPTED):
+        return None
+    return interpreter_problem(Path(found))
+
+
+def check_trusted(python: str | Path, on_untrusted: Callable[[str], None] | None = None) -> None:
+    """:func:`untrusted_problem` as an :class:`UntrustedError` (exit 13); with ``on_untrusted``
+    (the doctor's ``--allow-untrusted-python``) it is told instead and the run goes on."""
+    problem = untrusted_problem(python)
+    if problem is None:
+        return
+    from rocmkit.util.trust import interpreter_prefix
+
+    what = f"root will not run the Python at {python}: {problem}; its owner's code would run as root"
+    if on_untrusted is not None:
+        on_untrusted(what)
+        _ACCEPTED.add(os.path.realpath(interpreter_prefix(Path(os.path.abspath(python)))[0]))
+        return
+    prefix = interpreter_prefix(Path(os.path.abspath(python)))[0] if os.sep in str(python) else "VENV"
+    raise UntrustedError(
+        what,
+        f"make it root's and writable by root alone (`chown -R root:root {prefix} && chmod -R go-w "
+        f"{prefix}`, and the same for the folder it names), or run rocmkit as the venv's owner",
+    )
+
+
+def probe(python: str | Path, *, on_untrusted: Callable[[str], None] | None = None) -> PyEnv:
     """Another interpreter's facts, from one short run of it (isolated mode: its own
     site-packages only, no PYTHONPATH). The one probe: install, build and the doctor ask it.
+    As root, nothing is run that another user could have changed (:func:`check_trusted`).
 
     Raises :class:`UsageError` for a path that is no executable (or an answer that is not
-    a Python 3's), :class:`ToolError` for one that runs but does not answer."""
+    a Python 3's), :class:`ToolError` for one that runs but does not answer,
+    :class:`UntrustedError` for one root must not run."""
+    check_trusted(python, on_untrusted)
     ran = run_json(
         python,
         Inline(probe_script().read_text(encoding="utf-8")),
@@ -313,10 +361,15 @@ def venv_python(venv: Path) -> Path:
 
 
 def select_python(
-    *, venv: Path | None = None, python: str | None = None, environ: Mapping[str, str] | None = None
+    *,
+    venv: Path | None = None,
+    python: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    on_untrusted: Callable[[str], None] | None = None,
 ) -> PyEnv:
     """The Python to check: --python, else --venv, else the active venv (as `rocmkit install`
-    does) when it is not rocmkit's own, else this interpreter."""
+    does) when it is not rocmkit's own, else this interpreter. As root, one another user could
+    have changed is refused, or told to ``on_untrusted`` (:func:`check_trusted`)."""
     if venv is not None and python is not None:
         raise UsageError("--venv and --python name the same thing twice", "pass only one of them")
     env = os.environ if environ is None else environ
@@ -330,7 +383,9 @@ def select_python(
     if chosen is None:
         return this_python()
     try:
-        found = probe(chosen)
+        found = probe(chosen, on_untrusted=on_untrusted)
+    except UntrustedError:
+        raise
     except RocmkitError as exc:
         raise UsageError(
             f"cannot run the Python to check: {exc.message}",

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
         "--format=csv",
     ),
     "lspci.txt": ("lspci", "-nn"),
+    # Hardware health, second source after sysfs (docs/hardware.md).
+    "nvidia-smi-q.xml": ("nvidia-smi", "-q", "-x"),
+    "amd-smi-metric.json": ("amd-smi", "metric", "--json"),
     "uname.txt": ("uname", "-srm"),
     # rocmkit additions (docs/captures.md)
     "id.txt": ("id",),
@@ -60,7 +64,16 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     # Built in: answered by rocmkit itself (LiveSource._builtin), no process is started.
     "devices.txt": (BUILTIN, "devices"),
     "python.txt": (BUILTIN, "python"),
+    # Every AMD/NVIDIA GPU function on the PCI bus and the bridge above it (docs/captures.md).
+    "pci-gpus.txt": (BUILTIN, "pci"),
+    # WSL2 only (docs/platforms.md): rocminfo again with AMD's DXG detection on, for ROCm
+    # releases before 7.13 that reach the GPU through /dev/dxg only when asked to.
+    "rocminfo-dxg.txt": ("rocminfo",),
 }
+# Variables a command runs with on top of the environment (the argv stays the tool's own).
+COMMAND_ENV: dict[str, dict[str, str]] = {"rocminfo-dxg.txt": {"HSA_ENABLE_DXG_DETECTION": "1"}}
+# Commands run (and snapshotted) only on WSL2: elsewhere they repeat another command.
+WSL_ONLY: frozenset[str] = frozenset({"rocminfo-dxg.txt"})
 
 # Files read on a live machine and copied into a snapshot. Folders marked with a
 # trailing "/" are listed (and their entries read by the probes that need them).
@@ -84,6 +97,9 @@ FILES: tuple[str, ...] = (
     "/proc/sys/kernel/hostname",
     "/sys/module/ttm/parameters/pages_limit",
     "/sys/module/amdgpu/parameters/gttsize",
+    # WSL2: the kernel says so ("...-microsoft-standard-WSL2").
+    "/proc/version",
+    "/proc/sys/kernel/osrelease",
 )
 
 # Folders whose listing or files detection needs, read recursively for snapshots.
@@ -94,6 +110,20 @@ MODPROBE = "/etc/modprobe.d"
 # Per render node under /sys/class/drm/<node>/device/: what amdgpu says of its memory (APUs).
 DRM = "/sys/class/drm"
 DRM_FILES: tuple[str, ...] = ("mem_info_gtt_total", "mem_info_vram_total", "uevent")
+# Library folders whose matching entries detection lists (names only; a snapshot keeps them as
+# empty files): the distribution's old HSA runtime shadowing /opt/rocm's, and AMD's WSL bridge.
+LIB_DIRS: tuple[str, ...] = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/opt/rocm/lib",
+    "/usr/lib/wsl/lib",
+)
+LIB_PREFIXES: tuple[str, ...] = ("libhsa-runtime64.so", "libhsakmt.so", "librocdxg.so", "libdxcore.so")
+
+
+def lib_entries(names: list[str] | None) -> list[str]:
+    """The names of a library folder's listing that detection looks at (``LIB_PREFIXES``)."""
+    return sorted(n for n in names or () if n.startswith(LIB_PREFIXES))[:64]
 
 # Read caps. Live files are cut at the cap (only their head matters); a capture file
 # over its cap is refused (a capture is a few hundred KiB; rocminfo on 16 GPUs ~1 MiB).
@@ -104,9 +134,12 @@ CAPTURE_MAX_BYTES = 16 * 1024 * 1024
 # dmesg only copies a kernel buffer: seconds mean something is badly wrong.
 TIMEOUTS: dict[str, float] = {
     "rocminfo.txt": 10.0,
+    "rocminfo-dxg.txt": 10.0,
     "amd-smi-static.json": 10.0,
     "lspci.txt": 5.0,
     "dmesg.txt": 3.0,
+    "nvidia-smi-q.xml": 10.0,
+    "amd-smi-metric.json": 10.0,
 }
 
 
@@ -150,6 +183,8 @@ def describe_devices(root: str = "/") -> str:
     paths = ["/dev/kfd"]
     with contextlib.suppress(OSError):  # no /dev/dri: no render nodes to list
         paths += sorted(f"/dev/dri/{n}" for n in os.listdir(base / "dev/dri") if n.startswith("renderD"))
+    if os.path.exists(base / "dev/dxg"):  # WSL2's GPU node: listed only where it exists
+        paths.append("/dev/dxg")
     lines = []
     for path in paths:
         real = base / path.lstrip("/")
@@ -173,6 +208,44 @@ def describe_devices(root: str = "/") -> str:
     except OSError:
         lines.append("path=/dev/shm exists=0")
     return "\n".join(lines) + "\n"
+
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+_GPU_VENDORS = ("0x1002", "0x10de")
+# VGA, 3D, other display controllers and processing accelerators (MI300X is 0x1200).
+_GPU_CLASSES = ("0x0300", "0x0302", "0x0380", "0x1200")
+
+
+def describe_pci(root: str = "/") -> str:
+    """The ``pci`` pseudo-command: each AMD or NVIDIA GPU function and the bridge above it.
+
+    One line each, ``0000:03:00.0 vendor=0x1002 device=0x74a1 class=0x120000
+    upstream=0000:02:00.0`` (``upstream=-`` under a root complex). The bridge is where the
+    device's folder sits in /sys/devices, which only the live machine can resolve: written as
+    text, it replays from a capture like the rest."""
+    base = Path(root) / PCI_DEVICES.lstrip("/")
+    lines = []
+    try:
+        names = sorted(os.listdir(base))[:4096]
+    except OSError:
+        return ""
+    for name in names:
+        dev = base / name
+
+        def attr(key: str, dev: Path = dev) -> str:
+            try:
+                with open(dev / key, "rb") as fh:
+                    return fh.read(64).decode(errors="replace").strip()
+            except OSError:
+                return ""
+
+        vendor, cls = attr("vendor"), attr("class")
+        if vendor not in _GPU_VENDORS or cls[:6] not in _GPU_CLASSES:
+            continue
+        parent = os.path.basename(os.path.dirname(os.path.realpath(dev)))
+        upstream = parent if parent.count(":") == 2 and "." in parent else "-"
+        lines.append(f"{name} vendor={vendor} device={attr('device')} class={cls} upstream={upstream}")
+    return "".join(line + "\n" for line in lines)
 
 
 def describe_python() -> str:
@@ -204,11 +277,20 @@ class LiveSource:
         if argv[0] == BUILTIN:
             return self._builtin(argv)
         timeout = self.timeout_s if self.timeout_s is not None else TIMEOUTS.get(name, 10.0)
+        extra = COMMAND_ENV.get(name)
+        if extra:
+            return self.runner(argv, timeout=timeout, env={**self.environ(), **extra})
         return self.runner(argv, timeout=timeout)
 
     def _builtin(self, argv: tuple[str, ...]) -> CommandResult:
         try:
-            out = describe_devices(self.root) if argv[1] == "devices" else describe_python()
+            out = (
+                describe_devices(self.root)
+                if argv[1] == "devices"
+                else describe_pci(self.root)
+                if argv[1] == "pci"
+                else describe_python()
+            )
         except OSError as exc:
             return CommandResult(argv=argv, status="error", error=str(exc))
         return CommandResult(argv=argv, status="ok", returncode=0, stdout=out)
@@ -235,6 +317,9 @@ class LiveSource:
         return os.environ if self.env is None else self.env
 
 
+_SLOW = object()  # CaptureSource._quick_read: "read this one the checked way"
+
+
 @dataclass
 class CaptureSource:
     """A capture folder (``docs/captures.md``): replays what a machine printed."""
@@ -256,10 +341,68 @@ class CaptureSource:
                 "make one with `rocmkit snapshot DIR`; see docs/captures.md for the layout",
             )
         self._env = self._load_env()
+        self._real_root = os.path.realpath(self.path)
 
     @property
     def label(self) -> str:
         return f"capture:{self.path}"
+
+    def _open_dir(self, folder: Path) -> int | None:
+        """A descriptor of ``folder`` when it lies inside the capture, or None (take the slow path).
+
+        The check is on the descriptor (/proc/self/fd), so a folder swapped for a link after it
+        is still refused; files are then opened relative to it without following links. One
+        open and one readlink a file, where realpath costs one lstat per path component
+        (about 1 ms a file on a loaded machine: 0.3 s for an 8-GPU node's health files)."""
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            where = ""
+        if where != self._real_root and not where.startswith(self._real_root.rstrip("/") + "/"):
+            os.close(fd)
+            return None
+        return fd
+
+    def _quick_read(self, p: Path) -> object:
+        """The text of ``p`` through its verified folder; ``_SLOW`` for anything unusual (a link,
+        not a regular file, over the cap, no /proc), which the checked path then refuses or reads."""
+        fd = self._open_dir(p.parent)
+        if fd is None:
+            return _SLOW
+        try:
+            try:
+                f = os.open(p.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                return _SLOW  # ELOOP: a link, which the checked path follows or refuses
+            try:
+                st = os.fstat(f)
+                if stat.S_ISDIR(st.st_mode):
+                    return None  # a folder a probe lists: "not a file on that machine"
+                if not stat.S_ISREG(st.st_mode) or st.st_size > CAPTURE_MAX_BYTES:
+                    return _SLOW
+                chunks: list[bytes] = []
+                size = 0
+                while size <= CAPTURE_MAX_BYTES:
+                    chunk = os.read(f, CAPTURE_MAX_BYTES + 1 - size)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                if size > CAPTURE_MAX_BYTES:
+                    return _SLOW
+                return b"".join(chunks).decode(errors="replace")
+            finally:
+                os.close(f)
+        except OSError:
+            return _SLOW
+        finally:
+            os.close(fd)
 
     def _load_env(self) -> dict[str, str]:
         from rocmkit.util.safeload import loads_json
@@ -330,12 +473,23 @@ class CaptureSource:
 
     def read(self, path: str) -> str | None:
         p = self.path / "root" / path.lstrip("/")
+        quick = self._quick_read(p)
+        if quick is not _SLOW:
+            return quick if isinstance(quick, str) else None
         if not self._exists(p) or (p.is_dir() and not p.is_symlink()):
             return None  # absent (or a folder a probe lists): "not on that machine"
         return self._read_text(p)
 
     def listdir(self, path: str) -> list[str] | None:
         p = self.path / "root" / path.lstrip("/")
+        fd = self._open_dir(p)
+        if fd is not None:
+            try:
+                return sorted(os.listdir(fd))
+            except OSError:
+                return None
+            finally:
+                os.close(fd)
         try:
             real = inside(p, self.path)
         except BoundedReadError as exc:
@@ -347,6 +501,65 @@ class CaptureSource:
 
     def environ(self) -> Mapping[str, str]:
         return self._env
+
+
+class RecordingSource:
+    """A source that remembers every file read and folder listed under ``prefixes``, so that
+    a snapshot stores exactly what a probe read (the per-GPU hardware files, whose names
+    depend on the machine: RAS blocks, hwmon sensors, firmware)."""
+
+    def __init__(self, inner: Source, prefixes: tuple[str, ...]) -> None:
+        import threading
+
+        self.inner = inner
+        self.prefixes = prefixes
+        self.files: dict[str, str] = {}
+        self.folders: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    def _mine(self, path: str) -> bool:
+        return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.prefixes)
+
+    def command(self, name: str) -> CommandResult:
+        return self.inner.command(name)
+
+    def read(self, path: str) -> str | None:
+        text = self.inner.read(path)
+        if text is not None and self._mine(path):
+            with self._lock:
+                self.files[path] = text
+        return text
+
+    def listdir(self, path: str) -> list[str] | None:
+        entries = self.inner.listdir(path)
+        if entries is not None and self._mine(path):
+            with self._lock:
+                self.folders[path] = list(entries)
+        return entries
+
+    def environ(self) -> Mapping[str, str]:
+        return self.inner.environ()
+
+
+def _write_recorded(rec: RecordingSource, dest_root: Path) -> list[str]:
+    """Write what ``rec`` saw: files at their paths, and each listed entry that was not read
+    as an empty folder (replay then lists the same names: hive members, unread attributes)."""
+    written = []
+    for path, text in sorted(rec.files.items()):
+        target = dest_root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(target, text)
+        written.append(f"root{path}")
+    for folder, entries in sorted(rec.folders.items()):
+        for name in entries:
+            child = f"{folder.rstrip('/')}/{name}"
+            if child not in rec.files and not (dest_root / child.lstrip("/")).exists():
+                (dest_root / child.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    return written
 
 
 def _copy_tree(src: Source, path: str, dest_root: Path, depth: int = 0) -> None:
@@ -396,8 +609,13 @@ def _clear_previous_snapshot(dest: Path, extra_files: tuple[str, ...]) -> None:
     for path in (*FILES, *extra_files):
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             (root / path.lstrip("/")).unlink()
-    for tree in (*TREES, DRM, MODPROBE):
+    for tree in (*TREES, DRM, MODPROBE, PCI_DEVICES):
         shutil.rmtree(root / tree.lstrip("/"), ignore_errors=True)
+    for folder in LIB_DIRS:
+        with contextlib.suppress(OSError):  # no such folder in the earlier snapshot
+            for entry in (root / folder.lstrip("/")).iterdir():
+                if entry.name.startswith(LIB_PREFIXES) and not entry.is_dir():
+                    entry.unlink()
     with contextlib.suppress(OSError):  # no opt/ from an earlier snapshot
         for entry in (root / "opt").iterdir():
             if entry.name.startswith("rocm") and entry.is_dir() and not entry.is_symlink():
@@ -406,8 +624,11 @@ def _clear_previous_snapshot(dest: Path, extra_files: tuple[str, ...]) -> None:
         (dest / "env.json").unlink()
 
 
-def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> list[str]:
-    """Write every command and file of the capture format that exists on ``source``.
+def snapshot(
+    source: Source, dest: Path, extra_files: tuple[str, ...] = (), recorded: RecordingSource | None = None
+) -> list[str]:
+    """Write every command and file of the capture format that exists on ``source``, and what
+    ``recorded`` saw a probe read (the per-GPU hardware files).
 
     Returns the relative paths written. Absent commands and files are left out,
     exactly as the format says ("absent means not installed").
@@ -427,7 +648,7 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
             f"cannot create {dest}: {exc.strerror}", "choose a folder you can write to"
         ) from exc
     try:
-        return _write_snapshot(source, dest, extra_files)
+        return _write_snapshot(source, dest, extra_files, recorded)
     except BaseException as exc:
         # A half-written capture would replay as a machine with half its tools: leave none.
         if created:
@@ -445,14 +666,20 @@ def snapshot(source: Source, dest: Path, extra_files: tuple[str, ...] = ()) -> l
         ) from exc
 
 
-def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) -> list[str]:
+def _write_snapshot(
+    source: Source, dest: Path, extra_files: tuple[str, ...], recorded: RecordingSource | None = None
+) -> list[str]:
     written: list[str] = []
     _clear_previous_snapshot(dest, extra_files)
     # Concurrently, as detection does: a hung tool costs its timeout once, not once per tool.
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=len(COMMANDS), thread_name_prefix="rocmkit-snapshot") as pool:
-        futures = {name: pool.submit(source.command, name) for name in COMMANDS}
+    from rocmkit.parsers.platform import wsl_signs
+
+    on_wsl = bool(wsl_signs(source.read("/proc/sys/kernel/osrelease"), source.read("/proc/version"), {}, False))
+    names = [n for n in COMMANDS if on_wsl or n not in WSL_ONLY]
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="rocmkit-snapshot") as pool:
+        futures = {name: pool.submit(source.command, name) for name in names}
         results = {name: fut.result() for name, fut in futures.items()}
     for name, res in results.items():
         if res.status in ("absent", "error"):
@@ -477,6 +704,8 @@ def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) ->
         written.append(f"root{path}")
     for tree in TREES:
         _copy_tree(source, tree, dest / "root")
+    if recorded is not None:
+        written += _write_recorded(recorded, dest / "root")
     from rocmkit.parsers.host import gpu_module_options
 
     for conf in sorted(source.listdir(MODPROBE) or [])[:64]:
@@ -496,6 +725,12 @@ def _write_snapshot(source: Source, dest: Path, extra_files: tuple[str, ...]) ->
                 target.parent.mkdir(parents=True, exist_ok=True)
                 write_text_atomic(target, text)
                 written.append(f"root{DRM}/{node}/device/{name}")
+    for folder in LIB_DIRS:
+        for name in lib_entries(source.listdir(folder)):
+            target = dest / "root" / folder.lstrip("/") / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(target, "")  # the name is the fact; the library is not copied
+            written.append(f"root{folder}/{name}")
     # ROCM_PATH's folder may hold no .info/version: keep the folder, so that replay sees
     # it exists (detection warns about a ROCM_PATH that does not).
     rocm_path = source.environ().get("ROCM_PATH", "").strip("/")

@@ -8,6 +8,10 @@
 #    training curves, default and reduce-overhead), compile.cache_speed (cold vs warm), env.caches,
 #    env.apu_memory, the Triton vector add and matmul (and the all-reduce with 2+ GPUs); each figure
 #    with its % of peak and its floor from matrices/sku.toml, as Markdown (benchmarks/gpu/floors.py);
+# 0b. hardware health (docs/hardware.md): the level-0 hw.* facts (PCIe link, ECC, XGMI/NVLink, power
+#    and temperature, firmware), hw.memtest over MEMTEST_FRACTION (default 0.1) of each GPU's free
+#    memory and hw.p2p_bandwidth (every GPU pair against matrices/sku.toml's floor, host-to-device
+#    against the trained link), JSON into benchmarks/gpu/results/ (HW_S, default 120 s);
 # 1. rocmkit doctor --level 3 --only models (the HF representative subset: decoder, encoder,
 #    encoder-decoder), JSON into benchmarks/gpu/results/;
 # 2. rocmkit bench models --suite huggingface at full size, training with AMP bf16 (the setup
@@ -77,6 +81,15 @@ for r in "$out/doctor-l2-floors-$slug.json" "$out/doctor-l2-correctness-$slug.js
 done
 if [ "${#reports[@]}" -gt 0 ]; then
     "$py" "$here/floors.py" "${reports[@]}" >"$tables/gpu-floors-$slug.md" && say "floors: $tables/gpu-floors-$slug.md"
+fi
+
+# 0b. hardware health: the facts, then the memory pattern test and the copy bandwidths.
+hw_s="${HW_S:-120}"
+hw_s=$(( hw_s < $(left) ? hw_s : $(left) ))
+if [ "$hw_s" -gt 10 ]; then
+    timeout "$hw_s" "$py" -m rocmkit doctor --level 3 --only 'hw.*' \
+        --set memtest_fraction="${MEMTEST_FRACTION:-0.1}" --json >"$out/doctor-hw-$slug.json" || \
+        say "doctor hw.* ended with $? (a FAIL: see the JSON; or the ${hw_s}s step limit)"
 fi
 
 # 1. doctor level 3, the models check only (the rest of level 3 is not what this session measures).

@@ -6,8 +6,11 @@ noise of the repeats: the interquartile ranges of the two runs must not overlap
 (for the speedup: the ranges of the paired eager/compiled ratios; for the
 latency: the ranges of the compiled timings), and the change must exceed
 ``min_change`` (5 % by default) so that two very steady runs do not flag a
-1 % drift. A model that passed in A and fails in B is a regression whatever
-the timings; one that failed in A and passes in B is fixed.
+1 % drift. A model that passed in A and fails or errors in B is broken whatever
+the timings, and so is one B's results file was to hold but has no row for (the
+run was killed or stopped before it); one that failed in A and passes in B is
+fixed. Either kind of flag fails the command (exit 1), the broken ones named
+with their status in A and in B.
 
 Published figures (``matrices/bench/references.toml``, or a file of the same
 shape given with ``--reference``) are drawn as lines in the HTML and quoted
@@ -82,6 +85,26 @@ class Comparison:
     def not_judged(self) -> list[ModelDiff]:
         return [d for d in self.models if d.verdict == "not judged"]
 
+    @property
+    def broken(self) -> list[ModelDiff]:
+        return [d for d in self.models if d.verdict == "broken"]
+
+    @property
+    def slower(self) -> list[ModelDiff]:
+        return [d for d in self.models if d.verdict == "regression"]
+
+
+def _status(m: ModelResult | None) -> str:
+    """A model's status in one run, as the verdict lines print it ("pass 1.52x", "error", "no row")."""
+    if m is None:
+        return "no row"
+    return f"pass {m.speedup:.2f}x" if m.passed and m.speedup is not None else m.status
+
+
+def broken_text(d: ModelDiff) -> str:
+    """``mlp (A: pass 0.84x, B: compile_error)``."""
+    return f"{d.name} (A: {_status(d.a)}, B: {_status(d.b)})"
+
 
 def _apart(lo_a: float | None, hi_a: float | None, lo_b: float | None, hi_b: float | None) -> bool:
     """The two interquartile ranges do not overlap (unknown ranges count as overlapping)."""
@@ -139,10 +162,13 @@ def compare(
     min_change: float = DEFAULT_MIN_CHANGE,
     references: Sequence[Reference] = (),
     notes: Sequence[str] = (),
+    b_meant: Sequence[str] = (),
 ) -> Comparison:
     """Run A against run B, model by model. ``notes`` (what loading them set aside) lead the
     notes; runs of another device, backend or torch/Triton are said to be unlike, since their
-    ratios then measure the change of machine or build as much as of the code."""
+    ratios then measure the change of machine or build as much as of the code. ``b_meant`` is
+    what B's results file was to hold (its header): a model A passed that B was to run and has
+    no row for broke in B, as surely as one that errored."""
     rows_a = {m.name: m for m in a.models}
     rows_b = {m.name: m for m in b.models}
     order = list(rows_a) + [n for n in rows_b if n not in rows_a]
@@ -151,6 +177,9 @@ def compare(
         ma, mb = rows_a.get(name), rows_b.get(name)
         if ma is None:
             diffs.append(ModelDiff(name=name, a=None, b=mb, verdict="only in B"))
+        elif mb is None and ma.passed and name in b_meant:
+            why = "B's results file has no row for it: the run did not finish it (killed or stopped)"
+            diffs.append(ModelDiff(name=name, a=ma, b=None, verdict="broken", why=why))
         elif mb is None:
             diffs.append(ModelDiff(name=name, a=ma, b=None, verdict="only in A"))
         else:
@@ -228,6 +257,7 @@ def to_dict(c: Comparison) -> dict[str, object]:
     return {
         "schema": "rocmkit.bench.compare/1",
         "flagged": [d.name for d in c.flagged],
+        "broken": [{"name": d.name, "status_a": _status(d.a), "status_b": _status(d.b)} for d in c.broken],
         "not_judged": [d.name for d in c.not_judged],
         "notes": list(c.notes),
         "models": [
@@ -274,13 +304,20 @@ def to_text(c: Comparison) -> str:
     for row in rows:
         cols = [col.ljust(w) for col, w in zip(row[:5], widths, strict=True)]
         lines.append("  ".join([*cols, row[5]]).rstrip())
-    flagged = c.flagged
     lines.append("")
-    if flagged:
+    if c.broken:
         lines.append(
-            f"{len(flagged)} regression(s) beyond the noise of the repeats: {', '.join(d.name for d in flagged)}"
+            f"{len(c.broken)} model(s) passed in A and fail in B: {', '.join(broken_text(d) for d in c.broken)}"
         )
-    elif not c.not_judged:
+    if c.slower:
+        lines.append(
+            f"{len(c.slower)} regression(s) beyond the noise of the repeats: {', '.join(d.name for d in c.slower)}"
+        )
+    both = [d for d in c.models if d.verdict == "still failing"]
+    if both:
+        # Not a change, but never to be read as "all is well": these models work in neither run.
+        lines.append(f"{len(both)} model(s) fail in A and in B: {', '.join(broken_text(d) for d in both)}")
+    if not c.flagged and not c.not_judged and not both:
         lines.append(f"no regression beyond the noise of the repeats (and {c.min_change:.0%})")
     if c.not_judged:
         lines.append(
@@ -365,9 +402,11 @@ def render_page(c: Comparison) -> str:
 
     refs = "".join(f"<li>{escape(r.label)}: {escape(r.source)}</li>" for r in c.references)
     notes = "".join(f"<li>{escape(n)}</li>" for n in c.notes)
-    verdict = (
-        f"{len(c.flagged)} regression(s) beyond the noise" if c.flagged else "no regression beyond the noise"
-    )
+    said = [
+        f"{len(c.broken)} model(s) passed in A and fail in B" if c.broken else "",
+        f"{len(c.slower)} regression(s) beyond the noise" if c.slower else "",
+    ]
+    verdict = "; ".join(x for x in said if x) or "no regression beyond the noise"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>rocmkit bench compare</title>
 <style>body {{ font-family: sans-serif; margin: 2em; }} table {{ border-collapse: collapse; }}

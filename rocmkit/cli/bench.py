@@ -231,8 +231,9 @@ def compare_cmd(req: CompareRequest) -> None:
     """Per-model speedup ratios and accuracy changes from run A to run B.
 
     A and B are `bench models --json` outputs or --results files (a merged
-    shard set too). A model is flagged when it broke (passed in A, not in B)
-    or got slower beyond the noise of the repeats. Exit code 0 when nothing
+    shard set too). A model is flagged when it broke (passed in A; failed,
+    errored or, in a results file, never finished in B) or got slower beyond
+    the noise of the repeats. Exit code 0 when nothing
     is flagged, 1 when something is (for CI), 3 when nothing is flagged but a
     model could not be judged (its run too noisy: CPU steal, load, spread).
     """
@@ -240,8 +241,9 @@ def compare_cmd(req: CompareRequest) -> None:
 
     refs = compare.load_references(req.reference_path)
     notes: list[str] = []
-    a, b = load_saved(req.a_path, notes), load_saved(req.b_path, notes)
-    c = compare.compare(a, b, min_change=req.min_change, references=refs, notes=notes)
+    b_meant: list[str] = []
+    a, b = load_saved(req.a_path, notes), load_saved(req.b_path, notes, b_meant)
+    c = compare.compare(a, b, min_change=req.min_change, references=refs, notes=notes, b_meant=b_meant)
     if req.html_path is not None:
         OUT.file(req.html_path, compare.render_page(c))
     if req.as_json:

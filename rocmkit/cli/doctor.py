@@ -17,9 +17,24 @@ from rocmkit.cli.request import OUT, request
 from rocmkit.doctor.request import DoctorRequest
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from rocmkit.doctor.registry import Check
     from rocmkit.doctor.result import Report
     from rocmkit.plan import Plan
     from rocmkit.session import Session
+
+
+# Detection cached longer ago than this: the hw.* checks read the hardware facts again
+# (ECC counts, temperatures and throttling change within minutes; docs/hardware.md).
+HEALTH_FRESH_S = 30.0
+
+
+def _health_stale(capture: object, picked: Iterable[Check], detected_at: float | None) -> bool:
+    import time
+
+    wanted = any(c.name.startswith("hw.") for c in picked)
+    return capture is None and wanted and (detected_at is None or time.time() - detected_at > HEALTH_FRESH_S)
 
 
 @click.command("doctor")
@@ -44,6 +59,8 @@ if TYPE_CHECKING:
     "Default: the active venv, else rocmkit's own Python.",
 )
 @click.option("--python", "python_path", metavar="PATH", help="Check this interpreter's torch and Triton.")
+@click.option("--allow-untrusted-python", is_flag=True, help="As root: run the --venv/--python even when another "
+    "user can change what it loads at start-up (its owner's code then runs as root); a WARNING says why.")
 @click.option("--backend", type=click.Choice(BACKENDS),
     help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).")
 @click.option("--framework", metavar="torch|jax|torch,jax",
@@ -111,7 +128,12 @@ def _run(req: DoctorRequest) -> None:
     from rocmkit.doctor.run import for_frameworks, frameworks_for
     from rocmkit.pyenv import select_python
 
-    python = select_python(venv=req.venv, python=req.python_path)
+    python = select_python(
+        venv=req.venv,
+        python=req.python_path,
+        # As root a venv another user can write is refused (exit 13) unless the caller says so.
+        on_untrusted=OUT.warning if req.allow_untrusted_python else None,
+    )
     total = len(for_frameworks(picked, frameworks_for(python, req.frameworks), req.selection))
     from rocmkit.install.flow import recover_for_python
 
@@ -131,6 +153,11 @@ def _run(req: DoctorRequest) -> None:
     # seconds a terminal's status line accounts for.
     with ticker.shared().task("doctor", phase="detecting this machine"):
         machine = session.machine()
+        if _health_stale(req.capture, picked, session.detected_at):
+            with ticker.in_phase("reading the GPUs' hardware health"):
+                from rocmkit.detect import refresh_health
+
+                machine = refresh_health(machine)
         with ticker.in_phase("resolving the plan, held to what the index serves"):
             plan, plan_error = _plan(session)
     opts = RunOptions(

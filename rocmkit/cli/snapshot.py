@@ -23,7 +23,8 @@ def cli(dest: Path, force: bool) -> None:
 
     from rocmkit.detect import parse_overrides
     from rocmkit.errors import CaptureError
-    from rocmkit.sources import LiveSource, snapshot
+    from rocmkit.probes import health
+    from rocmkit.sources import PCI_DEVICES, LiveSource, RecordingSource, snapshot
 
     if dest.exists() and not dest.is_dir():
         raise CaptureError(f"{dest} exists and is not a folder", "pass a new or empty folder")
@@ -35,6 +36,10 @@ def cli(dest: Path, force: bool) -> None:
     rocm_path = os.environ.get("ROCM_PATH", "").rstrip("/")
     if rocm_path:
         extra = (f"{rocm_path}/.info/version",)
-    written = snapshot(source, dest, extra_files=extra)
+    # The per-GPU hardware files (docs/hardware.md) depend on the machine: record what the
+    # probe reads, so that the capture holds exactly those.
+    recorder = RecordingSource(source, (PCI_DEVICES,))
+    health.finish(health.start(recorder), {}, overrides.probe_timeout_s)
+    written = snapshot(source, dest, extra_files=extra, recorded=recorder)
     OUT.message(f"wrote {len(written)} files to {dest}")
     OUT.data(str(dest))

@@ -27,16 +27,25 @@ from rocmkit.detect.merge import (
 from rocmkit.detect.overrides import BOOTSTRAP_VARS, Overrides, apply_overrides, parse_overrides
 from rocmkit.detect.sriov import mark_virtual
 from rocmkit.detect.visibility import apply_visibility
+from rocmkit.detect.wsl import wsl_problems
 from rocmkit.errors import UsageError
 from rocmkit.machine import Machine, NvidiaInfo, Problem, RocmInfo
 from rocmkit.probes import amd, gather, kernel, nvidia
+from rocmkit.probes import health as health_probe
 from rocmkit.probes import host as host_probe
+from rocmkit.probes import platform as platform_probe
 from rocmkit.sources import CaptureSource, LiveSource, Source, relevant_env
 
 
 def all_command_names() -> tuple[str, ...]:
     """Every command detection asks its source for (names of ``rocmkit.sources.COMMANDS``)."""
-    return (*amd.COMMAND_NAMES, *nvidia.COMMAND_NAMES, *host_probe.COMMAND_NAMES, *kernel.COMMAND_NAMES)
+    return (
+        *amd.COMMAND_NAMES,
+        *nvidia.COMMAND_NAMES,
+        *host_probe.COMMAND_NAMES,
+        *kernel.COMMAND_NAMES,
+        *health_probe.COMMAND_NAMES,
+    )
 
 
 def detect_machine(source: Source | None = None, environ: Mapping[str, str] | None = None) -> Machine:
@@ -54,13 +63,18 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
         _check_captured_overrides(source, _rocmkit_vars(src_env), _rocmkit_vars(process_env))
     overrides = parse_overrides({**_rocmkit_vars(src_env), **_rocmkit_vars(process_env)})
 
-    results = gather(source, all_command_names())
+    pending = health_probe.start(source)  # the per-GPU hardware files, beside the tools
+    names = all_command_names()
+    if platform_probe.signs(source, src_env):
+        names = (*names, platform_probe.DXG_COMMAND)  # WSL2: rocminfo again with DXG detection on
+    raw = gather(source, names)
+    host_f = host_probe.probe(source, raw, src_env)
+    platform, results, platform_problems = platform_probe.probe(source, raw, src_env, host_f.host.devices)
     amd_f = amd.probe(source, results, src_env)
     nv_f = nvidia.probe(source, results)
-    host_f = host_probe.probe(source, results, src_env)
     kernel_f = kernel.probe(results)
 
-    problems: list[Problem] = [*host_f.problems]
+    problems: list[Problem] = [*host_f.problems, *platform_problems]
     matrix = MatrixRef()
     amd_accs = merge("amd", amd_f.listings, LISTINGS, problems)
     amd_accs = attach_pci(amd_accs, host_f.pci_gpus, "amd", problems)
@@ -71,6 +85,8 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
     gpus = mark_virtual(gpus, host_f.pci_gpus)
     problems = [*amd_f.problems, *nv_f.problems, *problems, *kernel_f.problems]
     problems += kernel.libdrm_problems(results)
+    health, health_problems = health_probe.finish(pending, results, overrides.probe_timeout_s)
+    problems += health_problems
 
     rocm = RocmInfo(
         version=amd_f.rocm_version,
@@ -99,6 +115,7 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
             )
         )
 
+    problems = wsl_problems(platform, problems, has_amd=has_amd, rocm=rocm)
     gpus, rocm, nv_info = apply_overrides(gpus, rocm, nv_info, overrides, matrix)
     problems += overrides.problems()
     final = apply_visibility(gpus, src_env, problems)
@@ -113,7 +130,29 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
         source=source.label,
         kernel_messages=kernel_f.messages,
         kernel_log_read=kernel_f.read,
+        health=health,
+        platform=platform,
     )
+
+
+def refresh_health(
+    machine: Machine, environ: Mapping[str, str] | None = None, source: Source | None = None
+) -> Machine:
+    """``machine`` with its hardware health read again from this machine (docs/hardware.md).
+
+    The detection cache keeps a machine for up to an hour, but ECC counts, temperatures and
+    throttling change within minutes: the doctor reads them again before judging them."""
+    from dataclasses import replace
+
+    process_env: Mapping[str, str] = os.environ if environ is None else environ
+    pre = parse_overrides(process_env)
+    if source is None:
+        source = LiveSource(env=process_env, timeout_s=pre.probe_timeout_s)
+    pending = health_probe.start(source)
+    results = gather(source, health_probe.COMMAND_NAMES)
+    health, problems = health_probe.finish(pending, results, pre.probe_timeout_s)
+    kept = [p for p in machine.problems if p.source != "sysfs"]
+    return replace(machine, health=health, problems=tuple(_unique([*kept, *problems])))
 
 
 def _check_captured_overrides(

@@ -391,6 +391,14 @@ def build_amd(
             name = name or dev.product
             if integrated is None:
                 integrated = dev.integrated
+        if arch is None and name:
+            # rocm-smi may name the card but print no device id (older releases print the
+            # subsystem id where 6.x prints the device): the product in the name picks the arch.
+            m3 = matrix.get()
+            by_name = m3.arch_for_product(name) if m3 else None
+            if by_name is not None:
+                arch = by_name.name
+                sources.append("matrix")
         if integrated is None and arch:
             m2 = matrix.get()
             ga = m2.gfx_arch(arch) if m2 else None

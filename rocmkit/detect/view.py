@@ -100,6 +100,17 @@ def render(machine: Machine, console: Console | None = None) -> None:
     )
     rows.append(("CPU", f"{h.cpu_model or 'unknown'} x {h.cpu_cores or '?'}; memory {_size(h.memory_bytes)}"))
     rows.append(("container", h.container or "none detected"))
+    pf = machine.platform
+    if pf.wsl:
+        rows.append(
+            (
+                "WSL2",
+                f"from {', '.join(pf.wsl_signs)}; librocdxg: {', '.join(pf.librocdxg) or 'not found'}; "
+                f"HSA_ENABLE_DXG_DETECTION={pf.dxg_detection or 'unset'}; "
+                f"Windows driver: {pf.windows_driver or 'not visible (set ROCMKIT_WSL_DRIVER)'}"
+                + (f"; shadowing: {', '.join(pf.shadowing_libs)}" if pf.shadowing_libs else ""),
+            )
+        )
     rows.append(
         (
             "user",
@@ -108,7 +119,7 @@ def render(machine: Machine, console: Console | None = None) -> None:
     )
     for d in h.devices:
         if not d.exists:
-            rows.append((d.path, "missing"))
+            rows.append((d.path, "missing (not used on WSL2)" if pf.wsl and d.path == "/dev/kfd" else "missing"))
             continue
         access = ("r" if d.readable else "-") + ("w" if d.writable else "-")
         rows.append((d.path, f"{d.mode or '?'} group {d.group or d.gid}; this user: {access}"))

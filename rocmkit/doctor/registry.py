@@ -47,6 +47,8 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.distributed",
     "rocmkit.doctor.checks.jaxchecks",
     "rocmkit.doctor.checks.companions",
+    "rocmkit.doctor.checks.hardware",
+    "rocmkit.doctor.checks.hardware_load",
 )
 
 # "live": looks at this running machine or Python (not at a capture's facts).

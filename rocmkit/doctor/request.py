@@ -24,6 +24,7 @@ class DoctorRequest:
     capture: Path | None = None
     venv: Path | None = None
     python_path: str | None = None
+    allow_untrusted_python: bool = False  # as root: run a --venv/--python another user can change
     backend: str | None = None
     timeout_scale: float = 1.0
     settings: tuple[str, ...] = ()  # KEY=VALUE, as given; see .options

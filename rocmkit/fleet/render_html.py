@@ -60,6 +60,11 @@ def render(summary: FleetSummary, *, title: str = "rocmkit fleet summary") -> st
                 )
             )
         parts.append("</table>")
+    if summary.hardware:
+        parts += ["<h2>Hardware (degraded links, memory errors)</h2><table>", _tr(["Node", "GPU", "Found"], "th")]
+        for e in summary.hardware:
+            parts.append(_tr([escape(e.hostname), escape(e.gpu), escape("; ".join(e.problems))]))
+        parts.append("</table>")
     if summary.drift:
         parts += ["<h2>Version drift</h2><table>", _tr(["What", "Majority", "Values (nodes)"], "th")]
         for d in summary.drift:

@@ -58,6 +58,10 @@ def render(summary: FleetSummary) -> str:
             lines.append(f"      {g.message}")
             if g.remedy:
                 lines.append(f"      fix: {g.remedy}")
+    if summary.hardware:
+        lines += ["", "Hardware (degraded links, memory errors):"]
+        for e in summary.hardware:
+            lines.append(f"  {e.hostname} GPU {e.gpu}: {'; '.join(e.problems)}")
     if summary.drift:
         lines += ["", "Version drift:"]
         for d in summary.drift:

@@ -12,11 +12,12 @@ from typing import Any
 
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.fleet.load import LoadedReport
+from rocmkit.machine import GpuHealth
 
 SCHEMA = "rocmkit.fleet/1"
 DEFAULT_THRESHOLD = 0.2
 # What can drift between nodes that should be identical.
-DRIFT_FIELDS = ("torch", "triton", "rocm", "driver", "rocmkit")
+DRIFT_FIELDS = ("torch", "triton", "rocm", "driver", "rocmkit", "vbios")
 # Figures in these units are times: lower is better. Every other figure
 # (GB/s, TFLOP/s, speedup x) is a rate: higher is better.
 LOWER_IS_BETTER_UNITS = frozenset({"s", "ms", "us", "µs", "ns", "min"})
@@ -47,6 +48,7 @@ class NodeRow:
     rocmkit: str | None
     counts: dict[str, int]  # status -> number of results
     figures: dict[str, FigureValue]  # "check:figure" -> value
+    vbios: str | None = None  # the node's GPU VBIOS versions ("+"-joined when they differ)
 
     def version(self, name: str) -> str | None:
         value: str | None = getattr(self, name)
@@ -69,6 +71,7 @@ class NodeRow:
             "rocmkit": self.rocmkit,
             "counts": self.counts,
             "figures": {k: {"value": f.value, "unit": f.unit} for k, f in self.figures.items()},
+            "vbios": self.vbios,
         }
 
 
@@ -150,6 +153,18 @@ class DrainEntry:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HardwareEntry:
+    """A GPU whose hardware facts (docs/hardware.md) show a degraded link or memory errors."""
+
+    hostname: str
+    gpu: str  # PCI bus id
+    problems: tuple[str, ...]  # "PCIe x8 of x16", "2 uncorrectable ECC errors", "3 retired pages"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hostname": self.hostname, "gpu": self.gpu, "problems": list(self.problems)}
+
+
+@dataclass(frozen=True, kw_only=True)
 class FleetSummary:
     nodes: tuple[NodeRow, ...]
     failures: tuple[FailureGroup, ...]
@@ -161,6 +176,7 @@ class FleetSummary:
     superseded: tuple[str, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)  # verdict -> nodes
     drain: tuple[DrainEntry, ...] = ()
+    hardware: tuple[HardwareEntry, ...] = ()
 
     @property
     def healthy(self) -> bool:
@@ -183,6 +199,7 @@ class FleetSummary:
             "drift": [d.to_dict() for d in self.drift],
             "outliers": [o.to_dict() for o in self.outliers],
             "drain": [d.to_dict() for d in self.drain],
+            "hardware": [h.to_dict() for h in self.hardware],
             "skipped": list(self.skipped),
             "superseded": list(self.superseded),
         }
@@ -221,7 +238,41 @@ def node_row(loaded: LoadedReport) -> NodeRow:
         rocmkit=r.versions.get("rocmkit"),
         counts=counts,
         figures=figures,
+        vbios="+".join(sorted({h.vbios for h in _health(machine) if h.vbios})) or None,
     )
+
+
+def _health(machine: dict[str, Any]) -> list[GpuHealth]:
+    out = []
+    for entry in machine.get("health") or ():
+        try:
+            out.append(GpuHealth.from_dict(entry))
+        except (TypeError, ValueError):
+            continue  # a report from another rocmkit: its verdicts still count
+    return out
+
+
+def hardware_entries(reports: Sequence[Report]) -> tuple[HardwareEntry, ...]:
+    """GPUs with a link below its maximum width or an ECC fact worth a look, across the fleet:
+    read from the facts, so a node whose check was skipped or set looser still shows."""
+    out = []
+    for rep in reports:
+        for h in _health(rep.machine):
+            found: list[str] = []
+            if h.link_width is not None and h.link_width_max and h.link_width < h.link_width_max:
+                found.append(f"PCIe x{h.link_width} of x{h.link_width_max}")
+            ue = sum(v for k, v in h.ecc_uncorrectable.items() if not k.endswith("_lifetime"))
+            if ue:
+                found.append(f"{ue} uncorrectable ECC error(s)")
+            if h.retired_pages:
+                found.append(f"{h.retired_pages} retired page(s)")
+            if h.remap_failure:
+                found.append("row remapping failed")
+            if h.xgmi_links and sum(1 for n in h.xgmi_links if n == 0) > 1:
+                found.append("an XGMI link down")
+            if found:
+                out.append(HardwareEntry(hostname=rep.hostname, gpu=h.pci_bus_id, problems=tuple(found)))
+    return tuple(sorted(out, key=lambda e: (e.hostname, e.gpu)))
 
 
 def group_failures(reports: Sequence[Report]) -> tuple[FailureGroup, ...]:
@@ -328,7 +379,7 @@ def pick_key_figures(nodes: Sequence[NodeRow]) -> tuple[str, ...]:
 
 def drain_list(reports: Sequence[Report]) -> tuple[DrainEntry, ...]:
     """Nodes with a failed check or one that could not run, with the checks named."""
-    from rocmkit.slurm.checks import Finding, drain_reason
+    from rocmkit.slurm.checks import drain_reason, result_finding
 
     out = []
     for rep in reports:
@@ -337,7 +388,7 @@ def drain_list(reports: Sequence[Report]) -> tuple[DrainEntry, ...]:
             continue
         # Failures first: they are defects; an error only says a check could not run.
         bad.sort(key=lambda r: _SEVERITY[r.status])
-        findings = [Finding(check=r.name, status=r.status, message=r.message) for r in bad]
+        findings = [result_finding(r, "report") for r in bad]
         out.append(
             DrainEntry(
                 hostname=rep.hostname,
@@ -371,4 +422,5 @@ def summarize(
         superseded=tuple(superseded),
         counts=counts,
         drain=drain_list([lr.report for lr in loaded]),
+        hardware=hardware_entries([lr.report for lr in loaded]),
     )

@@ -27,6 +27,7 @@ from rocmkit.install.base import Sources
 from rocmkit.packages import canonical, parse_pin, requirement_name
 from rocmkit.pkgindex.http import http_get, reach
 from rocmkit.pkgindex.pages import IndexFile, files_from_html, parse_wheel, wheel_matches
+from rocmkit.util.redact import url_under
 
 __all__ = ["decide_sources", "probe_index", "read_pip_config", "wheel_matches"]
 
@@ -69,7 +70,7 @@ class SourceDecision:
 
 def probe_index(index_url: str, project: str, timeout: float = DEFAULT_PROBE_TIMEOUT_S) -> Probe:
     """Does ``index_url`` answer for ``project`` within ``timeout``?"""
-    page = index_url.rstrip("/") + "/" + canonical(project) + "/"
+    page = url_under(index_url, canonical(project), slash=True)
     parsed = urllib.parse.urlsplit(index_url)
     if parsed.scheme == "file":
         path = Path(urllib.parse.unquote(parsed.path)) / canonical(project)
@@ -158,7 +159,7 @@ def _wheel_names(source: str, project: str, timeout: float, *, is_index: bool) -
         else:
             return []
     else:
-        url = source.rstrip("/") + "/" + canonical(project) + "/" if is_index else source
+        url = url_under(source, canonical(project), slash=True) if is_index else source
         try:
             resp = http_get(url, timeout=timeout, accept="text/html")
         except NetworkError:
@@ -193,7 +194,7 @@ def answers(url: str, timeout: float = DEFAULT_PROBE_TIMEOUT_S) -> bool:
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme == "file":
         return Path(urllib.parse.unquote(parsed.path)).is_dir()
-    return reach(url.rstrip("/") + "/", timeout=timeout, accept="*/*").status is not None
+    return reach(url_under(url, slash=True), timeout=timeout, accept="*/*").status is not None
 
 
 def decide_sources(

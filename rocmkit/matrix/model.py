@@ -222,6 +222,22 @@ class Matrix:
     def gfx_arch(self, name: str) -> GfxArch | None:
         return self.archs.get(name.strip().lower())
 
+    def arch_for_product(self, name: str) -> GfxArch | None:
+        """The arch whose ``products`` names this card ("Arcturus GL-XL [AMD Instinct MI100]" ->
+        gfx908): the longest product found in the name as whole words, so "Instinct MI250"
+        does not claim an "Instinct MI250X"; None when no product is named or two archs claim
+        names of the same length (a name that cannot pick one arch picks none)."""
+        best: list[tuple[int, GfxArch]] = []
+        for arch in self.archs.values():
+            for product in arch.products:
+                if re.search(rf"(?<![A-Za-z0-9]){re.escape(product)}(?![A-Za-z0-9])", name, re.IGNORECASE):
+                    best.append((len(product), arch))
+        if not best:
+            return None
+        top = max(n for n, _ in best)
+        archs = {a.name: a for n, a in best if n == top}
+        return next(iter(archs.values())) if len(archs) == 1 else None
+
     def nvidia_compute_capability(self, name: str) -> str | None:
         for gpu in self.nvidia_gpus:
             if gpu.regex.search(name):
@@ -275,7 +291,10 @@ class Matrix:
         root = self.pytorch_base.rstrip("/")
         if not base or not (url == root or url.startswith(root + "/")):
             return url
-        return base.rstrip("/") + url[len(root) :]
+        from rocmkit.util.redact import url_under
+
+        # On the mirror's path, never after its query (a signed or tokened mirror URL).
+        return url_under(base, url[len(root) :], slash=url.endswith("/")) if url != root else base
 
 
 def normalize_pci_id(pci_id: str) -> str:

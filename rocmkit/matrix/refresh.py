@@ -23,6 +23,7 @@ from packaging.version import Version
 from rocmkit.matrix.model import Matrix, TorchRelease, release_key
 from rocmkit.packages import triton_pin
 from rocmkit.pkgindex.pages import IndexFile, files_from_html, project_page, read_metadata
+from rocmkit.util.redact import url_under
 
 __all__ = [
     "IndexFile",
@@ -119,7 +120,7 @@ def compare(
     findings: list[Finding] = []
     read: list[str] = []
     for index in indexes:
-        index_url = f"{base.rstrip('/')}/{index}"
+        index_url = url_under(base, index)
         if progress:
             progress(f"reading {index_url}/torch/")
         files = project_files(index_url, "torch", timeout=timeout)

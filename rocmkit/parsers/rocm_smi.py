@@ -107,7 +107,14 @@ def parse_concise(text: str) -> RocmSmiResult:
 
 # Keys differ between versions and between text/csv/json; lower-cased here.
 _NAME_KEYS = ("card series", "card model", "marketing name")
-_DID_KEYS = ("device id", "card model", "card series")
+# Where the PCI device id is. rocm-smi 6.x prints "Card Model" as the device id beside its own
+# "Subsystem ID", "Device Rev" and "GFX Version" lines (MI210: 0x740f and 0x0c34). Older rocm-smi
+# prints only series, model, vendor and SKU: its "Card series" is the device (its pci.ids name, or
+# the hex id when it has none: an MI100 under ROCm 4.0 printed "0x738c") and its "Card model" the
+# *subsystem* (0xc34, the same on MI100s and MI210s), never a device id.
+_DID_KEYS_NEW = ("device id", "card model", "card series")
+_DID_KEYS_OLD = ("device id", "card series")
+_NEW_LAYOUT = ("subsystem id", "device rev", "gfx version")
 
 
 def _record(idx: int | None, values: Mapping[str, object]) -> GpuRecord:
@@ -119,7 +126,7 @@ def _record(idx: int | None, values: Mapping[str, object]) -> GpuRecord:
             name = cand
             break
     did = None
-    for key in _DID_KEYS:
+    for key in _DID_KEYS_NEW if any(k in low for k in _NEW_LAYOUT) else _DID_KEYS_OLD:
         did = norm_hex(low.get(key))
         if did:
             break

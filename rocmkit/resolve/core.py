@@ -14,7 +14,7 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
 from rocmkit.plan import Plan
-from rocmkit.resolve import amd, cuda, rocm
+from rocmkit.resolve import amd, cuda, platform, rocm
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 from rocmkit.resolve.releases import (
@@ -40,16 +40,16 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
     elif base:
         notes.why(f"index base {base} replaces {m.pytorch_base}")
 
-    if machine.host.arch and machine.host.arch not in ("x86_64", "amd64"):
-        # Every wheel the matrix records is linux_x86_64; other platforms are not checked.
-        notes.warn(
-            f"this host is {machine.host.arch}; matrices/torch.toml records x86_64 wheels only, so check that "
-            "the chosen index has wheels for it (`rocmkit matrix refresh`)"
-        )
+    # aarch64 and WSL2 (resolve/platform.py): refuse what the platform cannot have, pin what it needs.
+    cons = platform.prepare(machine, cons, notes)
     for problem in machine.problems:
         if problem.severity == "error":
             notes.warn(f"detection: {problem.source}: {problem.message}")
 
+    return platform.finish(machine, _plan_for(machine, m, cons, notes, python, base), notes)
+
+
+def _plan_for(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
     frameworks = cons.frameworks
     if frameworks == ("torch-xla",):
         from rocmkit.resolve import torch_xla
@@ -72,7 +72,7 @@ def resolve(machine: Machine, constraints: Constraints, *, matrix: Matrix | None
 def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
     if cons.cpu:
         notes.why("--cpu: CPU wheels were asked for")
-        return cpu_plan(m, cons, notes, python, base)
+        return cpu_plan(m, cons, notes, python, base, machine)
     if cons.amd_channel:
         return amd.plan(machine, m, cons, notes, python)
     if cons.rocm:
@@ -107,10 +107,12 @@ def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, py
         notes.why(f"{len(hidden)} GPU(s) are hidden by *_VISIBLE_DEVICES; none is visible, so CPU wheels")
     else:
         notes.why("no GPU was detected, so CPU wheels (index .../cpu)")
-    return cpu_plan(m, cons, notes, python, base)
+    return cpu_plan(m, cons, notes, python, base, machine)
 
 
-def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
+def cpu_plan(
+    m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None, machine: Machine | None = None
+) -> Plan:
     if cons.amd_channel:
         raise NoPlanError(
             f"AMD's {cons.channel} channel has ROCm builds only", "use --channel stable or nightly for CPU wheels"
@@ -136,7 +138,7 @@ def cpu_plan(m: Matrix, cons: Constraints, notes: Notes, python: str, base: str 
     passed: list[str] = []  # newer CPU builds known only from build lists, under --strict-data
     for release in candidate_releases(m, cons, notes, python):
         variant = release.variant("cpu")
-        if variant is None:
+        if variant is None or (machine is not None and not platform.cpu_build_exists(machine, release.version)):
             continue
         # --torch X.Y names the release, as --rocm/--cuda name an index on the GPU paths.
         if not usable(variant, cons, named=bool(cons.torch)):

@@ -11,6 +11,7 @@ from rocmkit.machine import Machine
 from rocmkit.matrix import CudaToolkit, Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
 from rocmkit.plan import Plan
+from rocmkit.resolve import platform
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join
 from rocmkit.resolve.releases import (
@@ -86,6 +87,8 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
             if not usable(variant, cons, named=bool(wanted)):
                 passed.append(f"{release.version}+{variant.index}")
                 continue
+            if not platform.cuda_build_exists(machine, release.version, variant.index):
+                continue  # aarch64: only the CUDA builds published for it (resolve/platform.py)
             toolkit = m.cuda_toolkit(variant.cuda or "")
             if toolkit is None:
                 continue

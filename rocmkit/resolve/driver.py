@@ -28,6 +28,8 @@ _KERNEL = re.compile(r"^(\d+)\.(\d+)")
 
 def driver_release(machine: Machine, m: Matrix) -> tuple[RocmRelease | None, str]:
     """The ROCm release whose driver the node runs, and how it was told ("" when unknown)."""
+    if machine.platform.wsl:
+        return None, ""  # WSL2 has no amdgpu: the Windows driver is judged in resolve/platform.py
     drv = machine.rocm.driver_version
     if drv:
         rel = m.rocm_release_for_dkms(drv)

@@ -46,6 +46,7 @@ from rocmkit.pkgindex.http import ACCEPT, http_get
 from rocmkit.pkgindex.pages import IndexFile, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints, index_base_of
+from rocmkit.util.redact import url_under
 
 TIMEOUT_S = 2.0
 TTL_S = 15 * 60
@@ -161,7 +162,7 @@ def observe_one(
     folder = _folder(source)
     if folder is not None:
         return _read_folder(source, folder, is_index=is_index, project=project)
-    page = source.rstrip("/") + "/" + canonical(project) + "/" if is_index else source
+    page = url_under(source, canonical(project), slash=True) if is_index else source
     path = _cache_file(cache, page) if cache is not None else None
     entry = _read_cache(path) if path is not None else None
     now = time.time()

@@ -72,6 +72,7 @@ class Finding:
     message: str
     remedy: str | None = None
     source: str = "health check"  # or "report <path>"
+    subject: str = ""  # what failed, for the drain reason: a GPU's bus id ("46:00.0", "46:00.0+1")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,19 +125,24 @@ def target_findings(venv: Path | None, python: str | None) -> list[Finding]:
                     remedy=f"recreate it: `python3 -m venv --clear {venv}`, then `rocmkit install --venv {venv}`",
                 )
             )
-    if venv is not None and venv.is_dir() and os.geteuid() == 0 and not out:
-        from rocmkit.util.trust import folder_problem
+    if os.geteuid() == 0 and not out:
+        from rocmkit.pyenv import untrusted_problem, venv_interpreter
 
-        # Root runs the venv's Python: a venv another user can write is that user's code run
-        # as root on every node, so it is not run, and the node is not known good.
-        problem = folder_problem(venv / "bin") or folder_problem(venv)
+        # Root runs this Python: whatever it reads at start-up (the venv, its site-packages and
+        # .pth files, the base interpreter and its standard library) that another user can
+        # write is that user's code run as root on every node, so it is not run, and the node
+        # is not known good.
+        target = str(venv_interpreter(venv)) if venv is not None else python
+        problem = untrusted_problem(target) if target is not None and os.access(target, os.X_OK) else None
         if problem:
+            where = venv if venv is not None else python
             out.append(
                 Finding(
                     check="venv untrusted",
                     status=Status.ERROR,
-                    message=f"the venv {venv} is not safe to run as root: {problem}",
-                    remedy=f"make it root's: `chown -R root:root {venv} && chmod -R go-w {venv}`",
+                    message=f"the Python {where} is not safe to run as root: {problem}",
+                    remedy=f"make it root's: `chown -R root:root {where} && chmod -R go-w {where}` "
+                    "(and the same for the folder that names the problem)",
                 )
             )
     if python is not None and not os.access(python, os.X_OK):
@@ -199,7 +205,7 @@ def run_quick(opts: QuickOptions, names: Sequence[str] | None = None) -> Outcome
             notes.append(f"the doctor wrote no report: {res.describe()}")
             return Outcome(findings=(), notes=tuple(notes), unchecked=True)
         ran = len(report.results)
-        findings += [_finding(r, "health check") for r in report.results if bad(r.status, opts.strict)]
+        findings += [result_finding(r, "health check") for r in report.results if bad(r.status, opts.strict)]
     if opts.report is not None:
         extra, note = report_findings(opts.report, opts.max_age_s, opts.host, opts.strict)
         findings += extra
@@ -208,8 +214,15 @@ def run_quick(opts: QuickOptions, names: Sequence[str] | None = None) -> Outcome
     return Outcome(findings=tuple(findings), notes=tuple(notes), ran=ran)
 
 
-def _finding(r: CheckResult, source: str) -> Finding:
-    return Finding(check=r.name, status=r.status, message=r.message, remedy=r.remedy, source=source)
+def result_finding(r: CheckResult, source: str) -> Finding:
+    gpus = r.details.get("failed_gpus")
+    subject = ""
+    if isinstance(gpus, list) and gpus and all(isinstance(g, str) for g in gpus):
+        # The hw.* checks name the GPUs that failed; an admin pulling a GPU needs which one.
+        subject = gpus[0][-7:] + (f"+{len(gpus) - 1}" if len(gpus) > 1 else "")
+    return Finding(
+        check=r.name, status=r.status, message=r.message, remedy=r.remedy, source=source, subject=subject
+    )
 
 
 def report_findings(
@@ -239,7 +252,7 @@ def report_findings(
     if age > max_age_s:
         return [], f"{path} is {age / 3600:.1f} h old (over {max_age_s / 3600:g} h): ignored"
     source = f"report {path} (level {report.level}, {age / 60:.0f} min old)"
-    return [_finding(r, source) for r in report.results if bad(r.status, strict)], None
+    return [result_finding(r, source) for r in report.results if bad(r.status, strict)], None
 
 
 def drain_reason(findings: Sequence[Finding], limit: int = REASON_LIMIT) -> str:
@@ -249,8 +262,9 @@ def drain_reason(findings: Sequence[Finding], limit: int = REASON_LIMIT) -> str:
 
     names: list[str] = []
     for f in findings:
-        if f.check not in names:
-            names.append(f.check)
+        name = f"{f.check} {f.subject}" if f.subject else f.check
+        if name not in names:
+            names.append(name)
     reason = f"{REASON_PREFIX} {names[0]}"
     for i, name in enumerate(names[1:], start=1):
         more = f" (+{len(names) - i} more)"

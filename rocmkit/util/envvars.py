@@ -26,6 +26,8 @@ RELEVANT_ENV = (
     "KUBERNETES_SERVICE_HOST",
     "SLURM_JOB_ID",
     "container",
+    "WSL_DISTRO_NAME",  # set by WSL in every distribution's shell (docs/platforms.md)
+    "HSA_ENABLE_DXG_DETECTION",  # AMD's WSL runtime: reach the GPU through /dev/dxg
 )
 
 

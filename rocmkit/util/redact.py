@@ -37,8 +37,9 @@ from rocmkit.errors import UsageError
 
 MASK = "***"
 
-# scheme://userinfo@ : userinfo is everything up to the last "@" before the host part ends.
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s?#]+)@")
+# A URL in free text: a scheme, "://", then up to whitespace or a quote.
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s<>\"'`]*")
+# Outside URLs: ``token=...`` after ``?`` or ``&`` (a query quoted on its own).
 _SECRET_QUERY = re.compile(
     r"(?P<key>[?&](?:access_token|token|auth|key|password|passwd|secret|signature|sig)=)[^&#\s]+",
     re.IGNORECASE,
@@ -46,6 +47,10 @@ _SECRET_QUERY = re.compile(
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|_KEY$|^KEY$", re.IGNORECASE)
 # Whitespace, control characters and DEL: never part of a URL (RFC 3986 has them percent-encoded).
 _NOT_IN_URL = re.compile(r"[\x00-\x20\x7f]")
+_PORT = re.compile(r"[0-9]{1,5}")
+_QUOTED_URL = re.compile(r"(?P<q>['\"])(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^/\s@:'\"]+:[^@\r\n'\"]*@[^\s'\"]*)(?P=q)")
+# A value that is one URL: no whitespace, or a space only inside ``user:pass word@``.
+_ONE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?:\S*|[^/\s@:]+:[^@\r\n]*@\S*)\Z")
 
 
 def mask_userinfo(userinfo: str) -> str:
@@ -54,11 +59,94 @@ def mask_userinfo(userinfo: str) -> str:
     return f"{user}:{MASK}" if colon and user else MASK
 
 
+def _mask_query(rest: str) -> str:
+    """``path?query#fragment`` with every query value masked (signed-URL tokens have any
+    name: ``X-Amz-Signature``, ``sig``, ``se``...); the path and fragment kept."""
+    path, q, tail = rest.partition("?")
+    if not q:
+        return rest
+    query, hash_, fragment = tail.partition("#")
+    fields = []
+    for field in query.split("&"):
+        key, eq, value = field.partition("=")
+        fields.append(f"{key}={MASK}" if eq and value else (field if eq or not field else MASK))
+    return f"{path}?{'&'.join(fields)}{hash_}{fragment}"
+
+
+def _split_authority(rest: str, *, whole: bool) -> tuple[str, str] | None:
+    """(userinfo, what follows it) of the URL text after ``scheme://``; None when it has none.
+    A host never holds ``@``, so the userinfo ends at the last ``@`` of the authority; a
+    password may hold an unencoded ``/``, ``?``, ``#`` (or, in a URL quoted whole, a space),
+    which ends the authority early for a parser: then the last ``@`` before a host counts.
+    ``whole``: ``rest`` is known to be one URL (else a path holding ``@``, as in
+    ``git+https://host/repo@v1``, is not taken for a password without a ``user:`` before it)."""
+    end = len(rest)
+    for stop in "/?#":
+        i = rest.find(stop)
+        if i >= 0:
+            end = min(end, i)
+    authority = rest[:end]
+    if "@" in authority:
+        userinfo, _, host = authority.rpartition("@")
+        return userinfo, host + rest[end:]
+    at = rest.rfind("@")
+    if at < 0:
+        return None
+    user, colon, secret = authority.partition(":")
+    # host:8080/path@x is a port and a path, not a password.
+    if colon and _PORT.fullmatch(secret):
+        return None
+    if not whole and not (colon and user):
+        return None
+    after = rest[at + 1 :]
+    if not after or after[0] in "/?#":
+        return None
+    return rest[:at], after
+
+
+def _mask_url(url: str, *, whole: bool) -> str:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    found = _split_authority(rest, whole=whole)
+    if found is not None:
+        userinfo, rest = found
+        head = f"{mask_userinfo(userinfo)}@"
+    else:
+        head = ""
+    return f"{scheme}://{head}{_mask_query(rest)}"
+
+
+def _known_secrets() -> list[str]:
+    """The passwords :func:`conceal` kept, as written and percent-decoded: masked in any text."""
+    from urllib.parse import unquote
+
+    with _LOCK:
+        kept = list(_SECRETS.values())
+    out: set[str] = set()
+    for userinfo in kept:
+        user, colon, secret = userinfo.partition(":")
+        given = secret if colon else user
+        # Six characters at least: a shorter one would mask ordinary words too.
+        out.update(x for x in (given, unquote(given)) if len(x) >= 6)
+    return sorted(out, key=len, reverse=True)
+
+
 def redact_text(text: str) -> str:
-    """``text`` with URL credentials masked."""
+    """``text`` with URL credentials masked: the userinfo of any URL (a password holding
+    ``/``, ``#``, ``?``, or quoted whole with a space, included), every query value, and any
+    password this process was given (:func:`conceal`) wherever it appears."""
+    for secret in _known_secrets():
+        text = text.replace(secret, MASK)
     if "://" not in text and "=" not in text:
         return text
-    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{mask_userinfo(m.group('userinfo'))}@", text)
+    stripped = text.strip()
+    if _ONE_URL.match(stripped):
+        # One URL on its own (an option's value, a source): masked whole, spaces included.
+        return text.replace(stripped, _mask_url(stripped, whole=True))
+    # A URL quoted whole (an option's value in an error line) may hold a space in its password.
+    text = _QUOTED_URL.sub(lambda m: m.group("q") + _mask_url(m.group("url"), whole=True) + m.group("q"), text)
+    text = _URL.sub(lambda m: _mask_url(m.group(0), whole=False), text)
     return _SECRET_QUERY.sub(lambda m: f"{m.group('key')}{MASK}", text)
 
 
@@ -146,6 +234,22 @@ def without_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc=hostport))
 
 
+def url_under(base: str, *segments: str, slash: bool = False) -> str:
+    """``base`` with ``segments`` added to its path, never after its query or fragment
+    (``https://m/whl?t=1`` + ``rocm6.2`` -> ``https://m/whl/rocm6.2?t=1``); ``slash``: the path
+    ends in ``/`` (a PEP 503 project page)."""
+    added = [s.strip("/") for s in segments if s.strip("/")]
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        parts = None
+    if parts is None or not parts.scheme:
+        path = "/".join([base.rstrip("/"), *added])
+        return path + "/" if slash else path
+    path = "/".join([parts.path.rstrip("/"), *added])
+    return urlunsplit(parts._replace(path=path + "/" if slash else path))
+
+
 def has_credentials(url: str) -> bool:
     """The URL carries a user name or password (masked or not)."""
     return _split(url) is not None
@@ -155,7 +259,7 @@ def check_url(what: str, url: str, *, schemes: tuple[str, ...] = ("http", "https
     """``url`` when it is one well-formed URL with one of ``schemes`` (and a host, unless
     ``file``); otherwise a :class:`UsageError` naming ``what`` (the option) and the fix.
     The message shows the URL redacted."""
-    shown = redact_text(url)
+    shown = _mask_url(url, whole=True) if "://" in url else redact_text(url)
     example = "https://mirror.example/whl"
     if _NOT_IN_URL.search(url):
         raise UsageError(

@@ -236,3 +236,223 @@ def compile_cache_dirs(cache: Path) -> dict[str, str]:
         else:
             out[var] = str(Path(_private_scratch(str(cache))) / name)
     return out
+
+
+
+# -- an interpreter root is about to start ------------------------------------------------
+
+# A pyvenv.cfg is a few lines; anything larger is not one.
+_MAX_PYVENV_CFG = 64 * 1024
+# The folders of an installation that hold what ``site`` adds to the path.
+_SITE_NAMES = ("site-packages", "dist-packages")
+
+
+def _pyvenv_cfg(folder: Path) -> dict[str, str] | None:
+    """The ``key = value`` lines of ``folder/pyvenv.cfg`` (keys lower-cased); None when absent."""
+    path = folder / "pyvenv.cfg"
+    try:
+        with open(path, "rb") as f:
+            text = f.read(_MAX_PYVENV_CFG).decode("utf-8", "replace")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, eq, value = line.partition("=")
+        if eq:
+            out[key.strip().lower()] = value.strip()
+    return out
+
+
+def _strict_problem(path: Path, st: os.stat_result) -> str | None:
+    """The rule without the sticky exception: inside an interpreter's folders a sticky
+    world-writable ``site-packages`` still lets anyone add a ``.pth`` file (run at start-up)."""
+    if not trusted_uid(st.st_uid):
+        return f"{path} is owned by uid {st.st_uid}, not by {_who()}"
+    if st.st_mode & _WRITABLE:
+        return f"{path} is {stat_problem(st, folder=False)}"
+    return None
+
+
+def _outside_problem(link: Path) -> str | None:
+    """What a symlink leading out of a checked tree points to: the target and its folders."""
+    target = Path(os.path.realpath(link))
+    try:
+        st = os.stat(target)
+    except OSError:
+        return None  # a dangling link loads nothing
+    reason = _strict_problem(target, st)
+    if reason:
+        return f"{reason} (reached through {link})"
+    folder = folder_problem(target if stat.S_ISDIR(st.st_mode) else target.parent)
+    return f"{folder} (reached through {link})" if folder else None
+
+
+def _listing(folder: str) -> tuple[list[tuple[os.DirEntry[str], os.stat_result]], str | None]:
+    """What is in ``folder``, each with its ``lstat`` (entries gone meanwhile left out); or
+    why it cannot be listed."""
+    try:
+        with os.scandir(folder) as it:
+            found = list(it)
+    except OSError as exc:
+        return [], f"{folder} cannot be checked ({exc.strerror})"
+    out = []
+    for entry in found:
+        with contextlib.suppress(OSError):
+            out.append((entry, entry.stat(follow_symlinks=False)))
+    return out, None
+
+
+def _tree_problem(root: Path, skip: frozenset[str] = frozenset(), pth: list[Path] | None = None) -> str | None:
+    """The first entry under ``root`` (itself included) that fails the strict rule; a symlink
+    that leads out of ``root`` is followed once. ``.pth`` files found in a ``site-packages``
+    are added to ``pth``; folders named in ``skip`` are not entered."""
+    real_root = os.path.realpath(root)
+    try:
+        st = os.stat(real_root)
+    except OSError:
+        return None
+    reason = _strict_problem(root, st)
+    if reason:
+        return reason
+    todo = [real_root]
+    while todo:
+        folder = todo.pop()
+        entries, failed = _listing(folder)
+        if failed:
+            return failed
+        for entry, est in entries:
+            if stat.S_ISLNK(est.st_mode):
+                real = os.path.realpath(entry.path)
+                if real != real_root and not real.startswith(real_root + os.sep):
+                    reason = _outside_problem(Path(entry.path))
+                    if reason:
+                        return reason
+                continue
+            reason = _strict_problem(Path(entry.path), est)
+            if reason:
+                return reason
+            if stat.S_ISDIR(est.st_mode) and entry.name not in skip:
+                todo.append(entry.path)
+            elif pth is not None and entry.name.endswith(".pth") and os.path.basename(folder) in _SITE_NAMES:
+                pth.append(Path(entry.path))
+    return None
+
+
+def _pth_folders(pth: Path) -> list[Path]:
+    """The folders a ``.pth`` file puts on the path (lines that are not comments or imports)."""
+    try:
+        with open(pth, "rb") as f:
+            text = f.read(_MAX_PYVENV_CFG).decode("utf-8", "replace")
+    except OSError:
+        return []
+    out = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or line.startswith(("import ", "import\t")):
+            continue
+        folder = pth.parent / line
+        if folder.is_dir():
+            out.append(folder)
+    return out
+
+
+def _shallow_problem(folder: Path) -> str | None:
+    """A folder another ``.pth`` puts on the path (an editable install's source): the folder,
+    those above it, and what is directly in it (what ``import NAME`` finds there)."""
+    reason = folder_problem(folder)
+    if reason:
+        return reason
+    entries, failed = _listing(str(folder))
+    if failed:
+        return failed
+    for entry, est in entries:
+        if not stat.S_ISLNK(est.st_mode):
+            reason = _strict_problem(Path(entry.path), est)
+            if reason:
+                return reason
+    return None
+
+
+def _lib_problem(base: Path, skip: frozenset[str], pth: list[Path] | None) -> str | None:
+    """The standard library folders under ``base`` (``lib/python3.X``, ``lib/python3``, a
+    zipped ``lib/python3X.zip``), walked whole except the folders in ``skip``."""
+    for lib in ("lib", "lib64"):
+        try:
+            found = sorted(os.scandir(base / lib), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in found:
+            if not entry.name.startswith("python3"):
+                continue
+            if entry.is_dir():
+                reason = _tree_problem(Path(entry.path), skip, pth)
+            elif entry.name.endswith(".zip"):
+                reason = file_problem(Path(entry.path))
+            else:
+                reason = None
+            if reason:
+                return reason
+    return None
+
+
+def interpreter_prefix(executable: Path) -> tuple[Path, dict[str, str] | None]:
+    """The environment ``executable`` starts in, without running it: the venv folder (with its
+    ``pyvenv.cfg``) when there is one next to it or one folder up, as CPython looks for it;
+    else the installation prefix its real path lies in (``prefix/bin/python3``)."""
+    exe = Path(os.path.abspath(executable))
+    for folder in (exe.parent, exe.parent.parent):
+        cfg = _pyvenv_cfg(folder)
+        if cfg is not None:
+            return folder, cfg
+    return Path(os.path.realpath(exe)).parent.parent, None
+
+
+def interpreter_problem(executable: Path) -> str | None:
+    """Why root must not start ``executable``; None when everything it reads at start-up
+    passes the rule. Checked without running it: the interpreter file (through its links);
+    for a venv, the whole venv (``bin``, ``lib/pythonX.Y/site-packages`` and each ``.pth`` in
+    it, ``pyvenv.cfg``) and the folders above it; the base installation ``pyvenv.cfg``'s
+    ``home`` names (its standard library, and its site-packages when the venv includes
+    them); the folders each ``.pth`` file adds to the path. No sticky exception inside: a
+    ``.pth`` file anyone can add runs as root at the next start."""
+    exe = Path(os.path.abspath(executable))
+    if not os.path.exists(exe):
+        return None  # nothing will start; the caller says it is missing
+    prefix, cfg = interpreter_prefix(exe)
+    # The folder holding the name started (a link anyone there could replace), then the file.
+    reason = folder_problem(exe.parent) or (_outside_problem(exe) if os.path.islink(exe) else None)
+    if reason:
+        return reason
+    pth: list[Path] = []
+    base_site = True
+    if cfg is not None:
+        reason = folder_problem(prefix.parent) or _tree_problem(prefix, pth=pth)
+        if reason:
+            return reason
+        base_site = cfg.get("include-system-site-packages", "false").lower() == "true"
+        home = cfg.get("home")
+        # ``home`` is the base interpreter's folder (``prefix/bin``); without one, CPython
+        # falls back on the executable's real path.
+        base = Path(os.path.realpath(home)).parent if home else Path(os.path.realpath(exe)).parent.parent
+    else:
+        base = prefix
+        reason = _strict_problem(Path(os.path.realpath(exe)), os.stat(exe))
+        if reason:
+            return reason
+    reason = folder_problem(base)
+    if reason:
+        return reason
+    skip = frozenset() if base_site else frozenset(_SITE_NAMES)
+    # Debian's and Ubuntu's /usr/bin/python3 also reads /usr/local/lib/python3.X/dist-packages.
+    for root in (base, Path("/usr/local")) if base_site and base == Path("/usr") else (base,):
+        reason = _lib_problem(root, skip, pth if base_site else None)
+        if reason:
+            return reason
+    for file in pth:
+        for folder in _pth_folders(file):
+            reason = _shallow_problem(folder)
+            if reason:
+                return f"{reason} (put on the path by {file})"
+    return None

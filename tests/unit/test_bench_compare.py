@@ -210,3 +210,46 @@ def test_models_page_draws_the_reference_line_for_its_suite_and_mode(tmp_path: P
     res = CliRunner().invoke(bench_cli.cli, ["models", "--load", str(saved), "--html", str(page)])
     assert res.exit_code == 0, res.output
     assert "reference (dotted red)" in page.read_text()
+
+
+SAVED = Path(__file__).resolve().parent.parent / "data" / "bench"
+
+
+def test_models_that_pass_in_a_and_fail_in_b_fail_the_compare_on_real_runs(tmp_path: Path) -> None:
+    # Real files from `rocmkit bench models` (tests/data/bench/SOURCE.md): A passes both models,
+    # B (inductor unable to make its cache) ends both in compile_error.
+    a = SAVED / "cpu-builtin-pass.jsonl"
+    runner = CliRunner()
+    for b in (SAVED / "cpu-builtin-compile-error.jsonl", SAVED / "cpu-builtin-compile-error.json"):
+        res = runner.invoke(bench_cli.cli, ["compare", str(a), str(b)])
+        assert res.exit_code == 1, res.output
+        assert "no regression" not in res.output
+        assert "2 model(s) passed in A and fail in B: mlp (A: pass 0.84x, B: compile_error), " in res.output
+        assert "resnet (A: pass 128.44x, B: compile_error)" in res.output
+    js = runner.invoke(
+        bench_cli.cli, ["compare", str(a), str(SAVED / "cpu-builtin-compile-error.jsonl"), "--json"]
+    )
+    assert js.exit_code == 1
+    doc = json.loads(js.output)
+    assert doc["broken"] == [
+        {"name": "mlp", "status_a": "pass 0.84x", "status_b": "compile_error"},
+        {"name": "resnet", "status_a": "pass 128.44x", "status_b": "compile_error"},
+    ]
+    # A run killed after its first model: the header lists resnet, which has no row.
+    killed = tmp_path / "killed.jsonl"
+    lines = (SAVED / "cpu-builtin-compile-error.jsonl").read_text().splitlines(keepends=True)
+    killed.write_text("".join(lines[:2]))
+    res = runner.invoke(bench_cli.cli, ["compare", str(a), str(killed)])
+    assert res.exit_code == 1, res.output
+    assert "resnet (A: pass 128.44x, B: no row)" in res.output
+    # The other way round nothing broke: the models B fails were fixed.
+    fixed = runner.invoke(bench_cli.cli, ["compare", str(SAVED / "cpu-builtin-compile-error.json"), str(a)])
+    assert fixed.exit_code == 0 and "fixed" in fixed.output
+
+
+def test_models_failing_in_both_runs_are_said_not_passed_off_as_no_regression() -> None:
+    b = SAVED / "cpu-builtin-compile-error.json"
+    res = CliRunner().invoke(bench_cli.cli, ["compare", str(b), str(b)])
+    assert res.exit_code == 0  # nothing changed between the runs
+    assert "2 model(s) fail in A and in B: mlp (A: compile_error, B: compile_error)" in res.output
+    assert "no regression" not in res.output

@@ -1,7 +1,8 @@
 """Every capture in tests/data/captures detects as its expected.json says.
 
 expected.json holds what the files show. A null there may be filled by inference from
-the PCI table in matrices/gfx.toml (and only from it); a non-null value must match exactly.
+matrices/gfx.toml (and only from it): the PCI table, or the arch whose products the card's
+printed name names; a non-null value must match exactly.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def test_capture_matches_expected(name: str) -> None:
             elif got is not None:
                 # Allowed only as an inference from the PCI table, and marked as such.
                 assert "matrix" in gpu.sources, (attr, got)
+                by_name = matrix.arch_for_product(gpu.name) if gpu.name and pci is None else None
+                if attr == "arch" and by_name is not None:
+                    assert got == by_name.name, (attr, got)
+                    continue
                 assert pci is not None and got == {"arch": pci.arch, "name": pci.product}.get(attr), (
                     attr,
                     got,
@@ -135,3 +140,31 @@ def test_json_round_trip_of_every_capture() -> None:
         machine = _detect(name)
         data = json.loads(json.dumps(machine.to_dict()))
         assert Machine.from_dict(data) == machine
+
+
+def test_mi100_from_rocm_smi_is_named_by_its_device_id_or_product_not_its_subsystem() -> None:
+    # rocm-smi before 6.x prints the subsystem id (0x0c34, shared by MI100s and MI210s) as
+    # "Card model"; read as the device id it left the MI100 with no arch (issue 36).
+    (by_id,) = _detect("mi100-gfx908-rocm4.0-rocm-smi-productname").gpus
+    assert (by_id.pci_device_id, by_id.arch, by_id.name) == ("0x738c", "gfx908", "Instinct MI100")
+    by_name = _detect("mi100x2-gfx908-rhel8.4-rocm-smi-csv").gpus
+    assert [(g.pci_device_id, g.arch) for g in by_name] == [(None, "gfx908")] * 2
+    # rocm-smi 6.x: "Card Model" is the device id and the subsystem has its own line.
+    assert [g.pci_device_id for g in _detect("mi210x2-gfx90a-rocm6.3.3-productname").gpus] == ["0x740f"] * 2
+
+
+def test_a_card_name_picks_the_arch_of_the_product_it_names_and_only_one() -> None:
+    matrix = load_matrix()
+
+    def arch(name: str) -> str | None:
+        found = matrix.arch_for_product(name)
+        return found.name if found else None
+
+    assert arch("Arcturus GL-XL [AMD Instinct MI100]") == "gfx908"
+    assert arch("AMD Instinct MI250X") == "gfx90a"
+    assert arch("Navi 31 [Radeon RX 7900 XT/7900 XTX/7900 GRE/7900M]") == "gfx1100"
+    assert arch("Radeon Pro W6800 / Radeon Pro W7800") is None  # two archs, same length: none
+    assert arch("AMD Radeon RX 7900 XTX") == "gfx1100"
+    assert arch("Vega 20 [Radeon Pro VII/Radeon Instinct MI50 32GB]") == "gfx906"
+    assert arch("AMD Radeon Graphics") is None
+    assert arch("Instinct MI1000") is None  # whole words only

@@ -101,6 +101,16 @@ def test_rocm_smi_productname_with_tabs() -> None:
     ]
 
 
+def test_rocm_smi_before_6_prints_the_subsystem_as_card_model() -> None:
+    # ROCm 4.0 on an MI100: no name, the device id as "Card series", the subsystem as "Card model".
+    r = rocm_smi.parse_productname(
+        _cmd("mi100-gfx908-rocm4.0-rocm-smi-productname", "rocm-smi-productname.txt")
+    )
+    assert [(g.name, g.pci_device_id) for g in r.gpus] == [(None, "0x738c")]
+    c = rocm_smi.parse_csv(_cmd("mi100x2-gfx908-rhel8.4-rocm-smi-csv", "rocm-smi-productname.csv"))
+    assert [(g.name, g.pci_device_id) for g in c.gpus] == [("Arcturus GL-XL [AMD Instinct MI100]", None)] * 2
+
+
 def test_rocm_smi_json_and_csv() -> None:
     text = (
         "WARNING: AMD GPU device(s) is/are in a low-power state. Check power control/runtime_status\n"

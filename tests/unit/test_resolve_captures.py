@@ -41,6 +41,10 @@ TABLE = {
         ("gfx908",),
         ("gfx1036",),
     ),
+    # rocm-smi alone: the device id (ROCm 4.0) or only the product name (CSV), beside the
+    # subsystem id 0x0c34 that rocmkit once read as the device (issue 36).
+    "mi100-gfx908-rocm4.0-rocm-smi-productname": ({}, "rocm7.2", {}, ("gfx908",), ()),
+    "mi100x2-gfx908-rhel8.4-rocm-smi-csv": ({}, "rocm7.2", {}, ("gfx908",), ()),
     "mi210x2-gfx90a-rocm6.3.3": ({"rocm": "6.3"}, "rocm6.3", {}, ("gfx90a",), ()),
     "mi250x-gfx90a-rocm6.2.1": ({"rocm": "6.2"}, "rocm6.2", {}, ("gfx90a",), ()),
     "mi300x8-rocm-smi-stas00": ({}, "rocm7.2", {}, ("gfx942",), ()),

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from rocmkit.doctor.result import EXIT_CODES, Report, Status
+from rocmkit.machine import GpuHealth
 
 _VERDICT_VALUE = {s: EXIT_CODES[s] for s in Status}
 
@@ -106,6 +107,7 @@ def render(report: Report) -> str:
             "# TYPE rocmkit_figure_peak_ratio gauge",
             *peak_lines,
         ]
+    lines += health_lines(report)
     lines += [
         "# HELP rocmkit_doctor_verdict The doctor's exit code: 0 pass, 1 fail, 2 warnings only, 3 could not run.",
         "# TYPE rocmkit_doctor_verdict gauge",
@@ -132,3 +134,68 @@ def write_atomic(path: Path, text: str) -> None:
     from rocmkit.util.atomicio import write_text_atomic
 
     write_text_atomic(Path(path), text, mode=0o644)
+
+
+# One gauge per hardware fact (docs/hardware.md), so that an admin alerts on a trend (ECC
+# counts rising, a link that trained down after a reboot), not only on the checks' verdicts.
+_HEALTH_GAUGES: tuple[tuple[str, str], ...] = (
+    ("pcie_link_width", "Lanes the GPU's PCIe link trained at."),
+    ("pcie_link_width_max", "Lanes the GPU supports."),
+    ("pcie_link_speed_gts", "Current PCIe link speed (GT/s; an idle GPU may lower it)."),
+    ("pcie_link_speed_max_gts", "The GPU's maximum PCIe link speed (GT/s)."),
+    ("ecc_uncorrectable", "Uncorrectable ECC errors per block (since driver load; *_lifetime: NVIDIA aggregate)."),
+    ("ecc_correctable", "Correctable ECC errors per block (since driver load; *_lifetime: NVIDIA aggregate)."),
+    ("retired_pages", "Retired (bad) memory pages."),
+    ("remapped_rows_uncorrectable", "NVIDIA rows remapped for uncorrectable errors."),
+    ("power_cap_watts", "The GPU's power cap."),
+    ("power_cap_default_watts", "The board's default power cap."),
+    ("temperature_celsius", "Temperature per sensor."),
+    ("clock_mhz", "Current graphics clock."),
+    ("throttle_reasons_active", "Throttle reasons active (idle and settings not counted)."),
+    ("xgmi_links_down", "XGMI hive peers this GPU has no link to."),
+    ("nvlink_links_down", "NVLink links not up."),
+)
+
+
+def health_facts(h: GpuHealth) -> list[tuple[str, dict[str, str], float]]:
+    """(gauge, extra labels, value) for each numeric fact of one GPU."""
+    out: list[tuple[str, dict[str, str], float]] = []
+    for name, value in (
+        ("pcie_link_width", h.link_width),
+        ("pcie_link_width_max", h.link_width_max),
+        ("pcie_link_speed_gts", h.link_speed_gts),
+        ("pcie_link_speed_max_gts", h.link_speed_max_gts),
+        ("retired_pages", h.retired_pages),
+        ("remapped_rows_uncorrectable", h.remapped_rows_uncorrectable),
+        ("power_cap_watts", h.power_cap_w),
+        ("power_cap_default_watts", h.power_cap_default_w),
+        ("clock_mhz", h.clock_mhz),
+        ("throttle_reasons_active", len(h.throttle)),
+        ("xgmi_links_down", max(0, sum(1 for n in h.xgmi_links if n == 0) - 1) if h.xgmi_links else None),
+        ("nvlink_links_down", h.nvlink_total - (h.nvlink_up or 0) if h.nvlink_total else None),
+    ):
+        if value is not None:
+            out.append((name, {}, float(value)))
+    out += [("ecc_uncorrectable", {"block": b}, float(n)) for b, n in h.ecc_uncorrectable.items()]
+    out += [("ecc_correctable", {"block": b}, float(n)) for b, n in h.ecc_correctable.items()]
+    out += [("temperature_celsius", {"sensor": k}, float(v)) for k, v in h.temperatures_c.items()]
+    return out
+
+
+def health_lines(report: Report) -> list[str]:
+    records = []
+    for entry in report.machine.get("health") or ():
+        try:
+            records.append(GpuHealth.from_dict(entry))
+        except (TypeError, ValueError):
+            continue  # a report from another rocmkit: the checks' verdicts still stand
+    by_gauge: dict[str, list[str]] = {}
+    for h in records:
+        for name, extra, value in health_facts(h):
+            labels = _labels(host=report.hostname, gpu=h.pci_bus_id, vendor=h.vendor, **extra)
+            by_gauge.setdefault(name, []).append(f"rocmkit_hw_{name}{labels} {_number(value)}")
+    lines: list[str] = []
+    for name, help_text in _HEALTH_GAUGES:
+        if name in by_gauge:
+            lines += [f"# HELP rocmkit_hw_{name} {help_text}", f"# TYPE rocmkit_hw_{name} gauge", *by_gauge[name]]
+    return lines

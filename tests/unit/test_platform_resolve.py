@@ -1,0 +1,167 @@
+"""resolve on aarch64 and WSL2: exact plans on the captures, the refusals, and the data file."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rocmkit.datafiles import data_files
+from rocmkit.detect import load_machine
+from rocmkit.errors import DataError, NoPlanError
+from rocmkit.machine import Gpu, Host, Machine, Platform
+from rocmkit.matrix.platforms import parse_platforms
+from rocmkit.plan import Plan
+from rocmkit.resolve import Constraints, resolve
+from rocmkit.util.paths import matrices_dir
+from tests.conftest import CAPTURES
+
+R9700 = "r9700-gfx1201-wsl2-ubuntu24.04-rocm7.2.1-dxg-detection-unset"
+STRIX = "strixhalo-gfx1151-wsl2-ubuntu24.04-rocm7.2.1-librocdxg"
+GH200 = "gh200-aarch64-nvidia-smi-580.105.08"
+WSL_STEP = (
+    "WSL2: install replaces the wheel's bundled libhsa-runtime64.so with /opt/rocm's WSL runtime, as AMD's WSL "
+    "guide does (journaled; undone by `rocmkit install --restore`)"
+)
+
+
+def _plan(machine: Machine, **kw: str | bool) -> Plan:
+    return resolve(machine, Constraints(python="3.12", **kw))  # type: ignore[arg-type]
+
+
+def test_gh200_gets_the_newest_cuda_build_published_for_aarch64() -> None:
+    plan = _plan(load_machine(CAPTURES / GH200))
+    assert plan.platform == "linux-aarch64"
+    assert plan.backend == "cu132" and plan.torch_version == "2.13.0+cu132"
+    assert plan.requirements == (
+        "torch==2.13.0+cu132",
+        "torchvision==0.28.0+cu132",
+        "torchaudio==2.11.0+cu132",
+    )
+    assert plan.index_urls == ("https://download.pytorch.org/whl/cu132",)
+    assert plan.env == {} and plan.warnings == ()
+    assert (
+        plan.reasons[0]
+        == "aarch64 host: only builds published for linux-aarch64 are considered (matrices/platforms.toml)"
+    )
+    # x86_64, the same GPU and driver get 2.15 (the newest release): aarch64 is held to the recorded builds.
+    x86 = load_machine(CAPTURES / GH200)
+    x86 = dataclasses.replace(x86, host=dataclasses.replace(x86.host, arch="x86_64"))
+    assert _plan(x86).torch_version != "2.13.0+cu132" and _plan(x86).platform is None
+
+
+def test_aarch64_cuda_index_without_aarch64_wheels_is_never_planned() -> None:
+    gh = load_machine(CAPTURES / GH200)
+    assert _plan(gh, torch="2.8").backend == "cu129"  # 2.8's only aarch64 CUDA build
+    with pytest.raises(NoPlanError):
+        _plan(gh, cuda="12.8", torch="2.8")  # cu128 exists for 2.8 on x86_64 only
+    with pytest.raises(NoPlanError):
+        _plan(gh, torch="2.14")  # no aarch64 CUDA list recorded for 2.14
+
+
+def _aarch64(gpus: tuple[Gpu, ...]) -> Machine:
+    return Machine(gpus=gpus, host=Host(arch="aarch64", kernel="6.8.0-1027-nvidia-64k"))
+
+
+def test_aarch64_with_an_amd_gpu_is_refused_naming_why() -> None:
+    m = _aarch64((Gpu(vendor="amd", index=0, arch="gfx942", name="AMD Instinct MI300X"),))
+    with pytest.raises(NoPlanError) as err:
+        _plan(m)
+    assert "aarch64" in err.value.message and "ROCm wheels" in err.value.message
+    assert "--cpu" in (err.value.fix or "")
+    with pytest.raises(NoPlanError):
+        _plan(Machine(host=Host(arch="aarch64")), rocm="7.2")
+    # --cpu is a plan: CPU aarch64 wheels, from the cpu index.
+    cpu = _plan(m, cpu=True)
+    assert cpu.backend == "cpu" and cpu.platform == "linux-aarch64"
+    assert cpu.index_urls[0] == "https://download.pytorch.org/whl/cpu"
+    assert any("PyPI's aarch64 torch is a cu130 build from 2.11" in r for r in cpu.reasons)
+
+
+def test_aarch64_cpu_plans_skip_releases_without_aarch64_wheels() -> None:
+    old = Constraints(python="3.11", torch="2.0", cpu=True)
+    assert resolve(Machine(host=Host(arch="x86_64")), old).torch_version == "2.0.1+cpu"
+    with pytest.raises(NoPlanError):  # 2.0 has no CPU aarch64 wheels on the cpu index (from 2.1)
+        resolve(Machine(host=Host(arch="aarch64")), old)
+    arm = resolve(Machine(host=Host(arch="aarch64")), dataclasses.replace(old, torch="2.1"))
+    assert arm.torch_version == "2.1.2+cpu" and arm.platform == "linux-aarch64"
+
+
+def test_wsl_radeon_plan_is_rocm72_with_dxg_detection() -> None:
+    plan = _plan(load_machine(CAPTURES / R9700))
+    assert plan.platform == "wsl2-x86_64"
+    assert plan.backend == "rocm7.2" and plan.torch_version == "2.15.0+rocm7.2"
+    assert plan.requirements == (
+        "torch==2.15.0+rocm7.2",
+        "torchvision==0.29.2+rocm7.2",
+        "torchaudio==2.11.1+rocm7.2",
+    )
+    assert plan.index_urls == ("https://download.pytorch.org/whl/rocm7.2",)
+    assert plan.env == {"HSA_ENABLE_DXG_DETECTION": "1"}
+    assert plan.target_archs == ("gfx1201",)
+    assert WSL_STEP in plan.reasons
+    assert (
+        "WSL2: the Windows driver is not visible from WSL; ROCm 7.2 needs AMD Software: Adrenalin Edition 26.2.2 "
+        "or newer (set ROCMKIT_WSL_DRIVER to check it)"
+    ) in plan.warnings
+    # No amdgpu on WSL2: the kernel-driver window is not judged from the WSL kernel.
+    assert not any("kernel driver" in w or "amdgpu-dkms" in w for w in plan.warnings)
+    # The plan reads back with its platform and the WSL variable (planschema allows it).
+    assert Plan.from_dict(plan.to_dict()) == plan
+
+
+def test_wsl_strix_halo_plan_and_driver_checks() -> None:
+    m = load_machine(CAPTURES / STRIX)
+    plan = _plan(m)
+    assert (plan.backend, plan.target_archs, plan.env) == (
+        "rocm7.2",
+        ("gfx1151",),
+        {"HSA_ENABLE_DXG_DETECTION": "1"},
+    )
+    assert not any("Windows driver" in w or "older than" in w for w in plan.warnings)  # 26.3.1 >= 26.2.2
+    old = dataclasses.replace(m, platform=dataclasses.replace(m.platform, windows_driver="25.3.1"))
+    assert any(w.startswith("WSL2: Adrenalin 25.3.1 is older than 26.2.2") for w in _plan(old).warnings)
+    # A GPU AMD does not list for WSL2 is warned about; another installed ROCm line too.
+    odd = dataclasses.replace(
+        m,
+        gpus=(dataclasses.replace(m.gpus[0], arch="gfx1030", name="AMD Radeon RX 6800"),),
+        rocm=dataclasses.replace(m.rocm, version="6.4.1"),
+    )
+    warned = _plan(odd).warnings
+    assert any("is not among the GPUs AMD supports on WSL2" in w for w in warned)
+    assert any("AMD supports ROCm on WSL2 with 7.2.x only" in w for w in warned)
+
+
+def test_cpu_and_cuda_plans_on_wsl_carry_no_rocm_step() -> None:
+    plan = _plan(load_machine(CAPTURES / STRIX), cpu=True)
+    assert plan.platform == "wsl2-x86_64" and plan.env == {} and WSL_STEP not in plan.reasons
+
+
+def test_plain_linux_plans_are_unchanged() -> None:
+    plan = _plan(load_machine(CAPTURES / "synthetic-h100x2-nvidia-550"))
+    assert plan.platform is None and "platform" in plan.to_dict()
+
+
+def test_platform_data_is_registered_and_checked(tmp_path: Path) -> None:
+    assert any("platforms.toml" in f.names for f in data_files())
+    data = parse_platforms(matrices_dir() / "platforms.toml")
+    assert data.cuda_aarch64("2.13.0") == ("cu126", "cu130", "cu132") and data.cuda_aarch64("2.6.0") is None
+    assert data.wsl_gpu("gfx1151") is not None and data.wsl_gpu("gfx1030") is None
+    bad = tmp_path / "platforms.toml"
+    text = (matrices_dir() / "platforms.toml").read_text()
+    for broken in (
+        text.replace('cuda = ["cu128"]', 'cuda = ["rocm6.4"]'),
+        text.replace('sources = ["ti_21480431"]', 'sources = ["nowhere"]'),
+        text.replace('adrenalin_min = "26.2.2"', 'adrenalin_min = "latest"'),
+        text.replace('gfx = "gfx1200"', 'gfx = "navi44"'),
+    ):
+        bad.write_text(broken)
+        with pytest.raises(DataError):
+            parse_platforms(bad)
+    shutil.rmtree(tmp_path)
+
+
+def test_wsl_record_defaults_off_wsl() -> None:
+    assert Platform().wsl is False and _aarch64(()).platform == Platform()
