@@ -278,6 +278,21 @@ class Merged:
     missing: tuple[str, ...]  # models of the whole selection that no file has a row for
 
 
+def _shard_of(log: RunLog) -> Shard | None:
+    """The shard a results file says it is; :class:`DataError` for one no run could write
+    (``9/2``, ``0/3``, not ``I/N``)."""
+    text = str(log.header.get("shard") or "")
+    if not text:
+        return None
+    try:
+        return Shard.parse(text)
+    except UsageError:
+        raise DataError(
+            f"{log.path} says it is shard {text[:40]!r}, which is not I/N with 1 <= I <= N",
+            "merge files written by `rocmkit bench models --shard I/N`, unedited",
+        ) from None
+
+
 def merge(logs: Sequence[RunLog]) -> Merged:
     """Join shard files of one run. They must agree on what was run; a model in two shards is an error."""
     if not logs:
@@ -285,6 +300,12 @@ def merge(logs: Sequence[RunLog]) -> Merged:
     first = logs[0]
     rows: dict[str, ModelResult] = {}
     for log in logs:
+        shard = _shard_of(log)
+        if shard is not None and shard.count != (_shard_of(first) or shard).count:
+            raise UsageError(
+                f"{log.path} is shard {shard}, {first.path} shard {_shard_of(first)}: not one split",
+                "merge only the shards of one `rocmkit bench models --shard I/N` run",
+            )
         diff = mismatch(first.header, log.header)
         if diff:
             raise UsageError(

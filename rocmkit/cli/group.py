@@ -35,6 +35,43 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _empty(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_empty(v) for v in value)
+    return isinstance(value, str) and not value.strip()
+
+
+def refuse_empty_values(command: click.Command) -> click.Command:
+    """Every option of ``command`` (and its subcommands) given an empty value on the command line
+    (``--rocm ""``, ``--index-base ""``) is a usage error, never the option left out: a
+    variable that expanded to nothing must not render the CPU image or drop a mirror."""
+    from click.core import ParameterSource
+
+    if getattr(command, "_rocmkit_no_empty", False):
+        return command
+    command._rocmkit_no_empty = True  # type: ignore[attr-defined]  # once per command object
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.is_flag or param.count:
+            continue
+
+        def process(
+            ctx: click.Context, value: Any, *, _param: click.Option = param, _orig: Any = param.process_value
+        ) -> Any:
+            if _param.name and ctx.get_parameter_source(_param.name) is ParameterSource.COMMANDLINE and _empty(value):
+                flag = max(_param.opts, key=len)
+                raise UsageError(
+                    f"{flag} is empty (given as {value!r} on the command line)",
+                    f"give {flag} a value ({_param.metavar or 'see --help'}), or leave the option out",
+                )
+            return _orig(ctx, value)
+
+        param.process_value = process  # type: ignore[method-assign]
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            refuse_empty_values(sub)
+    return command
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use."""
 
@@ -52,7 +89,7 @@ class LazyGroup(click.Group):
                 return None
             raise
         command: click.Command = module.cli
-        return command
+        return refuse_empty_values(command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help comes from the table, so `--help` imports no subcommand module.

@@ -103,7 +103,7 @@ def apply_to_pyproject(text: str, plan: Plan) -> str:
 
     try:
         doc = tomlkit.parse(text)
-    except TOMLKitError as exc:
+    except (TOMLKitError, ValueError, RecursionError) as exc:
         raise UsageError(f"pyproject.toml is not valid TOML: {exc}", "fix the file, then run again") from None
     indexes, sources = uv_project_tables(plan)
     deps = project_dependencies(plan)

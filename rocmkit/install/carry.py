@@ -75,6 +75,25 @@ def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
     return outcome
 
 
+# A uv project's pyproject.toml is a few KiB; one far larger is not one to edit.
+MAX_PYPROJECT = 1024 * 1024
+
+
+def read_pyproject(path: Path) -> str:
+    """The text of ``path`` to rewrite: a regular file, UTF-8, at most 1 MiB, valid TOML; else
+    one :class:`DataError` line (exit 5) saying which."""
+    from rocmkit.errors import DataError
+    from rocmkit.util.safeload import loads_toml, read_text
+
+    fix = f"fix {path} (UTF-8 TOML, at most {MAX_PYPROJECT // 1024} KiB, as uv reads it), then run again"
+    try:
+        text = read_text(path, str(path), max_bytes=MAX_PYPROJECT)
+        loads_toml(text, str(path), max_bytes=MAX_PYPROJECT)
+    except DataError as exc:
+        raise DataError(exc.message, fix) from None
+    return text
+
+
 def _write_project(folder: Path, plan: Plan, dry_run: bool, say: Say) -> Outcome:
     """The plan's index and sources written into ``folder/pyproject.toml`` (a diff on a dry run)."""
     import difflib
@@ -84,7 +103,7 @@ def _write_project(folder: Path, plan: Plan, dry_run: bool, say: Say) -> Outcome
     from rocmkit.util.atomicio import write_text_atomic
 
     path = folder / "pyproject.toml"
-    before = path.read_text()
+    before = read_pyproject(path)
     after = apply_to_pyproject(before, plan)
     diff = "".join(
         difflib.unified_diff(

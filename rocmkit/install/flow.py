@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rocmkit.errors import RocmkitError, ToolError, UsageError, storage_error
-from rocmkit.install import guard, journal, lock, wheelhouse
+from rocmkit.install import guard, journal, lock, wheelhouse, wsl_runtime
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
 from rocmkit.install.conflict import guard_conflict, unresolvable
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
@@ -360,6 +360,9 @@ def _say_not_locked(plan: Plan, into: str, echo: Echo, notes: list[str]) -> None
 
 def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Echo) -> Outcome:
     check_fits(plan, target)
+    if target.is_venv:
+        # pip reads it, the guard rewrites it: one that is not an INI file is one line now.
+        guard.read_pip_conf(guard.guard_files(target.prefix).pip_conf)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
     sources, reqs, left_out = planned_requirements(
@@ -448,6 +451,10 @@ def install(
 ) -> Outcome:
     """Install ``spec`` (default: the plan's requirements from its indexes) transactionally."""
     check_fits(plan, target)
+    wsl_runtime.check_ready(plan)  # WSL2: the runtime torch will use must be there first
+    if target.is_venv:
+        # pip reads it, the guard rewrites it: one that is not an INI file is one line now.
+        guard.read_pip_conf(guard.guard_files(target.prefix).pip_conf)
     installer = choose_installer(opts.installer, target, opts.limits)
     notes: list[str] = []
     left_out: tuple[str, ...] = ()
@@ -484,6 +491,8 @@ def install(
             spec = _with_constraints(spec, dry_pins)
         for package in source_builds(plan):
             echo(f"rocmkit: dry run: would then build {package.requirement} against this torch (no build isolation)")
+        if wsl_runtime.applies(plan):
+            echo(f"rocmkit: dry run: would then remove torch's bundled {wsl_runtime.PREFIX}* (WSL2 runtime step)")
         outcome = _dry_run(guarded_plan, target, installer, spec, guarded, echo, notes)
         return dataclasses.replace(outcome, left_out=left_out)
     if guarded:
@@ -513,7 +522,8 @@ def _transaction(
     try:
         workdir = _workdir()
         intent = (*spec.requirements, *(str(f) for f in spec.requirement_files))
-        tx = Transaction(installer, workdir, files.all() if guarded or unguard else (), intent=intent)
+        managed = (*(files.all() if guarded or unguard else ()), *_wsl_files(plan, target))
+        tx = Transaction(installer, workdir, managed, intent=intent)
     except OSError as exc:
         # Nothing has changed yet: a full disk or read-only cache is said plainly.
         raise storage_error(exc) or exc from exc
@@ -523,6 +533,10 @@ def _transaction(
     )
     with on_child_started(tx.journal.child_started):
         return _journaled(plan, target, opts, echo, installer, spec, guarded, unguard, files, notes, tx, guarded_plan)
+
+
+def _wsl_files(plan: Plan, target: PyEnv) -> tuple[Path, ...]:
+    return wsl_runtime.runtime_files(target) if wsl_runtime.applies(plan) else ()
 
 
 def _journaled(
@@ -573,6 +587,14 @@ def _journaled(
                 build_against_torch(
                     package, target, installer, spec, echo, _progress(echo, opts.show_output), _failed
                 )
+        if wsl_runtime.applies(plan):
+            # AMD's WSL step: journaled first (as absent, for files the install just added), then done.
+            tx.manage(wsl_runtime.runtime_files(target))
+            gone = wsl_runtime.remove_bundled(target)
+            echo(
+                f"rocmkit: WSL2: removed torch's bundled {', '.join(p.name for p in gone) or 'runtime (none found)'}"
+                f"; torch uses {wsl_runtime.SYSTEM_LIB}'s WSL runtime"
+            )
         verification = None
         tx.journal.at("verifying")
         if opts.verify:

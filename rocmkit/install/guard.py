@@ -108,10 +108,31 @@ def _what(plan: Plan) -> str:
     return {"jax": "jax", "torch+jax": "torch and jax", "torch-xla": "torch and torch-xla"}.get(plan.framework, "torch")
 
 
-def _pip_conf_text(existing: str | None, constraints: Path) -> str:
+# A pip.conf is a few lines; what is larger is not one.
+MAX_PIP_CONF = 1024 * 1024
+
+
+def read_pip_conf(path: Path) -> configparser.ConfigParser:
+    """The venv's ``pip.conf`` parsed (empty when absent); :class:`DataError` (one line, the fix)
+    for one that is not an INI file pip could read, too big, or not UTF-8."""
+    from rocmkit.util.safeload import read_text
+
     parser = configparser.ConfigParser(interpolation=None)
-    if existing:
-        parser.read_string(existing)
+    if not path.is_file():
+        return parser
+    fix = f"fix {path} (pip refuses it too) or move it away, then run again"
+    try:
+        parser.read_string(read_text(path, str(path), max_bytes=MAX_PIP_CONF), source=str(path))
+    except DataError as exc:
+        raise DataError(exc.message, fix) from None
+    except (configparser.Error, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataError(f"{path} is not a pip configuration (an INI file): {first[:200]}", fix) from None
+    return parser
+
+
+def _pip_conf_text(path: Path, constraints: Path) -> str:
+    parser = read_pip_conf(path)
     if not parser.has_section("install"):
         parser.add_section("install")
     parser.set("install", "constraint", str(constraints))
@@ -165,8 +186,7 @@ def write_guard(prefix: Path, plan: Plan, left_out: tuple[str, ...] = ()) -> Gua
     :func:`installed_view`; ``left_out`` is named in a comment)."""
     files = guard_files(prefix)
     write_text_atomic(files.constraints, constraints_text(plan, left_out))
-    existing = files.pip_conf.read_text() if files.pip_conf.is_file() else None
-    write_text_atomic(files.pip_conf, _pip_conf_text(existing, files.constraints))
+    write_text_atomic(files.pip_conf, _pip_conf_text(files.pip_conf, files.constraints))
     if files.activate.is_file():
         text = _strip_block(files.activate.read_text())
         write_text_atomic(
@@ -182,8 +202,7 @@ def remove_guard(prefix: Path) -> bool:
     found = files.constraints.exists()
     files.constraints.unlink(missing_ok=True)
     if files.pip_conf.is_file():
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read_string(files.pip_conf.read_text())
+        parser = read_pip_conf(files.pip_conf)
         if parser.get("install", "constraint", fallback=None) == str(files.constraints):
             found = True
             parser.remove_option("install", "constraint")

@@ -110,8 +110,8 @@ def read_pip_config(environ: Mapping[str, str] | None = None, home: Path | None 
         parser = configparser.ConfigParser(interpolation=None)
         try:
             parser.read(path)
-        except (configparser.Error, OSError):
-            continue
+        except (configparser.Error, OSError, ValueError):
+            continue  # not pip's either (not INI, not UTF-8): pip says so when it runs
         for section in ("global", "install", "download"):
             if parser.has_section(section):
                 for key in ("index-url", "extra-index-url", "find-links"):

@@ -366,13 +366,22 @@ def _inside(path: Path, folder: Path) -> bool:
     return real == root or real.startswith(root.rstrip("/") + "/")
 
 
+def _same_place(name: str) -> str:
+    """``name`` with its folders' symlinks resolved (the file itself is not followed: a guard
+    file may be a link, and it is the name that is restored)."""
+    folder, base = os.path.split(os.path.normpath(name))
+    return os.path.join(os.path.realpath(folder), base)
+
+
 def _check_bound(j: Journal, target: PyEnv, data: bytes) -> None:
     """Refuse a journal that is not bound to this environment and run, or asks for what no
     install of rocmkit's would."""
     path = j.path
     if j.uid != os.geteuid():
         raise _refuse(path, f"says it was written by uid {j.uid}, not by the user running rocmkit")
-    if os.path.normpath(j.prefix) != os.path.normpath(str(target.prefix)):
+    # One venv identity, however it was spelled: a journal written through a symlinked path
+    # is the same venv's under its real path (the device and inode below are what bind it).
+    if os.path.realpath(j.prefix) != os.path.realpath(target.prefix):
         raise _refuse(path, f"is for {j.prefix}, not for {target.prefix}")
     if j.venv_id != _venv_id(target.prefix):
         raise _refuse(path, f"was written for another environment at {target.prefix} (its device and inode differ)")
@@ -394,12 +403,15 @@ def _check_bound(j: Journal, target: PyEnv, data: bytes) -> None:
     if not isinstance(seal, dict) or seal.get("schema") != SEAL_SCHEMA:
         raise _refuse(path, f"has no seal rocmkit can read in {j.workdir}")
     digests = seal.get("digests")
-    if seal.get("journal") != str(path) or not isinstance(digests, list) or _digest(data) not in digests:
+    if not isinstance(seal.get("journal"), str) or _same_place(seal["journal"]) != _same_place(str(path)) or not isinstance(digests, list) or _digest(data) not in digests:
         raise _refuse(path, "was changed since the install that wrote it (its digest is not in the seal)")
     # Sealed or not: what no install of rocmkit's asks for is refused on its own.
-    allowed = {os.path.normpath(f) for f in managed_files(target)}
+    from rocmkit.install.wsl_runtime import is_runtime_file
+
+    allowed = {_same_place(f) for f in managed_files(target)}
     for name in j.files:
-        if os.path.normpath(name) not in allowed:
+        # The guard files, and on WSL2 torch's bundled HSA runtime (install/wsl_runtime.py).
+        if _same_place(name) not in allowed and not is_runtime_file(target, _same_place(name)):
             raise _refuse(path, f"asks to restore {name}, which is not a file rocmkit manages in {target.prefix}")
         # A venv folder replaced by a symlink would carry the write elsewhere.
         parent = Path(name).parent

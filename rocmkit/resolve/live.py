@@ -56,6 +56,7 @@ _ROUNDS = 6  # each round reads only indexes not read before, so this bounds not
 
 Build = tuple[str, str]  # ("2.13.0+cpu", "3.11")
 PURE = "py3"  # a Build's Python for a wheel any CPython 3 installs (torchaudio 2.11.1: py3-none-...)
+ARM = "/aarch64"  # appended to a Build's Python for an aarch64 wheel (a build of its own)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,17 +88,27 @@ def _builds(files: Iterable[IndexFile], project: str = "torch") -> frozenset[Bui
     name = canonical(project)
     for f in files:
         wheel = parse_wheel(f)
-        if wheel is None or wheel.name != name or not (wheel.is_linux_x86_64() or wheel.is_pure()):
+        arm = any("linux" in t and t.endswith("_aarch64") for t in wheel.tags) if wheel is not None else False
+        if wheel is None or wheel.name != name or not (wheel.is_linux_x86_64() or wheel.is_pure() or arm):
             continue
         for py in wheel.cpythons():
-            out.add((str(wheel.version), py))
+            if wheel.is_linux_x86_64() or wheel.is_pure():
+                out.add((str(wheel.version), py))
+            if arm:  # an aarch64 build is its own (docs/platforms.md): "3.12/aarch64"
+                out.add((str(wheel.version), py + ARM))
         if any(t.split("-")[0] in ("py3", "py2.py3") and t.split("-")[1] == "none" for t in wheel.tags):
             out.add((str(wheel.version), PURE))
     return frozenset(out)
 
 
+def wheel_python(plan: Plan) -> str:
+    """The key a plan's builds are looked up by: its Python, and "/aarch64" for an aarch64 plan."""
+    return (plan.python or "") + (ARM if (plan.platform or "").endswith("-aarch64") else "")
+
+
 def _cache_file(cache: Path, url: str) -> Path:
-    return cache / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.json"
+    # "v2": entries since aarch64 builds are recorded apart; older entries are not read.
+    return cache / f"{hashlib.sha256(('v2:' + url).encode()).hexdigest()[:24]}.json"
 
 
 def _read_cache(path: Path) -> dict[str, object] | None:
@@ -341,7 +352,7 @@ def check_pins(plan: Plan, read_project: ProjectReader, *, fallbacks: Sequence[t
     warnings: list[str] = []
     triton = plan.triton
     for (name, version), s in zip(pins, seen, strict=True):
-        if not s.answered or s.serves(version, plan.python):
+        if not s.answered or s.serves(version, wheel_python(plan)):
             continue
         req = next(r for r in plan.requirements if r.startswith(f"{name}=="))
         drop.append(req)
@@ -407,6 +418,7 @@ def _check_torch(
         return plan  # nightly and TheRock plans are not pinned to one build
     read = read or observer(cache=default_cache())
     python = plan.python
+    key = wheel_python(plan)  # what builds are looked up by (aarch64 apart)
     cons = dataclasses.replace(constraints, python=python)
     seen: dict[str, Seen] = {}
     current, m = plan, matrix
@@ -438,9 +450,9 @@ def _check_torch(
                 ],
             )
         if direct:
-            served = _served_by_index(m, seen, index_base_of(constraints), python)
+            served = _served_by_index(m, seen, index_base_of(constraints), key)
         else:
-            served = _served_by_any(frozenset().union(*(s.builds for s in answering)), python)
+            served = _served_by_any(frozenset().union(*(s.builds for s in answering)), key)
         m = _keep(m, served)
         names = ", ".join(s.url for s in answering)
         try:
@@ -451,7 +463,7 @@ def _check_torch(
             raise _unlisted(heard, first_pin, python, exc.message) from None
         moved = _torch_pin(replanned)
         if moved == pin and replanned.index_urls == current.index_urls:
-            holder = next((s for s in answering if s.serves(pin, python)), None)
+            holder = next((s for s in answering if s.serves(pin, key)), None)
             if holder is None:
                 raise _unlisted(heard, first_pin, python, f"{names} answered without torch {pin}")
             _within_window(m, plan, pin, first_pin, constraints, heard, python)
@@ -466,7 +478,7 @@ def _check_torch(
                 ],
                 warnings=_newer(m, answering, pin),
             )
-        if any(s.serves(pin, python) for s in answering):
+        if any(s.serves(pin, key) for s in answering):
             why = f"{names} serve(s) torch {moved}, which rocmkit's data had not confirmed: planned it over {pin}"
         else:
             why = f"{names} do(es) not serve torch {pin} for Python {python}: planned {moved} instead"

@@ -258,11 +258,13 @@ def report_findings(
 def drain_reason(findings: Sequence[Finding], limit: int = REASON_LIMIT) -> str:
     """``rocmkit: env.device_nodes`` (more checks comma-separated, cut to ``limit``: the
     checks' messages and remedies are in the log, where nothing truncates them)."""
-    from rocmkit.slurm.scontrol import REASON_PREFIX
+    from rocmkit.slurm.scontrol import REASON_PREFIX, reason_safe
 
     names: list[str] = []
     for f in findings:
-        name = f"{f.check} {f.subject}" if f.subject else f.check
+        # A name from a --report file (anyone's words) that could write another scontrol
+        # field is spelled safely: the node still drains, the log has the name as written.
+        name = reason_safe(f"{f.check} {f.subject}" if f.subject else f.check)
         if name not in names:
             names.append(name)
     reason = f"{REASON_PREFIX} {names[0]}"

@@ -42,6 +42,12 @@ def slurm_value(what: str, value: str, *, spaces: bool = False) -> str:
     return value
 
 
+def reason_safe(text: str) -> str:
+    """``text`` made fit for a drain reason: what :func:`slurm_value` refuses there (a line
+    break, ``=``) becomes ``_``; an empty one is ``?``."""
+    return _BREAKS_REASON.sub("_", text) or "?"
+
+
 @dataclass(frozen=True, kw_only=True)
 class NodeState:
     name: str

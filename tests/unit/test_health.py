@@ -375,3 +375,52 @@ def test_fleet_lists_degraded_gpus_and_vbios_drift(tmp_path: Path) -> None:
     assert drain["n3"].startswith("rocmkit: hw.pcie_link 26:00.0")
     text = render(summary)
     assert "n3 GPU 0000:46:00.0: 2 uncorrectable ECC error(s); 3 retired page(s)" in text
+
+
+# The shape of amdsmi_cli's `metric --json` (ROCm 6.4+: {"gpu_data": [...]}; amdsmi_commands.py),
+# values as it prints them ({"value", "unit"}, "N/A" where the library call failed).
+AMD_SMI_METRIC = """WARNING: amdgpu.ids not found
+{"gpu_data": [
+ {"gpu": 0, "power": {"socket_power": {"value": 301, "unit": "W"}, "throttle_status": "UNTHROTTLED"},
+  "temperature": {"edge": "N/A", "hotspot": {"value": 52, "unit": "C"}, "mem": {"value": 40, "unit": "C"}},
+  "pcie": {"width": 16, "speed": {"value": 32, "unit": "GT/s"}},
+  "ecc": {"total_correctable_count": 4, "total_uncorrectable_count": 1, "total_deferred_count": 0},
+  "ecc_blocks": {"UMC": {"correctable_count": 4, "uncorrectable_count": 0, "deferred_count": 1},
+                 "GFX": {"correctable_count": 0, "uncorrectable_count": 0, "deferred_count": 0}}},
+ {"gpu": 1, "power": {"throttle_status": "THROTTLED"},
+  "ecc": {"total_correctable_count": "N/A", "total_uncorrectable_count": "N/A"}}
+]}
+"""
+
+
+def test_amd_smi_metric_fills_what_sysfs_did_not_show(copy: Path) -> None:
+    dev = copy / "root" / PCI_DEVICES.lstrip("/")
+    shutil.rmtree(dev / "0000:05:00.0" / "ras")  # the kernel shows no RAS: amd-smi's counts are used
+    (copy / "cmd" / "amd-smi-metric.json").write_text(AMD_SMI_METRIC)
+    m = _machine(copy)
+    h = _by_bus(m)
+    first = h["0000:05:00.0"]
+    assert first.ecc_uncorrectable == {"umc": 1, "gfx": 0} and first.ecc_correctable == {"umc": 4, "gfx": 0}
+    assert "amd-smi" in first.sources
+    assert h["0000:26:00.0"].throttle == ("throttle_status",)
+    assert h["0000:26:00.0"].ecc_uncorrectable["umc"] == 0  # sysfs first: amd-smi's N/A does not replace it
+    assert _run(hardware.ecc, m).status is Status.FAIL
+    pt = _run(hardware.power_thermal, m)
+    assert pt.status is Status.FAIL and "throttle_status" in pt.message
+    assert ph.parse_amd_smi_metric("{not json") == []
+
+
+def test_real_mi100_rocm_smi_json_gives_what_it_shows_and_skips_the_rest() -> None:
+    m = _machine(CAPTURES / "mi100x4-rocm-smi-showallinfo-json-rocm6.0.2")
+    h = _by_bus(m)
+    assert sorted(h) == ["0000:83:00.0", "0000:a3:00.0", "0000:c3:00.0", "0000:e3:00.0"]
+    first = h["0000:83:00.0"]
+    assert (first.vbios, first.power_cap_w, first.link_speed_gts, first.link_width, first.clock_mhz) == (
+        "113-D3431401-101", 290.0, 16.0, 16, 300)
+    assert first.temperatures_c == {"edge": 53.0, "junction": 55.0, "memory": 53.0} and first.idle is True
+    assert first.firmware["smc"] == "00.54.29.00" and first.sources == ("rocm-smi",)
+    link = _run(hardware.pcie_link, m)
+    assert link.status is Status.SKIP and "link maximum width" in link.message
+    assert _run(hardware.ecc, m).status is Status.SKIP
+    assert _run(hardware.power_thermal, m).status is Status.PASS
+    assert _run(hardware.firmware, m).status is Status.PASS

@@ -405,3 +405,70 @@ def test_tool_json_parsers_on_damaged_real_output(data: st.DataObject) -> None:
     for parse in (amd_smi.parse_static_json, rocm_smi.parse_json):
         for gpu in parse(text).gpus:
             assert gpu.memory_bytes is None or 0 < gpu.memory_bytes < 2**60
+
+
+PYPROJECT = """[project]
+name = "demo"
+version = "0.1.0"
+dependencies = ["numpy>=1.26", "torch"]
+
+[tool.uv]
+index-strategy = "first-index"
+
+[[tool.uv.index]]
+name = "pytorch"
+url = "https://download.pytorch.org/whl/rocm6.2"
+explicit = true
+
+[tool.uv.sources]
+torch = { index = "pytorch" }
+"""
+
+PIP_CONF = """[global]
+index-url = https://u:t@mirror.example/simple
+timeout = 60
+
+[install]
+constraint = /v/rocmkit-constraints.txt
+find-links =
+    /srv/wheels
+    https://x.example/links
+"""
+
+
+@FUZZ
+@given(data=st.data())
+def test_pyproject_reader_and_writer(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:
+    """`install --project`: the pyproject.toml it rewrites, damaged or not UTF-8."""
+    from rocmkit.companions.export import apply_to_pyproject
+    from rocmkit.install.carry import read_pyproject
+    from rocmkit.plan import Plan
+
+    path = tmp_path_factory.mktemp("project") / "pyproject.toml"
+    raw = data.draw(mutated_text(PYPROJECT)).encode("utf-8", "surrogatepass")
+    if data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(raw)))
+        raw = raw[:at] + data.draw(st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\r"])) + raw[at:]
+    path.write_bytes(raw)
+    value_or_own_error(lambda: apply_to_pyproject(read_pyproject(path), Plan.from_dict(PLAN)))
+
+
+@FUZZ
+@given(data=st.data())
+def test_pip_conf_reader(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:
+    """A venv's pip.conf, which the guard reads and rewrites."""
+    from rocmkit.install.guard import _pip_conf_text, read_pip_conf
+
+    path = tmp_path_factory.mktemp("venv") / "pip.conf"
+    text = data.draw(
+        st.one_of(
+            mutated_text(PIP_CONF),
+            st.text(alphabet=st.sampled_from("[]=:%\n \tab#;"), max_size=80),
+            st.lists(st.sampled_from(["[global]", "[install]", "a = 1", "a=2", " cont", "[", "= x", "%("])).map(
+                "\n".join
+            ),
+        )
+    )
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    value_or_own_error(lambda: read_pip_conf(path))
+    value_or_own_error(lambda: _pip_conf_text(path, Path("/v/rocmkit-constraints.txt")))

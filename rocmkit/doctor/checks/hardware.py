@@ -118,7 +118,7 @@ def pcie_link(ctx: CheckContext) -> CheckResult:
     rows = []
     for label, h in gpus_checked(ctx.machine):
         if h.link_width is None or h.link_width_max is None:
-            unknown.append(f"{label} link width")
+            unknown.append(f"{label} link {'maximum ' if h.link_width is not None else ''}width")
             continue
         exp_w = min(x for x in (h.link_width_max, h.upstream_width_max) if x is not None)
         exp_s_opts = [x for x in (h.link_speed_max_gts, h.upstream_speed_max_gts) if x is not None]
