@@ -424,3 +424,19 @@ def test_real_mi100_rocm_smi_json_gives_what_it_shows_and_skips_the_rest() -> No
     assert _run(hardware.ecc, m).status is Status.SKIP
     assert _run(hardware.power_thermal, m).status is Status.PASS
     assert _run(hardware.firmware, m).status is Status.PASS
+
+
+def test_xgmi_topology_not_fully_connected_is_judged_by_the_model() -> None:
+    from dataclasses import replace
+
+    m = _machine(CAPTURES / HEALTHY)
+    # An MI250X-like hive: each GCD links directly to some peers only.
+    partial = tuple(replace(h, xgmi_links=tuple(0 if (k + i) % 3 == 0 else 2 for k in range(8)))
+                    for i, h in enumerate(m.health))
+    unknown_model = replace(m, gpus=tuple(replace(g, name="AMD Instinct MI250X") for g in m.gpus), health=partial)
+    r = _run(hardware.xgmi, unknown_model)
+    assert r.status is Status.PASS and "xgmi_direct_peers" in r.message
+    # MI300X's row expects 7 direct peers: the same partial links fail there.
+    assert _run(hardware.xgmi, replace(m, health=partial)).status is Status.FAIL
+    cut_off = replace(unknown_model, health=(replace(partial[0], xgmi_links=(0,) * 8), *partial[1:]))
+    assert "no XGMI link to any of its 7 hive peers" in _run(hardware.xgmi, cut_off).message

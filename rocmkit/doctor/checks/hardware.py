@@ -60,13 +60,14 @@ def _verdict(
     remedies: Iterable[str],
     figures: list[Figure],
     m: Machine | None = None,
+    note: str = "",
     **details: Any,
 ) -> CheckResult:
     remedy = " | ".join(dict.fromkeys(remedies)) or None
     if fails and m is not None:
         # The failing GPUs' bus ids, for the Slurm drain reason (`rocmkit: hw.ecc 46:00.0`).
         details["failed_gpus"] = [h.pci_bus_id for _, h in gpus_checked(m) if any(h.pci_bus_id in f for f in fails)]
-    tail = f"; not shown: {', '.join(unknown)}" if unknown else ""
+    tail = (f"; not shown: {', '.join(unknown)}" if unknown else "") + (f" ({note})" if note else "")
     if fails:
         return result(Status.FAIL, "; ".join(fails + warns) + tail, remedy, figures=tuple(figures), **details)
     if warns:
@@ -276,8 +277,13 @@ def xgmi(ctx: CheckContext) -> CheckResult:
         return result(Status.SKIP, "no GPU is in an XGMI hive (no xgmi_hive_info, or a PCIe-only card)")
     fails: list[str] = []
     passes: list[str] = []
+    notes: list[str] = []
     remedies: list[str] = []
     rows = []
+    from rocmkit.doctor.sku import load_skus
+
+    sku = load_skus().for_machine(ctx.machine)
+    expected_peers = sku.get("xgmi_direct_peers") if sku else None
     for hive, members in hives.items():
         size = max((h.hive_size or 0) for _, h in members)
         if size and len(members) < size:
@@ -286,17 +292,32 @@ def xgmi(ctx: CheckContext) -> CheckResult:
                             "the driver builds the hive at boot, so reboot after a fix")
         for label, h in members:
             links = h.xgmi_links
-            down = sum(1 for n in links if n == 0) - 1  # its own entry is 0
+            linked = sum(1 for n in links if n > 0)
             rows.append({"gpu": h.pci_bus_id, "hive": hive, "links": list(links)})
+            # The platform's topology says how many peers a GPU links to directly: MI300X's eight
+            # are fully connected; MI250X's GCDs are not (some pairs go through a peer).
+            want = min(int(expected_peers), len(links) - 1) if expected_peers and links else None
             if not links:
                 passes.append(f"{label} in hive {hive} (link counts not shown)")
-            elif down > 0:
-                fails.append(f"{label} has no XGMI link to {down} hive peer(s) (xgmi_num_links {' '.join(map(str, links))})")
-                remedies.append(f"an XGMI link of {h.pci_bus_id} is down: reseat the GPU or the XGMI bridge/"
-                                "baseboard, check `dmesg | grep -i xgmi`, and ask the vendor if it persists")
+            elif linked == 0:
+                fails.append(f"{label} has no XGMI link to any of its {len(links) - 1} hive peers")
+                remedies.append(_xgmi_fix(h))
+            elif want is not None and linked < want:
+                fails.append(f"{label} links to {linked} hive peer(s), {sku.name if sku else ''} GPUs to "
+                             f"{want} (xgmi_num_links {' '.join(map(str, links))})")
+                remedies.append(_xgmi_fix(h))
             else:
-                passes.append(f"{label} linked to {len(links) - 1} peer(s)")
-    return _verdict("XGMI links", fails, [], passes, [], remedies, [], ctx.machine, hives=rows)
+                passes.append(f"{label} linked to {linked} peer(s)")
+                if want is None:
+                    notes.append("no expected XGMI peer count for this GPU model in matrices/sku.toml "
+                                 "(xgmi_direct_peers): links reported, a GPU without any link failed")
+    return _verdict("XGMI links", fails, [], passes, [], remedies, [], ctx.machine, note=notes[0] if notes else "",
+                    hives=rows)
+
+
+def _xgmi_fix(h: GpuHealth) -> str:
+    return (f"an XGMI link of {h.pci_bus_id} is down: reseat the GPU or the XGMI bridge/baseboard, check "
+            "`dmesg | grep -i xgmi` and `amd-smi xgmi`, and ask the vendor if it persists")
 
 
 @check(
