@@ -44,6 +44,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "rocmkit.doctor.checks.compiled",
     "rocmkit.doctor.checks.caches",
     "rocmkit.doctor.checks.apu",
+    "rocmkit.doctor.checks.wsl",
     "rocmkit.doctor.checks.distributed",
     "rocmkit.doctor.checks.jaxchecks",
     "rocmkit.doctor.checks.companions",

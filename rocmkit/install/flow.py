@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import platform
 import sys
 import tempfile
 import threading
@@ -327,6 +328,11 @@ def planned_requirements(
         echo(f"rocmkit: {why}")
         notes.append(why)
     keep = tuple(r for r in wanted if r not in missing)
+    from rocmkit.install.companions import refuse_unserved_needs
+
+    # Before anything changes: a --with package that needs a companion left out here would pull
+    # a build of it for another torch from whatever source has one.
+    refuse_unserved_needs(plan, with_requirements(plan, opts), keep, sources, target, missing)
     return sources, keep, (*dropped, *missing)
 
 
@@ -399,9 +405,12 @@ def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, 
         plan, target, opts, echo, notes, pip.name, into=f"the wheelhouse {folder}"
     )
     _say_not_locked(plan, f"the wheelhouse {folder}", echo, notes)
-    spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources)
+    tags = wheelhouse.platform_tags(plan, platform.machine())
+    spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources, platforms=tags)
     echo(
-        f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version} into {folder}"
+        f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version}"
+        + (f" on {plan.platform}" if tags else "")
+        + f" into {folder}"
     )
     with _heartbeat(echo, "pip download"):
         lock_path = wheelhouse.download(pip, spec, plan, folder, on_line=_progress(echo, opts.show_output))
@@ -470,6 +479,10 @@ def install(
     # purpose (--no-companions) stay pinned: the plan's index serves them, and a later install
     # must take that build.
     guarded_plan = guard.installed_view(plan, left_out if opts.companions else ())
+    if spec.requirement_files:
+        # A lock or wheelhouse installs its own list: pin what it holds, not the plan's companions
+        # it lacks (a wheelhouse made with --no-companions, or whose source lacked them).
+        guarded_plan = guarded_plan.without(_not_locked(guarded_plan, spec))
     guarded = opts.guard and target.is_venv and bool(guard.pins_for(guarded_plan))
     files = guard.guard_files(target.prefix)
     # --no-guard on a venv guarded before: the old pins go (restorable like any change).
@@ -714,6 +727,12 @@ def locked_spec(parsed: lock.LockFile, workdir: Path, extra: tuple[str, ...] = (
     return InstallSpec(
         requirement_files=(req,), sources=parsed.sources, no_deps=True, require_hashes=True, reinstall=True
     )
+
+
+def _not_locked(plan: Plan, spec: InstallSpec) -> tuple[str, ...]:
+    """The plan's requirements whose project the locked list of ``spec`` does not hold."""
+    held = {canonical(n) for f in spec.requirement_files for n, _ in lock.pins_in(f.read_text())}
+    return tuple(r for r in plan.requirements if (p := parse_pin(r)) is not None and p.project not in held)
 
 
 def _forced_changes(spec: InstallSpec, changes: Changes) -> Changes:

@@ -56,6 +56,9 @@ class InstallRequest:
     allow_env: tuple[str, ...] = ()
     allow_insecure_index: bool = False
     fallback_index: bool = False
+    # --upgrade: plan afresh even where the venv holds a torch rocmkit installed (else kept)
+    upgrade: bool = False
+    allow_redirect: tuple[str, ...] = ()  # hosts the live index check may follow a redirect to
     quiet: bool = False
     as_json: bool = False
 

@@ -31,6 +31,13 @@ class ResolveRequest:
     jax_version: str | None = None
     # --with: packages resolved into the plan (xformers, flash-attn, bitsandbytes: matrices/companions.toml)
     with_packages: tuple[str, ...] = ()
+    # As install takes them, so that resolve says what install will do: the user's pip sources
+    # when the planned index does not answer, and the venv whose Python (and whose rocmkit torch,
+    # with --with, unless --upgrade) the plan is for.
+    fallback_index: bool = False
+    venv: Path | None = None
+    upgrade: bool = False
+    allow_redirect: tuple[str, ...] = ()  # hosts the live index check may follow a redirect to
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:
