@@ -42,7 +42,7 @@ def _check_build(build: Build, key: str, cited: tuple[str, str, str], sources: S
     index_url, project, filename = cited
     read = sources.wheel_targets(index_url, project, filename)
     if read is None:
-        rep.unreadable.append(f"{FILE} [sources] {key}: {index_url}/{project}/ {filename}")
+        rep.unreadable.append(f"{FILE} [sources] {key}: {index_url.rstrip('/')}/{project}/{filename}")
         return
     by_rocm = {rocm_of(member): (member, found) for member, found in read.items()}
     for rocm in build.rocm:

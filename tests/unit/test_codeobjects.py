@@ -243,6 +243,29 @@ def test_companions_archs_are_the_wheels_code_objects_offline(tmp_path: Path) ->
     assert rep.checked == 0 and len(rep.unreadable) == 3
 
 
+def test_without_a_zstd_decoder_the_wheel_is_unreadable_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from rocmkit.companions.data import parse_companions
+    from rocmkit.datafiles import CheckRequest, check_data
+
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # import fails, as where it is not installed
+    monkeypatch.setitem(sys.modules, "compression", None)
+    lines: list[str] = []
+
+    class Out:
+        def data(self, text: str, *, nl: bool = True) -> None:
+            lines.append(text)
+
+        def lines(self, more: list[str] | tuple[str, ...]) -> None:
+            lines.extend(more)
+
+    assert parse_companions(REPO / "matrices").builds
+    check_data(CheckRequest(with_sources=True, offline=True, recording=RECORDING), Out())
+    (unreadable,) = [line for line in lines if line.startswith("unreadable:")]
+    assert "bnb_wheel_code" in unreadable and "no zstd decoder" in unreadable and "pip install zstandard" in unreadable
+
+
 def test_the_cli_check_reads_the_wheel_from_the_recording(capsys: pytest.CaptureFixture[str]) -> None:
     from rocmkit.cli import main
 
