@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import platform
 import sys
 import tempfile
 import threading
@@ -399,9 +400,12 @@ def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, 
         plan, target, opts, echo, notes, pip.name, into=f"the wheelhouse {folder}"
     )
     _say_not_locked(plan, f"the wheelhouse {folder}", echo, notes)
-    spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources)
+    tags = wheelhouse.platform_tags(plan, platform.machine())
+    spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources, platforms=tags)
     echo(
-        f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version} into {folder}"
+        f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version}"
+        + (f" on {plan.platform}" if tags else "")
+        + f" into {folder}"
     )
     with _heartbeat(echo, "pip download"):
         lock_path = wheelhouse.download(pip, spec, plan, folder, on_line=_progress(echo, opts.show_output))
