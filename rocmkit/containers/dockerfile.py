@@ -50,10 +50,11 @@ def render_dockerfile(spec: ImageSpec, images: Images, *, syntax: bool = False) 
         f"# Base image: {status}; sources {', '.join(base.sources)} in matrices/{FILE}.",
         "#",
         "# Build from the root of a rocmkit checkout (the build context is the rocmkit source):",
-        f"#   docker build -f docker/{spec.filename} -t rocmkit:{spec.name} .",
+        f"#   docker build{_platform_flag(spec)} -f docker/{spec.filename} -t rocmkit:{spec.name} .",
         f"# Run ({_RUN_WHY[spec.kind]}):",
-        f"#   docker run --rm {images.run[spec.kind]} rocmkit:{spec.name}",
-        f"FROM {base.image}",
+        f"#   docker run --rm {_run_flags(spec, images)} rocmkit:{spec.name}",
+        *_platform_notes(spec),
+        f"FROM {'--platform=' + spec.docker_platform + ' ' if spec.docker_platform else ''}{base.image}",
         "",
         'SHELL ["/bin/bash", "-o", "pipefail", "-c"]',
         "ENV DEBIAN_FRONTEND=noninteractive \\",
@@ -90,6 +91,32 @@ def render_dockerfile(spec: ImageSpec, images: Images, *, syntax: bool = False) 
         'CMD ["--level", "1"]',
     ]
     return "\n".join(lines) + "\n"
+
+
+# ROCm on WSL2 in a container: /dev/dxg and AMD's bridge instead of /dev/kfd and /dev/dri
+# (github.com/ROCm/librocdxg README, "Container Launch – WSL-Specific Flags").
+WSL_RUN = (
+    "--device=/dev/dxg -v /usr/lib/wsl/lib/libdxcore.so:/usr/lib/libdxcore.so "
+    "-v /opt/rocm/lib/librocdxg.so:/usr/lib/librocdxg.so -e HSA_ENABLE_DXG_DETECTION=1 --ipc=host --shm-size 8G"
+)
+
+
+def _platform_flag(spec: ImageSpec) -> str:
+    return f" --platform {spec.docker_platform}" if spec.docker_platform else ""
+
+
+def _run_flags(spec: ImageSpec, images: Images) -> str:
+    if spec.kind == "rocm" and (spec.platform or "").startswith("wsl2-"):
+        return WSL_RUN
+    return images.run[spec.kind]
+
+
+def _platform_notes(spec: ImageSpec) -> list[str]:
+    if spec.docker_platform:
+        return [f"# For {spec.docker_platform} (this machine's plan is {spec.platform}): torch's aarch64 wheels."]
+    if (spec.platform or "").startswith("wsl2-"):
+        return ["# For WSL2: the GPU is reached through /dev/dxg and AMD's librocdxg (docs/platforms.md)."]
+    return []
 
 
 def _what(spec: ImageSpec, version: str) -> str:

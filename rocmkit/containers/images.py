@@ -45,6 +45,13 @@ class ImageSpec:
     release: str  # ROCm "6.2" (or "6.2.4", where the torch index names the patch level), CUDA "12.8", "" for CPU
     torch: str
     gfx: tuple[str, ...] = ()
+    # The plan's platform (docs/platforms.md): None for x86_64 Linux, "linux-aarch64", "wsl2-x86_64".
+    platform: str | None = None
+
+    @property
+    def docker_platform(self) -> str | None:
+        """``docker build --platform``'s value for an image of another CPU than x86_64."""
+        return "linux/arm64" if (self.platform or "").endswith("-aarch64") else None
 
     @property
     def filename(self) -> str:

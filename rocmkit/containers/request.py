@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,8 @@ def machine_spec(images: Images, session: Session, *, say: Say | None = None) ->
         # The plan's own index release (rocm6.2.4 is an index apart from rocm6.2): the image's
         # base is that minor release's, its install names the index the plan used.
         spec = choose_spec(images, rocm=backend.removeprefix("rocm"), torch=torch, gfx=gfx)
+    if plan.platform:  # aarch64 or WSL2: the image is built and run for it (docs/platforms.md)
+        spec = dataclasses.replace(spec, platform=plan.platform)
     if confirmed is not None and say is not None:
         say(
             f"this machine's plan, torch {plan.torch_version}, is not yet seen on an index; the image pins "

@@ -406,9 +406,12 @@ def _check_bound(j: Journal, target: PyEnv, data: bytes) -> None:
     if not isinstance(seal.get("journal"), str) or _same_place(seal["journal"]) != _same_place(str(path)) or not isinstance(digests, list) or _digest(data) not in digests:
         raise _refuse(path, "was changed since the install that wrote it (its digest is not in the seal)")
     # Sealed or not: what no install of rocmkit's asks for is refused on its own.
+    from rocmkit.install.wsl_runtime import is_runtime_file
+
     allowed = {_same_place(f) for f in managed_files(target)}
     for name in j.files:
-        if _same_place(name) not in allowed:
+        # The guard files, and on WSL2 torch's bundled HSA runtime (install/wsl_runtime.py).
+        if _same_place(name) not in allowed and not is_runtime_file(target, _same_place(name)):
             raise _refuse(path, f"asks to restore {name}, which is not a file rocmkit manages in {target.prefix}")
         # A venv folder replaced by a symlink would carry the write elsewhere.
         parent = Path(name).parent

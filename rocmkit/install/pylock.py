@@ -24,8 +24,9 @@ from rocmkit.proc.runner import run
 from rocmkit.resolve.render import source_build_command
 
 
-def _platform() -> str:
-    machine = platform.machine().lower()
+def _platform(plan: Plan) -> str:
+    """uv's ``--python-platform``: the plan's CPU (``linux-aarch64``: aarch64 wheels), else this host's."""
+    machine = (plan.platform or "").rpartition("-")[2] or platform.machine().lower()
     return f"{'aarch64' if machine in ('aarch64', 'arm64') else 'x86_64'}-manylinux_2_28"
 
 
@@ -80,7 +81,7 @@ def pylock_text(plan: Plan, *, python: str, offline: bool) -> str:
         out = Path(tmp) / "pylock.toml"
         src.write_text("\n".join(reqs) + "\n")
         argv = [uv, "pip", "compile", str(src), "--format", "pylock.toml", "-o", str(out), "--quiet"]
-        argv += ["--python-version", python, "--python-platform", _platform(), *index_args]
+        argv += ["--python-version", python, "--python-platform", _platform(plan), *index_args]
         env = {**base_env(), "UV_NO_PROGRESS": "1", **UvInstaller._source_env(sources)}
         result = run(argv, timeout=QUERY_TIMEOUT_S, env=env)
         if not result.ok or not out.is_file():
@@ -90,7 +91,8 @@ def pylock_text(plan: Plan, *, python: str, offline: bool) -> str:
         annotated = run([*where, "--emit-index-annotation", "--no-header"], timeout=QUERY_TIMEOUT_S, env=env)
         body = with_indexes(out.read_text(), _index_of(annotated.stdout) if annotated.ok else {})
     header = [
-        f"# rocmkit.plan/1: backend {plan.backend}, torch {plan.torch_version or '?'}, Python {python}, Linux",
+        f"# rocmkit.plan/1: backend {plan.backend}, torch {plan.torch_version or '?'}, Python {python}, "
+        f"{plan.platform or 'Linux'} ({_platform(plan)})",
         "# written by `rocmkit resolve --format pylock` (resolved by uv against the plan's indexes)",
     ]
     header += [f"# set before running: export {k}={v}" for k, v in plan.env.items()]

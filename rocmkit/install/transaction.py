@@ -111,6 +111,17 @@ class Transaction:
         self.journal.at("backed-up")
         return self._backup
 
+    def manage(self, paths: tuple[Path, ...]) -> None:
+        """Journal more files before they change (the WSL2 runtime step): one not recorded when
+        the transaction began did not exist then, so a restore removes it."""
+        new: dict[str, bytes | None] = {str(p): None for p in paths if str(p) not in self._backup.file_bytes}
+        if not new:
+            return
+        self._backup = dataclasses.replace(self._backup, file_bytes={**self._backup.file_bytes, **new})
+        self.managed_files = (*self.managed_files, *(Path(p) for p in new))
+        self.journal.files.update(new)
+        self.journal.save()
+
     def commit(self) -> None:
         self.journal.close()
 

@@ -186,6 +186,7 @@ class PciGpu:
     device: str | None = None
     pci_class: str | None = None  # "0x120000"
     upstream: str | None = None  # the parent bridge's bus id; None at a root complex
+    slot: str | None = None  # the physical slot's name, where the firmware gives one
 
 
 def pci_gpus(text: str | None) -> list[PciGpu]:
@@ -204,6 +205,7 @@ def pci_gpus(text: str | None) -> list[PciGpu]:
                 device=kv.get("device"),
                 pci_class=kv.get("class"),
                 upstream=up,
+                slot=kv.get("slot") or None,
             )
         )
     return out
@@ -392,9 +394,9 @@ def _short_domain(bid: str) -> str:
 class AmdMetric:
     bus_id: str | None
     gpu: int | None
-    ecc_correctable: int | None = None
-    ecc_uncorrectable: int | None = None
-    power_cap_w: float | None = None
+    ecc_correctable: dict[str, int] = field(default_factory=dict)  # block ("umc") or "total" -> count
+    ecc_uncorrectable: dict[str, int] = field(default_factory=dict)  # deferred counted in, as in sysfs
+    temperatures_c: dict[str, float] = field(default_factory=dict)  # "edge", "hotspot", "mem"
     throttle: tuple[str, ...] = ()
     link_speed_gts: float | None = None
     link_width: int | None = None
@@ -414,40 +416,120 @@ def _value(v: object) -> float | None:
 
 
 def parse_amd_smi_metric(text: str) -> list[AmdMetric]:
-    """``amd-smi metric --json``: a list of GPUs (ROCm 6.1+; older releases an object keyed
-    "gpu_N"). Reads ECC totals, the power cap, PCIe width/speed and throttle status."""
+    """``amd-smi metric --json`` (amdsmi_cli's metric command): ``{"gpu_data": [...]}`` or a bare
+    list, one entry per GPU with ``gpu`` (its index), ``ecc`` (``total_correctable_count``,
+    ``total_uncorrectable_count``, ``total_deferred_count``), ``ecc_blocks`` (``UMC``:
+    ``correctable_count``, ``uncorrectable_count``, ``deferred_count``, ...), ``temperature``
+    (``edge``/``hotspot``/``mem`` as ``{"value", "unit"}``), ``power.throttle_status``
+    ("THROTTLED"/"UNTHROTTLED"), ``pcie`` (``width``, ``speed`` in GT/s). "N/A" is unknown."""
     from rocmkit.parsers.amd_smi import _first_json, _gpu_entries, _section
     from rocmkit.parsers.records import strip_ansi
 
-    data = _first_json(strip_ansi(text))
-    if isinstance(data, dict) and not isinstance(data.get("gpu_data"), list) and all(
-        str(k).startswith("gpu") for k in data
-    ):
-        data = [dict(v, gpu=k) for k, v in data.items() if isinstance(v, dict)]
-    entries = _gpu_entries(data)
+    entries = _gpu_entries(_first_json(strip_ansi(text)))
     out = []
     for entry in entries[:64]:
         gpu = entry.get("gpu")
         idx = int(gpu) if isinstance(gpu, int) and not isinstance(gpu, bool) else None
-        if isinstance(gpu, str) and gpu.removeprefix("gpu_").isdigit():
-            idx = int(gpu.removeprefix("gpu_"))
-        ecc, power, pcie, thr = (_section(entry, k) for k in ("ecc", "power", "pcie", "throttle"))
-        active = tuple(
-            str(k) for k, v in thr.items()
-            if isinstance(v, str) and v.strip().upper() in ("ACTIVE", "YES", "TRUE")
-        )
+        ecc, power, pcie, temp = (_section(entry, k) for k in ("ecc", "power", "pcie", "temperature"))
+        ce: dict[str, int] = {}
+        ue: dict[str, int] = {}
+        for block, counts in _section(entry, "ecc_blocks").items():
+            if not isinstance(counts, dict):
+                continue
+            c, u, d = (_int(_value(counts.get(k))) for k in ("correctable_count", "uncorrectable_count",
+                                                              "deferred_count"))
+            if c is not None:
+                ce[str(block).lower()] = c
+            if u is not None:
+                ue[str(block).lower()] = u + (d or 0)
+        if not ce and not ue:
+            c = _int(_value(ecc.get("total_correctable_count")))
+            u = _int(_value(ecc.get("total_uncorrectable_count")))
+            d = _int(_value(ecc.get("total_deferred_count")))
+            if c is not None:
+                ce["total"] = c
+            if u is not None:
+                ue["total"] = u + (d or 0)
+        temps = {str(k): v for k, raw in temp.items() if (v := _value(raw)) is not None}
+        status = power.get("throttle_status")
         speed = _value(pcie.get("speed"))
         out.append(
             AmdMetric(
-                bus_id=bus_id(str(entry.get("bdf") or pcie.get("bdf") or "")) or None,
+                bus_id=bus_id(str(entry.get("bdf") or "")) or None,
                 gpu=idx,
-                ecc_correctable=_int(_value(ecc.get("total_correctable_count"))),
-                ecc_uncorrectable=_int(_value(ecc.get("total_uncorrectable_count"))),
-                power_cap_w=_value(power.get("power_limit") or power.get("socket_power_limit")),
-                throttle=active,
-                # amd-smi prints the speed in GT/s ("16") or, in older releases, MT/s ("16000")
+                ecc_correctable=ce,
+                ecc_uncorrectable=ue,
+                temperatures_c=temps,
+                throttle=("throttle_status",) if isinstance(status, str) and status.upper() == "THROTTLED" else (),
+                # amd-smi prints GT/s ("32"); older releases printed MT/s ("32000")
                 link_speed_gts=(speed / 1000 if speed and speed > 100 else speed),
                 link_width=_int(_value(pcie.get("width"))),
             )
         )
+    return out
+
+
+# ---- AMD: rocm-smi --json (the older tool; --showallinfo's fields, where present) ----------------
+
+_ROCM_SMI_TEMP = re.compile(r"^Temperature \(Sensor (\w+)\) \(C\)$")
+_ROCM_SMI_PCIE = re.compile(r"^\s*\d+\s*\(\s*(\d{1,3}(?:\.\d{1,2})?)GT/s,?\s*x(\d{1,2})\s*\)")
+_ROCM_SMI_MHZ = re.compile(r"^\s*\(?\s*(\d{1,6})\s*Mhz\s*\)?\s*$", re.I)
+
+
+@dataclass
+class RocmSmiHealth:
+    bus_id: str
+    vbios: str | None = None
+    power_cap_w: float | None = None
+    temperatures_c: dict[str, float] = field(default_factory=dict)
+    link_speed_gts: float | None = None
+    link_width: int | None = None
+    clock_mhz: int | None = None
+    idle: bool | None = None
+    firmware: dict[str, str] = field(default_factory=dict)
+
+
+def parse_rocm_smi_json(text: str) -> list[RocmSmiHealth]:
+    """``rocm-smi ... --json`` (``{"card0": {...}, "system": {...}}``): the hardware fields that
+    ``--showallinfo`` adds, where the output has them: "VBIOS version", "Temperature (Sensor
+    junction) (C)", "Max Graphics Package Power (W)" (the power cap), "pcie clock level"
+    ("0 (16.0GT/s x16)", the link's current DPM level), "sclk clock speed:" ("(300Mhz)"),
+    "GPU use (%)", "<NAME> firmware version". Cards without "PCI Bus" are left out."""
+    from rocmkit.parsers.amd_smi import _first_json
+    from rocmkit.parsers.records import strip_ansi
+
+    data = _first_json(strip_ansi(text))
+    if not isinstance(data, dict):
+        return []
+    out = []
+    for key, card in list(data.items())[:64]:
+        if not (isinstance(key, str) and key.startswith("card") and isinstance(card, dict)):
+            continue
+        bid = bus_id(str(card.get("PCI Bus") or ""))
+        if bid is None:
+            continue
+        h = RocmSmiHealth(bus_id=bid)
+        for name, raw in card.items():
+            if not isinstance(raw, str) or not isinstance(name, str):
+                continue
+            t = _ROCM_SMI_TEMP.match(name)
+            if t and (v := _num(raw)) is not None:
+                h.temperatures_c[t.group(1)] = v
+            elif name.endswith(" firmware version") and raw.strip() not in ("", "N/A"):
+                h.firmware[name.removesuffix(" firmware version").lower().replace(" ", "_")] = raw.strip()
+        vb = card.get("VBIOS version")
+        h.vbios = vb.strip() if isinstance(vb, str) and vb.strip() not in ("", "N/A") else None
+        cap = card.get("Max Graphics Package Power (W)")
+        h.power_cap_w = _num(cap) if isinstance(cap, str) else None
+        pcie = card.get("pcie clock level")
+        m = _ROCM_SMI_PCIE.match(pcie) if isinstance(pcie, str) else None
+        if m:
+            h.link_speed_gts, h.link_width = float(m.group(1)), link_width(m.group(2))
+        sclk = card.get("sclk clock speed:")
+        mhz = _ROCM_SMI_MHZ.match(sclk) if isinstance(sclk, str) else None
+        h.clock_mhz = int(mhz.group(1)) if mhz else None
+        use = card.get("GPU use (%)")
+        busy = _num(use) if isinstance(use, str) else None
+        h.idle = None if busy is None else busy == 0
+        out.append(h)
     return out

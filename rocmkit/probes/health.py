@@ -186,6 +186,7 @@ def finish(pending: Pending, results: Results, timeout_s: float | None = None) -
         records[g.pci.bus_id] = from_files(g)
     _merge_nvidia(records, results, problems)
     _merge_amd_smi(records, results, problems)
+    _merge_rocm_smi(records, results)
     return tuple(records[k] for k in sorted(records)), problems
 
 
@@ -221,6 +222,7 @@ def from_files(g: GpuFiles) -> GpuHealth:
         link_speed_max_gts=speed_max,
         link_width_max=width_max,
         upstream_bus_id=g.pci.upstream,
+        slot=g.pci.slot,
         upstream_speed_max_gts=up_speed,
         upstream_width_max=up_width,
     )
@@ -371,25 +373,55 @@ def _merge_amd_smi(records: dict[str, GpuHealth], results: Results, problems: li
     text = _tool_note(results, "amd-smi-metric.json", "amd-smi", problems)
     if text is None:
         return
+    # amd-smi metric names GPUs by index; amd-smi static gives each index's bus id.
+    by_index: dict[int, str] = {}
+    static = output(results, "amd-smi-static.json")
+    if static is not None and static.ok:
+        from rocmkit.parsers.amd_smi import parse_static_json
+
+        for seen in parse_static_json(static.stdout).gpus:
+            if seen.ordinal is not None and seen.pci_bus_id:
+                by_index[seen.ordinal] = seen.pci_bus_id.lower()
     amd = sorted(k for k, r in records.items() if r.vendor == "amd")
     for m in ph.parse_amd_smi_metric(text):
-        key = m.bus_id if m.bus_id in records else (amd[m.gpu] if m.gpu is not None and m.gpu < len(amd) else None)
+        key = m.bus_id or (by_index.get(m.gpu) if m.gpu is not None else None)
+        if key is None and m.gpu is not None and m.gpu < len(amd):
+            key = amd[m.gpu]  # amd-smi numbers GPUs in bus order
         if key is None:
             continue
-        rec = records[key]
-        ue = dict(rec.ecc_uncorrectable)
-        ce = dict(rec.ecc_correctable)
-        if not ue and m.ecc_uncorrectable is not None:
-            ue["total"] = m.ecc_uncorrectable
-        if not ce and m.ecc_correctable is not None:
-            ce["total"] = m.ecc_correctable
+        rec = records.get(key) or GpuHealth(pci_bus_id=key, vendor="amd")
+        # sysfs first: amd-smi fills only what the kernel's files did not show.
         records[key] = replace(
             rec,
             sources=tuple(dict.fromkeys((*rec.sources, "amd-smi"))),
-            ecc_uncorrectable=ue,
-            ecc_correctable=ce,
-            power_cap_w=rec.power_cap_w if rec.power_cap_w is not None else m.power_cap_w,
+            ecc_uncorrectable=rec.ecc_uncorrectable or m.ecc_uncorrectable,
+            ecc_correctable=rec.ecc_correctable or m.ecc_correctable,
+            temperatures_c=rec.temperatures_c or m.temperatures_c,
             throttle=rec.throttle or m.throttle,
             link_speed_gts=rec.link_speed_gts if rec.link_speed_gts is not None else m.link_speed_gts,
             link_width=rec.link_width if rec.link_width is not None else m.link_width,
+        )
+
+
+def _merge_rocm_smi(records: dict[str, GpuHealth], results: Results) -> None:
+    """rocm-smi's JSON (detection already runs it): third, for what neither sysfs nor amd-smi showed."""
+    res = output(results, "rocm-smi.json")
+    if res is None or not res.ok:
+        return
+    for r in ph.parse_rocm_smi_json(res.stdout):
+        rec = records.get(r.bus_id) or GpuHealth(pci_bus_id=r.bus_id, vendor="amd")
+        found = (r.vbios, r.power_cap_w, r.link_width, r.clock_mhz) != (None, None, None, None) or r.temperatures_c
+        if not found:
+            continue
+        records[r.bus_id] = replace(
+            rec,
+            sources=tuple(dict.fromkeys((*rec.sources, "rocm-smi"))),
+            vbios=rec.vbios or r.vbios,
+            firmware=rec.firmware or r.firmware,
+            power_cap_w=rec.power_cap_w if rec.power_cap_w is not None else r.power_cap_w,
+            temperatures_c=rec.temperatures_c or r.temperatures_c,
+            link_speed_gts=rec.link_speed_gts if rec.link_speed_gts is not None else r.link_speed_gts,
+            link_width=rec.link_width if rec.link_width is not None else r.link_width,
+            clock_mhz=rec.clock_mhz if rec.clock_mhz is not None else r.clock_mhz,
+            idle=rec.idle if rec.idle is not None else r.idle,
         )

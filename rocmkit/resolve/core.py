@@ -16,7 +16,8 @@ from rocmkit.matrix import Matrix, load_matrix
 from rocmkit.plan import Plan
 from rocmkit.resolve import amd, cuda, platform, rocm
 from rocmkit.resolve.constraints import Constraints
-from rocmkit.resolve.explain import Notes
+from rocmkit.resolve.explain import Notes, join
+from rocmkit.resolve.gpus import amd_gpus, assess, describe
 from rocmkit.resolve.releases import (
     candidate_releases,
     companions_of,
@@ -80,6 +81,10 @@ def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, py
     if cons.cuda:
         return cuda.plan(machine, m, cons, notes, python, base)
     kind = machine.backend_kind
+    if kind == "rocm" and (why := no_rocm_torch_for(machine, m)) is not None:
+        notes.why(f"{why}: CPU wheels")
+        notes.warn(f"{why}; torch will run on the CPU, not on this GPU")
+        return cpu_plan(m, cons, notes, python, base, machine)
     if kind == "rocm":
         if any(g.visible for g in machine.nvidia_gpus):
             notes.warn(
@@ -108,6 +113,37 @@ def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, py
     else:
         notes.why("no GPU was detected, so CPU wheels (index .../cpu)")
     return cpu_plan(m, cons, notes, python, base, machine)
+
+
+def no_rocm_torch_for(machine: Machine, m: Matrix) -> str | None:
+    """Why no ROCm torch can drive this machine's AMD GPUs, or None when one may.
+
+    Only GPUs whose gfx target is known and carried by no ROCm build of torch in the data
+    (PyTorch's ROCm wheels, AMD's channels and per-family indexes), natively or through an
+    HSA_OVERRIDE_GFX_VERSION sibling, count: old GCN cards (gfx801, gfx803) left behind by
+    ROCm. There the honest plan is CPU torch with a warning, not a refusal. An unknown
+    target is not known to be unsupported, so it still goes to the ROCm path (which asks for
+    ROCMKIT_GFX); so does a machine where any visible GPU has a build."""
+    gpus = amd_gpus(machine, m)
+    if not gpus or any(g.arch is None for g in gpus):
+        return None
+    carried: set[str] = set()
+    for release in m.torch_releases:
+        for variant in release.of_kind("rocm"):
+            carried.update(variant.archs)
+    for index in m.rocm_indexes.values():
+        carried.update(index.archs)
+    for family in m.family_indexes:
+        carried.update(family.archs)
+    for chan in m.channels.values():
+        carried.update(chan.archs, chan.legacy_archs)
+    if assess(gpus, sorted(carried)).usable:
+        return None
+    archs = join(sorted({g.arch or "" for g in gpus}))
+    return (
+        f"no ROCm build of torch carries {archs} ({describe(gpus)}): no PyTorch ROCm index nor AMD channel "
+        "in matrices/ lists it, natively or through an HSA_OVERRIDE_GFX_VERSION sibling"
+    )
 
 
 def cpu_plan(

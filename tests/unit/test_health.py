@@ -95,7 +95,7 @@ def test_healthy_capture_passes_every_check() -> None:
 def test_degraded_capture_fails_naming_the_gpu_and_the_fix() -> None:
     m = _machine(CAPTURES / DEGRADED)
     link = _run(hardware.pcie_link, m)
-    assert link.status is Status.FAIL and "0000:26:00.0 trained at x8" in link.message
+    assert link.status is Status.FAIL and "0000:26:00.0 in slot 2 trained at x8" in link.message
     assert link.remedy and "0000:25:00.0" in link.remedy and "BIOS" in link.remedy
     ecc = _run(hardware.ecc, m)
     assert ecc.status is Status.FAIL and "0000:46:00.0 has 2 uncorrectable" in ecc.message
@@ -250,6 +250,8 @@ def _fake_sysfs(root: Path) -> None:
             (d / name).write_text(text + "\n")
     devices = root / "sys/bus/pci/devices"
     devices.mkdir(parents=True)
+    (root / "sys/bus/pci/slots/7").mkdir(parents=True)
+    (root / "sys/bus/pci/slots/7/address").write_text("0000:03:00\n")
     for bdf, target in (("0000:00:01.1", port), ("0000:03:00.0", gpu)):
         os.symlink(os.path.relpath(target, devices), devices / bdf)
 
@@ -262,7 +264,7 @@ def test_live_reads_and_snapshot_replays_the_same_facts(tmp_path: Path) -> None:
 
     live = LiveSource(root=str(root), env={}, runner=no_tools)
     pci = live.command("pci-gpus.txt").stdout
-    assert pci == "0000:03:00.0 vendor=0x1002 device=0x740f class=0x038000 upstream=0000:00:01.1\n"
+    assert pci == "0000:03:00.0 vendor=0x1002 device=0x740f class=0x038000 upstream=0000:00:01.1 slot=7\n"
     live_records, _ = probe.finish(probe.start(live), {})
     rec = RecordingSource(live, (PCI_DEVICES,))
     probe.finish(probe.start(rec), {})
@@ -272,8 +274,8 @@ def test_live_reads_and_snapshot_replays_the_same_facts(tmp_path: Path) -> None:
     replay, _ = probe.finish(probe.start(CaptureSource(tmp_path / "snap")), {})
     assert replay == live_records
     h = live_records[0]
-    assert (h.upstream_bus_id, h.upstream_width_max, h.ecc_correctable, h.power_cap_w) == (
-        "0000:00:01.1", 16, {"umc": 3}, 300.0)
+    assert (h.upstream_bus_id, h.slot, h.upstream_width_max, h.ecc_correctable, h.power_cap_w) == (
+        "0000:00:01.1", "7", 16, {"umc": 3}, 300.0)
 
 
 def test_refresh_reads_health_again() -> None:
@@ -375,3 +377,94 @@ def test_fleet_lists_degraded_gpus_and_vbios_drift(tmp_path: Path) -> None:
     assert drain["n3"].startswith("rocmkit: hw.pcie_link 26:00.0")
     text = render(summary)
     assert "n3 GPU 0000:46:00.0: 2 uncorrectable ECC error(s); 3 retired page(s)" in text
+
+
+# The shape of amdsmi_cli's `metric --json` (ROCm 6.4+: {"gpu_data": [...]}; amdsmi_commands.py),
+# values as it prints them ({"value", "unit"}, "N/A" where the library call failed).
+AMD_SMI_METRIC = """WARNING: amdgpu.ids not found
+{"gpu_data": [
+ {"gpu": 0, "power": {"socket_power": {"value": 301, "unit": "W"}, "throttle_status": "UNTHROTTLED"},
+  "temperature": {"edge": "N/A", "hotspot": {"value": 52, "unit": "C"}, "mem": {"value": 40, "unit": "C"}},
+  "pcie": {"width": 16, "speed": {"value": 32, "unit": "GT/s"}},
+  "ecc": {"total_correctable_count": 4, "total_uncorrectable_count": 1, "total_deferred_count": 0},
+  "ecc_blocks": {"UMC": {"correctable_count": 4, "uncorrectable_count": 0, "deferred_count": 1},
+                 "GFX": {"correctable_count": 0, "uncorrectable_count": 0, "deferred_count": 0}}},
+ {"gpu": 1, "power": {"throttle_status": "THROTTLED"},
+  "ecc": {"total_correctable_count": "N/A", "total_uncorrectable_count": "N/A"}}
+]}
+"""
+
+
+def test_amd_smi_metric_fills_what_sysfs_did_not_show(copy: Path) -> None:
+    dev = copy / "root" / PCI_DEVICES.lstrip("/")
+    shutil.rmtree(dev / "0000:05:00.0" / "ras")  # the kernel shows no RAS: amd-smi's counts are used
+    (copy / "cmd" / "amd-smi-metric.json").write_text(AMD_SMI_METRIC)
+    m = _machine(copy)
+    h = _by_bus(m)
+    first = h["0000:05:00.0"]
+    assert first.ecc_uncorrectable == {"umc": 1, "gfx": 0} and first.ecc_correctable == {"umc": 4, "gfx": 0}
+    assert "amd-smi" in first.sources
+    assert h["0000:26:00.0"].throttle == ("throttle_status",)
+    assert h["0000:26:00.0"].ecc_uncorrectable["umc"] == 0  # sysfs first: amd-smi's N/A does not replace it
+    assert _run(hardware.ecc, m).status is Status.FAIL
+    pt = _run(hardware.power_thermal, m)
+    assert pt.status is Status.FAIL and "throttle_status" in pt.message
+    assert ph.parse_amd_smi_metric("{not json") == []
+
+
+def test_real_mi100_rocm_smi_json_gives_what_it_shows_and_skips_the_rest() -> None:
+    m = _machine(CAPTURES / "mi100x4-rocm-smi-showallinfo-json-rocm6.0.2")
+    h = _by_bus(m)
+    assert sorted(h) == ["0000:83:00.0", "0000:a3:00.0", "0000:c3:00.0", "0000:e3:00.0"]
+    first = h["0000:83:00.0"]
+    assert (first.vbios, first.power_cap_w, first.link_speed_gts, first.link_width, first.clock_mhz) == (
+        "113-D3431401-101", 290.0, 16.0, 16, 300)
+    assert first.temperatures_c == {"edge": 53.0, "junction": 55.0, "memory": 53.0} and first.idle is True
+    assert first.firmware["smc"] == "00.54.29.00" and first.sources == ("rocm-smi",)
+    link = _run(hardware.pcie_link, m)
+    assert link.status is Status.SKIP and "link maximum width" in link.message
+    assert _run(hardware.ecc, m).status is Status.SKIP
+    assert _run(hardware.power_thermal, m).status is Status.PASS
+    assert _run(hardware.firmware, m).status is Status.PASS
+
+
+def test_xgmi_topology_not_fully_connected_is_judged_by_the_model() -> None:
+    from dataclasses import replace
+
+    m = _machine(CAPTURES / HEALTHY)
+    # An MI250X-like hive: each GCD links directly to some peers only.
+    partial = tuple(replace(h, xgmi_links=tuple(0 if (k + i) % 3 == 0 else 2 for k in range(8)))
+                    for i, h in enumerate(m.health))
+    unknown_model = replace(m, gpus=tuple(replace(g, name="AMD Instinct MI250X") for g in m.gpus), health=partial)
+    r = _run(hardware.xgmi, unknown_model)
+    assert r.status is Status.PASS and "xgmi_direct_peers" in r.message
+    # MI300X's row expects 7 direct peers: the same partial links fail there.
+    assert _run(hardware.xgmi, replace(m, health=partial)).status is Status.FAIL
+    cut_off = replace(unknown_model, health=(replace(partial[0], xgmi_links=(0,) * 8), *partial[1:]))
+    assert "no XGMI link to any of its 7 hive peers" in _run(hardware.xgmi, cut_off).message
+
+
+def test_an_integrated_gpu_has_no_slot_to_judge() -> None:
+    from dataclasses import replace
+
+    from rocmkit.machine import Gpu
+
+    m = _machine(CAPTURES / DEGRADED)
+    apu = replace(m, gpus=(Gpu(vendor="amd", index=0, pci_bus_id="0000:26:00.0", integrated=True),))
+    assert _run(hardware.pcie_link, apu).status is Status.PASS
+
+
+def test_detect_table_has_one_hardware_line() -> None:
+    import io
+
+    from rich.console import Console
+
+    from rocmkit.detect.view import render
+
+    buf = io.StringIO()
+    render(_machine(CAPTURES / DEGRADED), Console(file=buf, width=400, highlight=False))
+    line = next(x for x in buf.getvalue().splitlines() if x.startswith("hardware"))
+    assert "8 GPU(s) read (sysfs): 26:00.0 link x8 of x16; 46:00.0 2 uncorrectable ECC" in line
+    buf = io.StringIO()
+    render(_machine(CAPTURES / "mi300x8-rocm-smi-stas00"), Console(file=buf, width=400, highlight=False))
+    assert "hardware" not in buf.getvalue()

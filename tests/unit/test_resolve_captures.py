@@ -74,7 +74,45 @@ def test_capture_plans(name: str) -> None:
 
 
 # Captures whose only GPU no wheel in the matrix supports: resolve must refuse, and offer --cpu.
-NO_PLAN = {"synthetic-rx580-gfx803-chipset-slot-pcie-atomics"}
+NO_PLAN: set[str] = set()
+# Captures whose GPUs no ROCm build of torch carries at all (old GCN): CPU torch, with a warning.
+NO_ROCM_TORCH = {
+    "synthetic-rx580-gfx803-chipset-slot-pcie-atomics": "gfx803",
+    "synthetic-r9fury-gfx803-kfd-no-rocm-torch": "gfx803",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_ROCM_TORCH))
+def test_old_gcn_gpus_plan_cpu_torch_with_a_warning_naming_why(name: str) -> None:
+    machine = load_machine(CAPTURES / name)
+    assert [g.arch for g in machine.amd_gpus] == [NO_ROCM_TORCH[name]]
+    plan = resolve(machine, Constraints(python="3.11"))
+    assert plan.backend == "cpu" and plan.torch_version and plan.torch_version.endswith("+cpu")
+    (warning,) = [w for w in plan.warnings if "no ROCm build of torch carries" in w]
+    assert "gfx803" in warning and "torch will run on the CPU" in warning
+    # Asked for ROCm by name, it still refuses: CPU wheels are a fallback the user did not ask for.
+    from rocmkit.errors import NoPlanError
+
+    with pytest.raises(NoPlanError, match="gfx803"):
+        resolve(machine, Constraints(python="3.11", rocm="6.2"))
+
+
+@pytest.mark.parametrize("arch", ["gfx801", "gfx803"])
+def test_no_rocm_torch_for_any_gfx8_but_not_beside_a_gpu_one_carries(arch: str) -> None:
+    from dataclasses import replace
+
+    from rocmkit.matrix import load_matrix
+    from rocmkit.resolve.core import no_rocm_torch_for
+
+    m = load_matrix()
+    base = load_machine(CAPTURES / "synthetic-r9fury-gfx803-kfd-no-rocm-torch")
+    old = replace(base.amd_gpus[0], arch=arch)
+    assert no_rocm_torch_for(replace(base, gpus=(old,)), m) is not None
+    # Beside a gfx1100 the ROCm plan stands (the old GPU is left out there), and an unknown
+    # target is not known to be unsupported (the ROCm path asks for ROCMKIT_GFX).
+    new = replace(old, arch="gfx1100", index=1, pci_device_id="0x744c", pci_bus_id="0000:03:00.0")
+    assert no_rocm_torch_for(replace(base, gpus=(old, new)), m) is None
+    assert no_rocm_torch_for(replace(base, gpus=(replace(old, arch=None, pci_device_id=None),)), m) is None
 
 
 @pytest.mark.parametrize("folder", sorted(p.name for p in CAPTURES.iterdir() if p.is_dir()))
@@ -178,14 +216,16 @@ def test_cli_missing_capture(capsys: pytest.CaptureFixture[str], tmp_path: objec
 
 
 def test_a_gpu_of_unknown_arch_is_named_as_such_with_the_override_as_fix() -> None:
-    """The RX 580 capture's PCI id is not in gfx.toml: say so, not "device code for unknown"."""
+    """A GPU whose PCI id is not in gfx.toml (the RX 580 capture's, with an id gfx.toml lacks):
+    say so, not "device code for unknown"."""
+    from dataclasses import replace
+
     from rocmkit.errors import NoPlanError
 
+    machine = load_machine(CAPTURES / "synthetic-rx580-gfx803-chipset-slot-pcie-atomics")
+    unknown = replace(machine.gpus[0], arch=None, pci_device_id="0x6fdf")
     with pytest.raises(NoPlanError) as info:
-        resolve(
-            load_machine(CAPTURES / "synthetic-rx580-gfx803-chipset-slot-pcie-atomics"),
-            Constraints(python="3.11"),
-        )
+        resolve(replace(machine, gpus=(unknown,)), Constraints(python="3.11"))
     assert "gfx arch of AMD GPU 0 is unknown" in info.value.message
     assert "for unknown" not in info.value.message
     assert "ROCMKIT_GFX=" in (info.value.fix or "")

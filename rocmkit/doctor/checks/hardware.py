@@ -60,13 +60,14 @@ def _verdict(
     remedies: Iterable[str],
     figures: list[Figure],
     m: Machine | None = None,
+    note: str = "",
     **details: Any,
 ) -> CheckResult:
     remedy = " | ".join(dict.fromkeys(remedies)) or None
     if fails and m is not None:
         # The failing GPUs' bus ids, for the Slurm drain reason (`rocmkit: hw.ecc 46:00.0`).
         details["failed_gpus"] = [h.pci_bus_id for _, h in gpus_checked(m) if any(h.pci_bus_id in f for f in fails)]
-    tail = f"; not shown: {', '.join(unknown)}" if unknown else ""
+    tail = (f"; not shown: {', '.join(unknown)}" if unknown else "") + (f" ({note})" if note else "")
     if fails:
         return result(Status.FAIL, "; ".join(fails + warns) + tail, remedy, figures=tuple(figures), **details)
     if warns:
@@ -116,9 +117,12 @@ def pcie_link(ctx: CheckContext) -> CheckResult:
     remedies: list[str] = []
     figures: list[Figure] = []
     rows = []
+    integrated = {bus_key(g.pci_bus_id) for g in ctx.machine.gpus if g.integrated and g.pci_bus_id}
     for label, h in gpus_checked(ctx.machine):
+        if bus_key(h.pci_bus_id) in integrated:
+            continue  # an APU's GPU sits on the chip: its "link" is internal, not a slot to fix
         if h.link_width is None or h.link_width_max is None:
-            unknown.append(f"{label} link width")
+            unknown.append(f"{label} link {'maximum ' if h.link_width is not None else ''}width")
             continue
         exp_w = min(x for x in (h.link_width_max, h.upstream_width_max) if x is not None)
         exp_s_opts = [x for x in (h.link_speed_max_gts, h.upstream_speed_max_gts) if x is not None]
@@ -134,12 +138,13 @@ def pcie_link(ctx: CheckContext) -> CheckResult:
                                   reference=h.link_speed_max_gts))
         rows.append({"gpu": h.pci_bus_id, "width": h.link_width, "width_max": h.link_width_max,
                      "speed_gts": h.link_speed_gts, "speed_max_gts": h.link_speed_max_gts,
-                     "slot": h.upstream_bus_id, "slot_width_max": h.upstream_width_max,
+                     "slot": h.slot, "bridge": h.upstream_bus_id, "slot_width_max": h.upstream_width_max,
                      "slot_speed_max_gts": h.upstream_speed_max_gts, "idle": h.idle})
-        slot = f"the slot above it ({h.upstream_bus_id})" if h.upstream_bus_id else "its slot"
+        slot = (f"slot {h.slot}" if h.slot else "its slot") + (
+            f" (bridge {h.upstream_bus_id})" if h.upstream_bus_id else "")
         here = f"x{h.link_width} {_gts(h.link_speed_gts)} (max x{h.link_width_max} {_gts(h.link_speed_max_gts)})"
         if h.link_width < exp_w:
-            fails.append(f"{label} trained at x{h.link_width}, below x{exp_w}")
+            fails.append(f"{label}{f' in slot {h.slot}' if h.slot else ''} trained at x{h.link_width}, below x{exp_w}")
             remedies.append(
                 f"reseat the GPU {h.pci_bus_id} or move it to a x16 slot; check {slot}: a riser or retimer, "
                 "a BIOS setting that bifurcates the slot (x16 -> x8x8), or dirty contacts; "
@@ -276,8 +281,13 @@ def xgmi(ctx: CheckContext) -> CheckResult:
         return result(Status.SKIP, "no GPU is in an XGMI hive (no xgmi_hive_info, or a PCIe-only card)")
     fails: list[str] = []
     passes: list[str] = []
+    notes: list[str] = []
     remedies: list[str] = []
     rows = []
+    from rocmkit.doctor.sku import load_skus
+
+    sku = load_skus().for_machine(ctx.machine)
+    expected_peers = sku.get("xgmi_direct_peers") if sku else None
     for hive, members in hives.items():
         size = max((h.hive_size or 0) for _, h in members)
         if size and len(members) < size:
@@ -286,17 +296,32 @@ def xgmi(ctx: CheckContext) -> CheckResult:
                             "the driver builds the hive at boot, so reboot after a fix")
         for label, h in members:
             links = h.xgmi_links
-            down = sum(1 for n in links if n == 0) - 1  # its own entry is 0
+            linked = sum(1 for n in links if n > 0)
             rows.append({"gpu": h.pci_bus_id, "hive": hive, "links": list(links)})
+            # The platform's topology says how many peers a GPU links to directly: MI300X's eight
+            # are fully connected; MI250X's GCDs are not (some pairs go through a peer).
+            want = min(int(expected_peers), len(links) - 1) if expected_peers and links else None
             if not links:
                 passes.append(f"{label} in hive {hive} (link counts not shown)")
-            elif down > 0:
-                fails.append(f"{label} has no XGMI link to {down} hive peer(s) (xgmi_num_links {' '.join(map(str, links))})")
-                remedies.append(f"an XGMI link of {h.pci_bus_id} is down: reseat the GPU or the XGMI bridge/"
-                                "baseboard, check `dmesg | grep -i xgmi`, and ask the vendor if it persists")
+            elif linked == 0:
+                fails.append(f"{label} has no XGMI link to any of its {len(links) - 1} hive peers")
+                remedies.append(_xgmi_fix(h))
+            elif want is not None and linked < want:
+                fails.append(f"{label} links to {linked} hive peer(s), {sku.name if sku else ''} GPUs to "
+                             f"{want} (xgmi_num_links {' '.join(map(str, links))})")
+                remedies.append(_xgmi_fix(h))
             else:
-                passes.append(f"{label} linked to {len(links) - 1} peer(s)")
-    return _verdict("XGMI links", fails, [], passes, [], remedies, [], ctx.machine, hives=rows)
+                passes.append(f"{label} linked to {linked} peer(s)")
+                if want is None:
+                    notes.append("no expected XGMI peer count for this GPU model in matrices/sku.toml "
+                                 "(xgmi_direct_peers): links reported, a GPU without any link failed")
+    return _verdict("XGMI links", fails, [], passes, [], remedies, [], ctx.machine, note=notes[0] if notes else "",
+                    hives=rows)
+
+
+def _xgmi_fix(h: GpuHealth) -> str:
+    return (f"an XGMI link of {h.pci_bus_id} is down: reseat the GPU or the XGMI bridge/baseboard, check "
+            "`dmesg | grep -i xgmi` and `amd-smi xgmi`, and ask the vendor if it persists")
 
 
 @check(
