@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -133,7 +134,14 @@ def _check_sources(m: Matrix, folder: Path, req: CheckRequest, out: Output) -> N
         checkout = shipped_matrices_dir().parent / "tests" / "data" / "upstream"
         recording = checkout if checkout.is_dir() else None
     jax = parse_jax(folder) if (folder / "jax.toml").is_file() else None
-    report = check_sources(m, Sources(recording, offline=req.offline, clones=clones), jax)
+    more = []
+    if (folder / "companions.toml").is_file():
+        from rocmkit.companions.data import parse_companions
+        from rocmkit.companions.sourcecheck import check_companion_archs
+
+        companions = parse_companions(folder)
+        more.append(partial(check_companion_archs, companions))
+    report = check_sources(m, Sources(recording, offline=req.offline, clones=clones), jax, more)
     out.lines(report.lines())
     if report.not_stated:
         raise DataError(

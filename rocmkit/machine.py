@@ -174,6 +174,7 @@ class GpuHealth:
     link_width: int | None = None
     link_width_max: int | None = None
     upstream_bus_id: str | None = None  # the bridge or root port above the GPU
+    slot: str | None = None  # the physical slot's name (/sys/bus/pci/slots), where the firmware gives one
     upstream_speed_max_gts: float | None = None  # the slot's maximum: the link trains at most at the lower
     upstream_width_max: int | None = None
     link_speed_dpm_max_gts: float | None = None  # AMD pp_dpm_pcie's top level: what an idle link returns to

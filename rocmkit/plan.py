@@ -56,6 +56,10 @@ class Plan:
     # index): the requirements of the newest confirmed build on the *same* index, which
     # install uses (loudly) when that index answers without the planned one. Empty: none.
     fallback: tuple[str, ...] = ()
+    # Companions the plan named but left out because the source that will serve it answered
+    # without them (an empty or partial torchvision page): nothing may pull them from elsewhere
+    # (a ``--with`` package needing one is refused: another source's build is for another torch).
+    unserved: tuple[str, ...] = ()
     # What the plan installs: "torch" (the default, and plans from older rocmkits), "jax",
     # "torch-xla", or "torch+jax" (one venv with both, both pinned and guarded).
     framework: str = "torch"

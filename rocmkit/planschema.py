@@ -208,6 +208,9 @@ def check_plan_dict(data: dict[str, Any], allow_env: frozenset[str] = frozenset(
         "fallback": tuple(
             check_requirement(r, f"fallback[{i}]") for i, r in enumerate(_texts(data.get("fallback"), "fallback"))
         ),
+        "unserved": tuple(
+            check_requirement(r, f"unserved[{i}]") for i, r in enumerate(_texts(data.get("unserved"), "unserved"))
+        ),
         "framework": _framework(data.get("framework", "torch")),
         "jax_version": _text(data.get("jax_version"), "jax_version", optional=True),
         "with_packages": check_with_packages(data.get("with_packages"), allow_env),

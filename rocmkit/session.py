@@ -61,6 +61,7 @@ class Session:
         python: str | None = None,
         environ: Mapping[str, str] | None = None,
         cache_dir: Path | None = None,
+        allow_redirect: Sequence[str] = (),
     ) -> None:
         """``offline`` and ``index_base`` as given on the command line; the environment's
         ``ROCMKIT_OFFLINE`` and ``ROCMKIT_INDEX_BASE`` apply where they are not given.
@@ -83,6 +84,7 @@ class Session:
             # kept in memory only, and everything downstream holds user:*** (util/redact.py).
             self.index_base = conceal(check_url("--index-base" if given else INDEX_BASE_ENV, self.index_base))
         self.python = python
+        self.allow_redirect = tuple(allow_redirect)
         self._cache_dir = cache_dir
         self._machine: Machine | None = None
         self._matrix: Matrix | None = None
@@ -179,6 +181,10 @@ class Session:
                     )
                 return seen
 
-            plan = check_plan(plan, machine, cons, matrix, fallbacks=fallbacks, read=noted)
+            from rocmkit.pkgindex.http import same_host_redirects
+
+            # What the index says steers the plan: only from the host asked (or one the user named).
+            with same_host_redirects(self.allow_redirect):
+                plan = check_plan(plan, machine, cons, matrix, fallbacks=fallbacks, read=noted)
         self._plans[key] = plan
         return plan

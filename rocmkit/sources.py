@@ -220,15 +220,22 @@ def describe_pci(root: str = "/") -> str:
     """The ``pci`` pseudo-command: each AMD or NVIDIA GPU function and the bridge above it.
 
     One line each, ``0000:03:00.0 vendor=0x1002 device=0x74a1 class=0x120000
-    upstream=0000:02:00.0`` (``upstream=-`` under a root complex). The bridge is where the
-    device's folder sits in /sys/devices, which only the live machine can resolve: written as
-    text, it replays from a capture like the rest."""
+    upstream=0000:02:00.0 slot=3`` (``upstream=-`` under a root complex; ``slot`` only where the
+    firmware names the physical slot in /sys/bus/pci/slots). The bridge is where the device's
+    folder sits in /sys/devices, which only the live machine can resolve: written as text, it
+    replays from a capture like the rest."""
     base = Path(root) / PCI_DEVICES.lstrip("/")
     lines = []
     try:
         names = sorted(os.listdir(base))[:4096]
     except OSError:
         return ""
+    slots: dict[str, str] = {}  # "0000:03:00" (a slot's device, no function) -> the slot's name
+    slot_dir = Path(root) / "sys/bus/pci/slots"
+    with contextlib.suppress(OSError):
+        for slot in sorted(os.listdir(slot_dir))[:256]:
+            with contextlib.suppress(OSError), open(slot_dir / slot / "address", "rb") as fh:
+                slots.setdefault(fh.read(64).decode(errors="replace").strip(), slot)
     for name in names:
         dev = base / name
 
@@ -242,9 +249,12 @@ def describe_pci(root: str = "/") -> str:
         vendor, cls = attr("vendor"), attr("class")
         if vendor not in _GPU_VENDORS or cls[:6] not in _GPU_CLASSES:
             continue
-        parent = os.path.basename(os.path.dirname(os.path.realpath(dev)))
-        upstream = parent if parent.count(":") == 2 and "." in parent else "-"
-        lines.append(f"{name} vendor={vendor} device={attr('device')} class={cls} upstream={upstream}")
+        chain = [c for c in os.path.realpath(dev).split("/") if c.count(":") == 2 and "." in c]
+        upstream = chain[-2] if len(chain) > 1 else "-"
+        # The slot holding the GPU, or the switch it sits behind: the nearest device on its path.
+        held = next((slots[c.rsplit(".", 1)[0]] for c in reversed(chain) if c.rsplit(".", 1)[0] in slots), None)
+        line = f"{name} vendor={vendor} device={attr('device')} class={cls} upstream={upstream}"
+        lines.append(line + (f" slot={held}" if held and " " not in held else ""))
     return "".join(line + "\n" for line in lines)
 
 

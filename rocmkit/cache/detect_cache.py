@@ -49,7 +49,10 @@ _FILES = (
     "/opt/rocm/.info/version",
 )
 _DEVICE_DIRS = ("/dev/dri",)
-_DEVICES = ("/dev/kfd",)
+_DEVICES = ("/dev/kfd", "/dev/dxg")
+# The library folders detection lists (rocmkit.sources.LIB_DIRS, kept equal by a test): a
+# shadowing libhsa-runtime64 removed, or librocdxg installed, changes the folder's mtime.
+LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/opt/rocm/lib", "/usr/lib/wsl/lib")
 # The commands detection runs (argv[0] of rocmkit.sources.COMMANDS, kept equal by a test):
 # a tool upgraded or put first on PATH prints something else.
 TOOLS = (
@@ -72,6 +75,13 @@ def _stat(path: str) -> str:
     except OSError:
         return "-"
     return f"{st.st_mode:o}:{st.st_uid}:{st.st_gid}:{st.st_rdev}"
+
+
+def _mtime(path: str) -> str:
+    try:
+        return str(os.stat(path).st_mtime_ns)
+    except OSError:
+        return "-"
 
 
 # Mount points whose change changes what detection reports (/dev/shm's size, a ROCm or
@@ -123,6 +133,7 @@ def state_key(environ: Mapping[str, str]) -> str | None:
         with contextlib.suppress(OSError):
             devices += sorted(str(Path(folder) / n) for n in os.listdir(folder))
     parts += [f"{d}={_stat(d)}" for d in devices]
+    parts += [f"{d}={_mtime(d)}" for d in LIB_DIRS]
     # The node's name: a cache folder on a shared home is read by every node of a cluster, and
     # nodes sharing one kernel (containers, namespaces) share the boot id too.
     parts.append(f"host={os.uname().nodename}")

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from rocmkit.cli.request import OUT, request
 from rocmkit.resolve.constraints import CHANNELS
 from rocmkit.resolve.request import FORMATS, ResolveRequest
+
+if TYPE_CHECKING:
+    from rocmkit.plan import Plan
+    from rocmkit.session import Session
 
 
 @click.command("resolve")
@@ -41,6 +46,15 @@ from rocmkit.resolve.request import FORMATS, ResolveRequest
     help="Detect again and resolve again: ignore (and refresh) the cached detection and plan.")
 @click.option("--with", "with_packages", multiple=True, metavar="PKG",
     help="Resolve these beside torch (xformers,flash-attn,bitsandbytes: the build that fits; others from PyPI).")
+@click.option("--build", "build", multiple=True, metavar="PKG",
+    help="Build these --with packages from source against the plan's torch instead of trading torch for a prebuilt wheel.")
+@click.option("--venv", type=click.Path(path_type=Path, file_okay=False),
+    help="Plan for this venv as `install --venv` does: its Python, and with --with the torch rocmkit installed there.")
+@click.option("--upgrade", is_flag=True, help="With --venv and --with: plan afresh instead of keeping the venv's torch.")
+@click.option("--fallback-index", is_flag=True, envvar="ROCMKIT_FALLBACK_INDEX",
+    help="When the planned index does not answer, plan from your pip configuration's sources, as install does.")
+@click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",
+    help="Let the index check follow a redirect to HOST (else only to the host asked).")
 @click.option(
     "--format",
     "fmt",
@@ -65,10 +79,18 @@ def cli(req: ResolveRequest) -> None:
     from rocmkit.resolve.render import requirements_text, summary_text
     from rocmkit.session import Session
 
-    session = Session(capture=req.capture, fresh=req.fresh, offline=req.offline, index_base=req.index_base)
-    plan = session.plan(req.constraints())
-    # With --with, the plan also depends on pip's configuration (the index standing for PyPI).
-    if session.detected_at is not None and session.fresh_until is not None and not req.with_packages:
+    session = Session(
+        capture=req.capture,
+        fresh=req.fresh,
+        offline=req.offline,
+        index_base=req.index_base,
+        allow_redirect=req.allow_redirect,
+    )
+    plan = planned(req, session)
+    # With --with, the plan also depends on pip's configuration (the index standing for PyPI);
+    # with --venv on the venv, with --fallback-index on the pip configuration.
+    mine = not (req.with_packages or req.venv or req.fallback_index)
+    if session.detected_at is not None and session.fresh_until is not None and mine:
         # The plan is a function of the machine, the data and the options, and online of the
         # index answers it used: a rerun may replay it while those answers are fresh (they
         # would come from the index cache then anyway).
@@ -82,7 +104,14 @@ def cli(req: ResolveRequest) -> None:
         from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
 
         pypi = read_pip_config().index_url or PYPI_SIMPLE
-        plan = resolve_with(plan, session.machine(), req.with_packages, load_companions(), pypi=pypi)
+        plan = resolve_with(plan, session.machine(), req.with_packages, load_companions(), pypi=pypi, build=req.build)
+        if not session.offline:
+            from rocmkit.install.companions import refuse_unserved_in_plan
+            from rocmkit.install.indexcheck import user_fallbacks
+
+            # As install refuses it, before anything: a --with package needing a companion no source serves.
+            withs = tuple(p.requirement for p in plan.with_packages if p.how != "source")
+            refuse_unserved_in_plan(plan, withs, user_fallbacks() if req.fallback_index else ())
     if req.fmt in ("pylock", "uv-project"):
         if req.fmt == "pylock":
             import sys
@@ -105,6 +134,31 @@ def cli(req: ResolveRequest) -> None:
             OUT.warning(warning)
     else:
         _emit(req, summary_text(plan))
+
+
+def planned(req: ResolveRequest, session: Session) -> Plan:
+    """The plan install would carry out for the same options (before its --with packages)."""
+    import dataclasses
+
+    from rocmkit.install.existing import decide
+
+    cons = req.constraints()
+    if req.venv is not None:
+        from rocmkit.pyenv import probe, venv_interpreter
+
+        python = venv_interpreter(req.venv.absolute())
+        if python.exists() and cons.python is None:
+            cons = dataclasses.replace(cons, python=probe(python).short_version)
+    return decide(
+        session,
+        cons,
+        req.venv,
+        with_packages=bool(req.with_packages),
+        upgrade=req.upgrade,
+        fallback_index=req.fallback_index,
+        wanted=req.with_packages,
+        build=req.build,
+    )
 
 
 def _emit(req: ResolveRequest, text: str) -> None:

@@ -49,6 +49,8 @@ class InstallSpec:
     no_build_isolation: bool = False
     build_constraints: tuple[Path, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # set for this run only (GPU_ARCHS, MAX_JOBS)
+    # `pip download --platform` tags: a wheelhouse for nodes of another CPU than this one.
+    platforms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

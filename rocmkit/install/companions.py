@@ -3,12 +3,16 @@ anything is installed."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit.errors import UsageError
 
 if TYPE_CHECKING:
+    from rocmkit.install.base import Sources
     from rocmkit.plan import Plan
+    from rocmkit.pyenv import PyEnv
 
 # Companions that import torchvision: from PyPI beside a ROCm (or CPU) torch they would pull a
 # torchvision built for another torch, whose C++ ops do not load ("operator torchvision::nms does
@@ -60,3 +64,97 @@ def check_against_plan(with_packages: tuple[str, ...], plan: Plan) -> None:
                 f"--with {item} contradicts the plan's {pin}",
                 "drop it from --with, or resolve another plan (e.g. --torch) that fits it",
             )
+
+
+def refuse_unserved_needs(
+    plan: Plan,
+    with_reqs: tuple[str, ...],
+    installing: tuple[str, ...],
+    sources: Sources,
+    target: PyEnv | str,
+    left_out: tuple[str, ...],
+) -> None:
+    """Refuse, before anything changes, a ``--with`` package that needs a companion this install
+    leaves out (no source it uses serves the build for this torch): installed anyway, it would pull
+    that companion from another source, built for another torch (PyPI's CUDA torchvision beside a
+    CPU torch: ``operator torchvision::nms does not exist``), and every import of it would fail.
+
+    The closure is uv's (``uv pip compile`` against the sources this install really uses); without
+    uv, or when uv cannot resolve it, the packages known to import torchvision."""
+    from rocmkit.errors import NoPlanError
+    from rocmkit.packages import canonical, requirement_name
+
+    missing = {str(name): r for r in (*left_out, *plan.unserved) if (name := requirement_name(r)) is not None}
+    if not missing or not with_reqs:
+        return
+    wanted = {canonical(requirement_name(r) or r) for r in with_reqs}
+    closure = _closure(installing + with_reqs, sources, target)
+    needs: dict[str, tuple[tuple[str, ...], str | None]] = {}  # project -> (pulled in by, version)
+    for project in missing:
+        if closure is not None and project in closure:
+            version, via = closure[project]
+            needs[project] = (tuple(v for v in via if v in wanted) or tuple(sorted(wanted)), version)
+        elif closure is None and project == "torchvision":
+            known = tuple(sorted(wanted & NEEDS_TORCHVISION))
+            if known:
+                needs[project] = (known, None)
+    if not needs:
+        return
+    project, (via, found) = next(iter(needs.items()))
+    build = missing[project]
+    where = ", ".join((*sources.index_urls, *sources.find_links)) or "the sources"
+    other = f"; {where} would give {project} {found}, a build for another torch" if found else ""
+    asked = ",".join(via)
+    raise NoPlanError(
+        f"--with {asked} needs {project}, and no source the install uses serves {build}, the build for "
+        f"torch {plan.torch_version}{other}",
+        f"serve {build} from one of {where}"
+        + (f" (the plan's index {plan.index_urls[0]} has it when it answers)" if plan.index_urls else "")
+        + f"; or install without --with {asked}",
+    )
+
+
+def _closure(
+    requirements: tuple[str, ...], sources: Sources, target: PyEnv | str
+) -> dict[str, tuple[str, tuple[str, ...]]] | None:
+    """uv's resolution of ``requirements`` from ``sources`` for ``target`` (an environment, or a
+    Python version for a plan not yet tied to one); None: uv missing or unable to resolve it."""
+    import sys
+
+    from rocmkit.errors import ToolError
+    from rocmkit.install.base import InstallSpec
+    from rocmkit.install.uv import UvInstaller
+    from rocmkit.install.venv import find_uv
+    from rocmkit.pyenv import probe
+
+    if find_uv() is None or not (sources.index_urls or sources.find_links):
+        return None
+    env = probe(Path(sys.executable)) if isinstance(target, str) else target
+    try:
+        uv = UvInstaller(env)
+    except ToolError:
+        return None
+    found, result = uv.closure(
+        InstallSpec(requirements=requirements, sources=sources),
+        python_version=target if isinstance(target, str) else None,
+    )
+    return found if result.ok else None
+
+
+def refuse_unserved_in_plan(plan: Plan, with_reqs: tuple[str, ...], fallbacks: Sequence[tuple[str, bool]]) -> None:
+    """``resolve``'s side of :func:`refuse_unserved_needs`: the same refusal, from the sources that
+    answer now (the plan's indexes, else the user's pip sources under --fallback-index)."""
+    from rocmkit.install.base import Sources
+    from rocmkit.install.indexcheck import answers
+
+    if not plan.unserved or not with_reqs or not plan.python:
+        return
+    # As install decides them (indexcheck.decide_sources): the plan's indexes that answer, and
+    # when torch's own does not, the user's sources that do.
+    live = [u for u in plan.index_urls if answers(u)]
+    links: list[str] = []
+    if plan.index_urls and plan.index_urls[0] not in live:
+        live += [u for u, is_index in fallbacks if is_index and u not in live and answers(u)]
+        links = [u for u, is_index in fallbacks if not is_index]
+    sources = Sources(index_urls=tuple(live), find_links=tuple(links))
+    refuse_unserved_needs(plan, with_reqs, plan.requirements, sources, plan.python, ())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import platform
 import sys
 import tempfile
 import threading
@@ -121,6 +122,7 @@ def _progress(echo: Echo, show: bool) -> LineSink:
     from rocmkit.util.ticker import current_task
 
     downloads: dict[str, str] = {}  # name -> its "Downloading torch (182.9MiB)" line, until done
+    step: list[str | None] = []  # the step's own phase, as rocmkit named it
 
     def on_line(line: str) -> None:
         said = line.strip()
@@ -128,7 +130,9 @@ def _progress(echo: Echo, show: bool) -> LineSink:
             return
         echo(f"  | {line}")
         # On a terminal the status line names what the step waits on: the download still under
-        # way (uv says "Downloaded sympy" while torch goes on), else what it said last.
+        # way (uv says "Downloaded sympy" while torch goes on), else rocmkit's own step. Never
+        # the installer's last line: pip's "Successfully uninstalled setuptools" stood there for
+        # a minute of unpacking torch, saying something long over.
         word, _, rest = said.partition(" ")
         name = rest.split(" ", 1)[0]
         if word == "Downloading":
@@ -139,7 +143,9 @@ def _progress(echo: Echo, show: bool) -> LineSink:
             downloads.clear()
         task = current_task()
         if task is not None:
-            task.set_phase(next(reversed(downloads.values()), said))
+            if not step:
+                step.append(task.phase_text)
+            task.set_phase(next(reversed(downloads.values()), step[0]))
 
     return on_line
 
@@ -322,6 +328,11 @@ def planned_requirements(
         echo(f"rocmkit: {why}")
         notes.append(why)
     keep = tuple(r for r in wanted if r not in missing)
+    from rocmkit.install.companions import refuse_unserved_needs
+
+    # Before anything changes: a --with package that needs a companion left out here would pull
+    # a build of it for another torch from whatever source has one.
+    refuse_unserved_needs(plan, with_requirements(plan, opts), keep, sources, target, missing)
     return sources, keep, (*dropped, *missing)
 
 
@@ -399,9 +410,12 @@ def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, 
         # Its fixes, less "download on a connected node": that is what failed here.
         raise NetworkError(exc.message, tuple(f for f in exc.fixes if "--download-only" not in f)) from None
     _say_not_locked(plan, f"the wheelhouse {folder}", echo, notes)
-    spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources)
+    tags = wheelhouse.platform_tags(plan, platform.machine())
+    spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources, platforms=tags)
     echo(
-        f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version} into {folder}"
+        f"rocmkit: downloading {', '.join(spec.requirements)} for Python {target.short_version}"
+        + (f" on {plan.platform}" if tags else "")
+        + f" into {folder}"
     )
     with _heartbeat(echo, "pip download"):
         lock_path = wheelhouse.download(pip, spec, plan, folder, on_line=_progress(echo, opts.show_output))
@@ -469,6 +483,10 @@ def install(
     # purpose (--no-companions) stay pinned: the plan's index serves them, and a later install
     # must take that build.
     guarded_plan = guard.installed_view(plan, left_out if opts.companions else ())
+    if spec.requirement_files:
+        # A lock or wheelhouse installs its own list: pin what it holds, not the plan's companions
+        # it lacks (a wheelhouse made with --no-companions, or whose source lacked them).
+        guarded_plan = guarded_plan.without(_not_locked(guarded_plan, spec))
     guarded = opts.guard and target.is_venv and bool(guard.pins_for(guarded_plan))
     files = guard.guard_files(target.prefix)
     # --no-guard on a venv guarded before: the old pins go (restorable like any change).
@@ -573,7 +591,7 @@ def _journaled(
             echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
         echo(f"rocmkit: installing with {installer.name}: {' '.join(spec.requirements) or '(lock file)'}")
         tx.journal.at("installing")
-        with _heartbeat(echo, f"{installer.name} install"):
+        with _heartbeat(echo, f"{installer.name} install", phase="installing the plan's packages"):
             result = installer.install(spec, on_line=_progress(echo, opts.show_output))
         if not result.ok:
             raise _failed(installer.name, result, spec)
@@ -713,6 +731,12 @@ def locked_spec(parsed: lock.LockFile, workdir: Path, extra: tuple[str, ...] = (
     return InstallSpec(
         requirement_files=(req,), sources=parsed.sources, no_deps=True, require_hashes=True, reinstall=True
     )
+
+
+def _not_locked(plan: Plan, spec: InstallSpec) -> tuple[str, ...]:
+    """The plan's requirements whose project the locked list of ``spec`` does not hold."""
+    held = {canonical(n) for f in spec.requirement_files for n, _ in lock.pins_in(f.read_text())}
+    return tuple(r for r in plan.requirements if (p := parse_pin(r)) is not None and p.project not in held)
 
 
 def _forced_changes(spec: InstallSpec, changes: Changes) -> Changes:

@@ -140,6 +140,16 @@ def read_pip_config(environ: Mapping[str, str] | None = None, home: Path | None 
     )
 
 
+def user_fallbacks(environ: Mapping[str, str] | None = None) -> list[tuple[str, bool]]:
+    """The sources pip uses when the planned index does not answer (``--fallback-index``), as
+    (URL or folder, is an index): the find-links first, then the index-url (pip's default, PyPI,
+    when none is configured) and the extra indexes."""
+    user = read_pip_config(environ)
+    found: list[tuple[str, bool]] = [(link, False) for link in user.find_links]
+    indexes = dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
+    return found + [(url, True) for url in indexes]
+
+
 def _wheel_names(source: str, project: str, timeout: float, *, is_index: bool) -> list[str]:
     """Wheel filenames that ``source`` offers (a folder, a flat links page, or a simple index)."""
     parsed = urllib.parse.urlsplit(source)
@@ -184,7 +194,7 @@ def pinned(requirements: Sequence[str]) -> list[tuple[str, str]]:
     return [(pin.name, pin.version) for req in requirements if (pin := parse_pin(req)) is not None]
 
 
-def _answers(url: str, timeout: float) -> bool:
+def answers(url: str, timeout: float = DEFAULT_PROBE_TIMEOUT_S) -> bool:
     """Does an index answer at all (any HTTP status, or an existing folder)? It may still
     serve the unpinned dependencies even when it holds no torch."""
     parsed = urllib.parse.urlsplit(url)
@@ -272,7 +282,7 @@ def decide_sources(
                 left_out.append(req)
         kept = [p.url for p in probes if p.ok]
         # The user's indexes stay for the unpinned dependencies, if they answer.
-        kept += [u for u in user_indexes if u not in kept and _answers(u, timeout)]
+        kept += [u for u in user_indexes if u not in kept and answers(u, timeout)]
         new = Sources(
             index_urls=tuple(kept),
             find_links=tuple(dict.fromkeys((*sources.find_links, *user.find_links))),

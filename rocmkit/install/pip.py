@@ -176,5 +176,6 @@ class PipInstaller:
         return run(argv, timeout=QUERY_TIMEOUT_S, env=self.env)
 
     def download(self, spec: InstallSpec, dest: Path, *, on_line: LineSink = None) -> CommandResult:
-        argv = self._pip("download", "--dest", str(dest), "--only-binary", ":all:", *self._spec_args(spec))
+        tags = [a for tag in spec.platforms for a in ("--platform", tag)]
+        argv = self._pip("download", "--dest", str(dest), "--only-binary", ":all:", *tags, *self._spec_args(spec))
         return run(argv, timeout=self.limits.install_timeout_s, env=self._env(spec), on_line=on_line)

@@ -70,7 +70,7 @@ def session_for(req: InstallRequest) -> Session:
     """The session an install request plans through (its capture and index base)."""
     from rocmkit.session import Session
 
-    return Session(capture=req.capture, index_base=req.index_base)
+    return Session(capture=req.capture, index_base=req.index_base, allow_redirect=req.allow_redirect)
 
 
 def load_plan_file(path: Path, index_base: str | None, allow_env: frozenset[str] = frozenset()) -> Plan:
@@ -167,7 +167,7 @@ def _with_resolved(plan: Plan, req: InstallRequest, machine: Machine) -> Plan:
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
 
     pypi = read_pip_config().index_url or PYPI_SIMPLE
-    return resolve_with(plan, machine, req.with_packages, load_companions(), pypi=pypi)
+    return resolve_with(plan, machine, req.with_packages, load_companions(), pypi=pypi, build=req.build)
 
 
 def _this_host() -> Machine:
@@ -217,23 +217,26 @@ def _plan(
         framework=req.framework,
         jax=req.jax_version,
     )
-    if session.offline:
-        return _held(session.plan(constraints), say), options, None
-    from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
+    from rocmkit.install.existing import decide
     from rocmkit.resolve.live import seen_lines
 
     # Where pip will look when the planned index does not answer: the user's own sources, only
     # with --fallback-index (without it, a dead index stops the install at the index check).
-    fallbacks: list[tuple[str, bool]] = []
-    if req.fallback_index:
-        user = read_pip_config()
-        fallbacks = [(link, False) for link in user.find_links]
-        indexes = dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls))
-        fallbacks += [(url, True) for url in indexes]
-    checked = session.plan(constraints, fallbacks=fallbacks)
-    for seen in seen_lines(checked):
+    plan = decide(
+        session,
+        constraints,
+        target.prefix if target.is_venv else None,
+        with_packages=bool(req.with_packages),
+        upgrade=req.upgrade,
+        fallback_index=req.fallback_index,
+        hold=lambda plan: _held(plan, say),
+        say=lambda text: say(f"rocmkit: {text}"),
+        wanted=req.with_packages,
+        build=req.build,
+    )
+    for seen in seen_lines(plan):
         say(f"rocmkit: {seen}")
-    return _held(checked, say), options, None
+    return plan, options, None
 
 
 def _held(plan: Plan, say: Say) -> Plan:

@@ -172,6 +172,38 @@ class UvInstaller:
             locked.append(Locked(name=name, version=version, hashes=tuple(hashes)))
         return locked, result
 
+    def closure(
+        self, spec: InstallSpec, *, python_version: str | None = None
+    ) -> tuple[dict[str, tuple[str, tuple[str, ...]]], CommandResult]:
+        """What installing ``spec.requirements`` from ``spec.sources`` would put in, as uv resolves
+        it (``uv pip compile``, nothing installed): {project: (version, the projects that pull it in)}.
+        ``python_version``: resolve for that Python (a plan's) rather than the target's."""
+        args = self._spec_args(InstallSpec(sources=spec.sources, constraints=spec.constraints))
+        if python_version is not None:
+            args = ["--python-version", python_version, *args[2:]]  # instead of "--python <exe>"
+        argv = [self.uv, "pip", "compile", "-", "--no-header", "--quiet", "--annotation-style", "split", *args]
+        reqs = "\n".join(spec.requirements) + "\n"
+        result = run(argv, timeout=QUERY_TIMEOUT_S, env=self._env(spec), input_text=reqs)
+        found: dict[str, tuple[str, tuple[str, ...]]] = {}
+        if not result.ok:
+            return found, result
+        name, version = "", ""
+        via: list[str] = []
+        for line in result.stdout.splitlines():
+            pin = parse_pin(line) if line[:1].strip() else None
+            if pin is not None:
+                if name:
+                    found[name] = (version, tuple(via))
+                name, version, via = pin.project, pin.version, []
+                continue
+            # "    # via timm", or "    # via" then "    #   timm" lines
+            text = line.strip().removeprefix("#").strip().removeprefix("via").strip()
+            if name and text and not text.startswith("-r"):
+                via.append(text.split(" ")[0])
+        if name:
+            found[name] = (version, tuple(via))
+        return found, result
+
     def uninstall(self, names: tuple[str, ...]) -> CommandResult:
         argv = [self.uv, "pip", "uninstall", "--python", str(self.target.executable), *names]
         return run([*argv, *uninstall_args(self.target)], timeout=QUERY_TIMEOUT_S, env=self.env)

@@ -46,6 +46,17 @@ def lock_from_folder(folder: Path) -> list[Locked]:
     return [Locked(name=n, version=v, hashes=tuple(h)) for (n, v), h in sorted(found.items())]
 
 
+def platform_tags(plan: Plan, machine: str) -> tuple[str, ...]:
+    """``pip download --platform`` tags when the plan's CPU (``linux-aarch64``) is not ``machine``
+    (this host's, ``platform.machine()``); empty when they agree or the plan names none. The
+    manylinux levels cover torch's (2_28) and the older ones its dependencies use."""
+    want = (plan.platform or "").rpartition("-")[2]
+    have = "aarch64" if machine.lower() in ("aarch64", "arm64") else machine.lower()
+    if not want or want == have:
+        return ()
+    return tuple(f"{level}_{want}" for level in ("manylinux_2_28", "manylinux_2_17", "manylinux2014", "linux"))
+
+
 def download(
     installer: PipInstaller, spec: InstallSpec, plan: Plan, folder: Path, *, on_line: LineSink = None
 ) -> Path:

@@ -23,6 +23,14 @@ class Aarch64Cuda:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Aarch64Jax:
+    plugin: str  # the jax plugin family: "cuda12", "cuda13"
+    first: str  # the first release with aarch64 wheels
+    missing: tuple[str, ...]  # later releases without them
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class WslRelease:
     rocm: str  # "7.2": the ROCm line AMD supports on WSL2
     librocdxg: str
@@ -46,6 +54,7 @@ class PlatformData:
     pypi_cuda_from: str  # PyPI's aarch64 torch is a CUDA build from this release
     pypi_cuda: str
     aarch64_cuda: tuple[Aarch64Cuda, ...]
+    aarch64_jax: tuple[Aarch64Jax, ...]
     wsl_releases: tuple[WslRelease, ...]
     wsl_gpus: tuple[WslGpu, ...]
     sources: dict[str, str]
@@ -55,6 +64,14 @@ class PlatformData:
         line = ".".join(torch_version.split("+", maxsplit=1)[0].split(".")[:2])
         row = next((r for r in self.aarch64_cuda if r.torch == line), None)
         return row.cuda if row else None
+
+    def jax_aarch64(self, family: str, version: str) -> bool:
+        """Whether the jax ``family`` plugin (and its PJRT) of ``version`` has aarch64 wheels."""
+        row = next((r for r in self.aarch64_jax if r.plugin == family), None)
+        if row is None:
+            return False
+        base = version.split(".post", maxsplit=1)[0]
+        return _key(base) >= _key(row.first) and base not in row.missing
 
     def wsl_gpu(self, gfx: str | None) -> WslGpu | None:
         return next((g for g in self.wsl_gpus if gfx and g.gfx == gfx), None)
@@ -69,7 +86,7 @@ def parse_platforms(path: Path) -> PlatformData:
     file = path.name
     check_keys(
         doc,
-        ("schema", "sources", "aarch64", "aarch64_cuda", "wsl_release", "wsl_gpu"),
+        ("schema", "sources", "aarch64", "aarch64_cuda", "aarch64_jax", "wsl_release", "wsl_gpu"),
         file=file,
         where="top level",
     )
@@ -100,6 +117,24 @@ def parse_platforms(path: Path) -> PlatformData:
         )
     if len({r.torch for r in cuda_rows}) != len(cuda_rows):
         raise DataError(f"{file}: a torch release has two [[aarch64_cuda]] rows", FIX)
+    jax_rows: list[Aarch64Jax] = []
+    for i, data in enumerate(rows(doc, "aarch64_jax", file=file)):
+        row = Row(
+            data,
+            file=file,
+            where=f"[[aarch64_jax]] #{i + 1}",
+            keys=("plugin", "first", "missing"),
+            sources=src,
+            name_key="plugin",
+        )
+        jax_rows.append(
+            Aarch64Jax(
+                plugin=row.string("plugin"),
+                first=row.release("first"),
+                missing=row.strings("missing"),
+                sources=row.source_keys(),
+            )
+        )
     releases: list[WslRelease] = []
     for i, data in enumerate(rows(doc, "wsl_release", file=file)):
         row = Row(
@@ -151,6 +186,7 @@ def parse_platforms(path: Path) -> PlatformData:
         pypi_cuda_from=top.release("pypi_cuda_from"),
         pypi_cuda=top.string("pypi_cuda"),
         aarch64_cuda=tuple(cuda_rows),
+        aarch64_jax=tuple(jax_rows),
         wsl_releases=tuple(sorted(releases, key=lambda r: _key(r.rocm), reverse=True)),
         wsl_gpus=tuple(gpus),
         sources=src,

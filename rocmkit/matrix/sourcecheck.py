@@ -17,7 +17,8 @@ source as a reader would check it:
   arch list is the ``PYTORCH_ROCM_ARCH`` of the branch that names its version;
 * ``therock_gen_whl_next_<commit>``: TheRock's whl-next ownership manifest: an AMD channel's
   archs are the targets with device packages on its stream;
-* jax.toml (``pypi_jax``, ``pypi_torch_xla``): :mod:`rocmkit.matrix.jaxcheck`.
+* jax.toml (``pypi_jax``, ``pypi_torch_xla``): :mod:`rocmkit.matrix.jaxcheck`;
+* companions.toml (a wheel's code objects): :mod:`rocmkit.companions.sourcecheck`, passed in.
 
 The report says where the sources were read from (the recording, a clone, or live), and
 each source that could not be read, with the reason.
@@ -33,7 +34,7 @@ the data already says no source confirms them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
@@ -75,8 +76,15 @@ def _channel_for(bm: BuildMatrix, version: str) -> ChannelBuild | None:
     return None
 
 
-def check_sources(m: Matrix, sources: Sources, jax: JaxData | None = None) -> Report:
-    """Every confirmed machine-sourced fact of ``m`` (and of ``jax``, jax.toml, when given) re-read."""
+def check_sources(
+    m: Matrix,
+    sources: Sources,
+    jax: JaxData | None = None,
+    more: Sequence[Callable[[Sources, Report], None]] = (),
+) -> Report:
+    """Every confirmed machine-sourced fact of ``m`` (and of ``jax``, jax.toml, when given) re-read;
+    ``more`` are the checks of other data files (companions.toml's), run before the report is
+    closed (matrix/ knows no feature that owns a file: the registry, datafiles.py, passes them)."""
     rep = Report()
     texts = m.sources.get("torch.toml", {})
 
@@ -103,6 +111,8 @@ def check_sources(m: Matrix, sources: Sources, jax: JaxData | None = None) -> Re
         from rocmkit.matrix.jaxcheck import check_jax
 
         check_jax(jax, sources, rep)
+    for check in more:
+        check(sources, rep)
     rep.unreadable = sorted({_with_reason(line, sources.failures) for line in rep.unreadable})
     rep.read_from = dict(sources.origins)
     return rep

@@ -73,6 +73,7 @@ class Sources:
         self.timeout = timeout
         self._files: dict[str, str | None] = {}
         self._pages: dict[str, ProjectPage | None] = {}
+        self._wheels: dict[str, dict[str, tuple[str, ...]] | None] = {}
         self.origins: dict[str, int] = {}  # where each file or page came from -> how many
         self.failures: dict[str, str] = {}  # url -> why it could not be read
 
@@ -163,6 +164,53 @@ class Sources:
         except NetworkError:
             return None
         return meta.requires_dist if meta is not None else None
+
+    def wheel_targets(self, index_url: str, project: str, filename: str) -> dict[str, tuple[str, ...]] | None:
+        """The gfx targets in each ROCm library of one wheel (``{member: targets}``): from the
+        recording (``pypi/wheels/<filename>/<member>/<offset>.bundle``: each offload bundle of
+        the library's ``.hip_fatbin``, cut after its entry table), else read live from the wheel
+        by range requests. None, said in ``failures``, when neither can be read."""
+
+        key = f"{index_url.rstrip('/')}/{project}/{filename}"
+        if key not in self._wheels:
+            self._wheels[key] = self._wheel_targets(key, index_url, project, filename)
+        return self._wheels[key]
+
+    def _wheel_targets(
+        self, key: str, index_url: str, project: str, filename: str
+    ) -> dict[str, tuple[str, ...]] | None:
+        from rocmkit.pkgindex.codeobjects import CodeObjectError, bundle_ids, targets
+
+        folder = self.recording / "pypi" / "wheels" / filename if self.recording is not None else None
+        if folder is not None and folder.is_dir():
+            out: dict[str, tuple[str, ...]] = {}
+            try:
+                for lib in sorted({p.parent for p in folder.rglob("*.bundle")}):
+                    found = [set(targets(bundle_ids(b.read_bytes()))) for b in sorted(lib.glob("*.bundle"))]
+                    out[lib.relative_to(folder).as_posix()] = tuple(sorted(set.intersection(*found)))
+            except CodeObjectError as exc:
+                self.failures[key] = f"the recording's {folder.name}: {exc.message} ({exc.fix})" if exc.fix else exc.message
+                return None
+            self._came(f"the recording {self.recording}")
+            return out
+        page = None if self.offline else self.page(index_url, project)
+        wheel = next((f for f in page.files if f.filename == filename), None) if page is not None else None
+        if wheel is None:
+            why = f"{filename} is not on {index_url.rstrip('/')}/{project}/" if page is not None else None
+            self._why_not(key, why)
+            return None
+        from rocmkit.pkgindex.codeobjects import wheel_targets
+
+        try:
+            read = wheel_targets(wheel.url.split("#", 1)[0], timeout=self.timeout)
+        except (NetworkError, CodeObjectError) as exc:
+            self._why_not(key, exc.message)
+            return None
+        if read is None:
+            self._why_not(key, "the server serves no byte ranges of it")
+            return None
+        self._came(f"live: {index_url.rstrip('/')}")
+        return read
 
     def _recorded_page(self, index_url: str, project: str) -> ProjectPage | None:
         if self.recording is None:

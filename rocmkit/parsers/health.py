@@ -186,6 +186,7 @@ class PciGpu:
     device: str | None = None
     pci_class: str | None = None  # "0x120000"
     upstream: str | None = None  # the parent bridge's bus id; None at a root complex
+    slot: str | None = None  # the physical slot's name, where the firmware gives one
 
 
 def pci_gpus(text: str | None) -> list[PciGpu]:
@@ -204,6 +205,7 @@ def pci_gpus(text: str | None) -> list[PciGpu]:
                 device=kv.get("device"),
                 pci_class=kv.get("class"),
                 upstream=up,
+                slot=kv.get("slot") or None,
             )
         )
     return out

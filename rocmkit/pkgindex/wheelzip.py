@@ -1,19 +1,15 @@
-"""A wheel's ``METADATA`` read from its zip central directory with HTTP range requests (ZIP64
-included), never the whole wheel."""
+"""A wheel's files read from its zip central directory with HTTP range requests (ZIP64
+included), never the whole wheel: its ``METADATA``, and any one member (the ROCm libraries whose
+code objects :mod:`rocmkit.pkgindex.codeobjects` reads), each read capped."""
 
 from __future__ import annotations
 
 import struct
 import time
 import zlib
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from rocmkit.errors import DataError, NetworkError
-
-if TYPE_CHECKING:
-
-    pass
-
 from rocmkit.pkgindex.http import (
     CHUNK_BYTES,
     MAX_METADATA_BYTES,
@@ -79,7 +75,44 @@ def metadata_by_range(url: str, filename: str, *, timeout: float) -> str | None:
     return _metadata_from_tail(url, filename, tail, timeout=timeout)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ZipMember:
+    """One file of a zip's central directory: where its local header is and how it is stored."""
+
+    name: str
+    method: int  # 0 stored, 8 deflated
+    csize: int
+    usize: int
+    offset: int  # of its local header
+
+
+def zip_members(url: str, *, timeout: float) -> list[ZipMember] | None:
+    """The files of the wheel at ``url``, read from its central directory by range requests
+    (the last 64 KiB, and the directory itself when it is not in them). None when the
+    server serves no ranges or the directory is larger than rocmkit reads."""
+    tail = _range_get(url, f"-{TAIL_BYTES}", timeout=timeout, max_bytes=TAIL_BYTES)
+    if tail is None:
+        return None
+    cdir = _directory(url, tail, timeout=timeout)
+    return None if cdir is None else _members(cdir)
+
+
 def _metadata_from_tail(url: str, filename: str, tail: bytes, *, timeout: float) -> str | None:
+    cdir = _directory(url, tail, timeout=timeout)
+    if cdir is None:
+        return None
+    dist = filename.split("-", 2)
+    want = f"{dist[0]}-{dist[1]}.dist-info/METADATA" if len(dist) >= 2 else ""
+    for member in _members(cdir):
+        name = member.name
+        if name == want or (name.endswith(".dist-info/METADATA") and name.count("/") == 1 and not want):
+            raw = read_member(url, member, cap=MAX_METADATA_BYTES, timeout=timeout, what="its METADATA")
+            return None if raw is None else raw.decode("utf-8", "replace")
+    return None
+
+
+def _directory(url: str, tail: bytes, *, timeout: float) -> bytes | None:
+    """The central directory: from the tail already read, or one more range request."""
     at = tail.rfind(_EOCD)
     if at < 0 or len(tail) < at + 22:
         raise NetworkError(f"{shown(url)} is not a zip file (no end of central directory)", "check the index")
@@ -93,31 +126,27 @@ def _metadata_from_tail(url: str, filename: str, tail: bytes, *, timeout: float)
         if eocd64 is None:
             return None
         cd_size, cd_offset = struct.unpack("<QQ", eocd64[40:56])
-    # The central directory: in the tail already, or one more range request.
     total_end = at + (len(tail) - at)  # position of tail end relative to tail
     file_size = _file_size_from_tail(tail, at, cd_offset, cd_size)
     start_in_tail = cd_offset - (file_size - len(tail)) if file_size is not None else -1
     if start_in_tail >= 0 and start_in_tail + cd_size <= total_end:
-        cdir = tail[start_in_tail : start_in_tail + cd_size]
-    else:
-        if cd_size > MAX_METADATA_BYTES:
-            return None
-        got = _range_get(url, f"{cd_offset}-{cd_offset + cd_size - 1}", timeout=timeout, max_bytes=cd_size)
-        if got is None:
-            return None
-        cdir = got
-    dist = filename.split("-", 2)
-    want = f"{dist[0]}-{dist[1]}.dist-info/METADATA" if len(dist) >= 2 else ""
+        return tail[start_in_tail : start_in_tail + cd_size]
+    if cd_size > MAX_METADATA_BYTES:
+        return None
+    return _range_get(url, f"{cd_offset}-{cd_offset + cd_size - 1}", timeout=timeout, max_bytes=cd_size)
+
+
+def _members(cdir: bytes) -> list[ZipMember]:
+    out: list[ZipMember] = []
     pos = 0
     while pos + 46 <= len(cdir) and cdir[pos : pos + 4] == _CDIR:
         (method, csize, usize, nlen, xlen, clen, local_off) = _cdir_fields(cdir, pos)
         name = cdir[pos + 46 : pos + 46 + nlen].decode("utf-8", "replace")
         extra = cdir[pos + 46 + nlen : pos + 46 + nlen + xlen]
         csize, usize, local_off = _zip64_extra(extra, csize, usize, local_off)
-        if name == want or (name.endswith(".dist-info/METADATA") and name.count("/") == 1 and not want):
-            return _read_member(url, local_off, csize, usize, method, timeout=timeout)
+        out.append(ZipMember(name=name, method=method, csize=csize, usize=usize, offset=local_off))
         pos += 46 + nlen + xlen + clen
-    return None
+    return out
 
 
 def _file_size_from_tail(tail: bytes, at: int, cd_offset: int, cd_size: int) -> int | None:
@@ -157,25 +186,35 @@ def _zip64_extra(extra: bytes, csize: int, usize: int, off: int) -> tuple[int, i
     return csize, usize, off
 
 
-def _read_member(url: str, offset: int, csize: int, usize: int, method: int, *, timeout: float) -> str | None:
-    if usize > MAX_METADATA_BYTES or csize > MAX_METADATA_BYTES:
+def read_member(
+    url: str, member: ZipMember, *, cap: int, timeout: float, what: str, fix: str | None = None
+) -> bytes | None:
+    """One file of the wheel at ``url``, by one range request, at most ``cap`` bytes stored or
+    inflated (``what`` names it in the error past the cap); None when it is larger than ``cap``,
+    stored otherwise than plain or deflated, or not served."""
+    if member.usize > cap or member.csize > cap:
         return None
     # The local header is 30 bytes plus a name and an extra field of unknown length: read a margin.
-    want = 30 + 1024 + csize
+    want = 30 + 1024 + member.csize
+    offset = member.offset
     got = _range_get(url, f"{offset}-{offset + want - 1}", timeout=timeout, max_bytes=want)
     if got is None or got[:4] != _LOCAL:
         return None
     nlen, xlen = struct.unpack("<HH", got[26:30])
-    data = got[30 + nlen + xlen : 30 + nlen + xlen + csize]
-    raw: bytes | None = None
-    if method == 0:
-        raw = data
-    elif method == 8:
-        raw = inflate_capped(data, MAX_METADATA_BYTES, what=f"{url}: its METADATA")
-    return None if raw is None else raw.decode("utf-8", "replace")
+    data = got[30 + nlen + xlen : 30 + nlen + xlen + member.csize]
+    if member.method == 0:
+        return data
+    if member.method == 8:
+        if fix is None:
+            return inflate_capped(data, cap, what=f"{url}: {what}")
+        return inflate_capped(data, cap, what=f"{url}: {what}", fix=fix)
+    return None
 
 
-def inflate_capped(data: bytes, cap: int, *, what: str) -> bytes | None:
+_METADATA_FIX = "check the index: a wheel's METADATA is a few KiB; leave this index out (--only)"
+
+
+def inflate_capped(data: bytes, cap: int, *, what: str, fix: str = _METADATA_FIX) -> bytes | None:
     """Raw deflate ``data`` inflated to at most ``cap`` bytes: the size a zip's directory
     declares is the sender's word, and a few MB of deflate inflate to GBs (a zip bomb).
     Past the cap: :class:`DataError` naming ``what``; a broken stream: None."""
@@ -186,8 +225,7 @@ def inflate_capped(data: bytes, cap: int, *, what: str) -> bytes | None:
         return None
     if len(raw) > cap or inflater.unconsumed_tail:
         raise DataError(
-            f"{what} inflates past rocmkit's cap of {cap} bytes (a zip bomb, or not a wheel)",
-            "check the index: a wheel's METADATA is a few KiB; leave this index out (--only)",
+            f"{what} inflates past rocmkit's cap of {cap} bytes (a zip bomb, or not a wheel)", fix
         )
     return raw
 

@@ -222,6 +222,7 @@ def from_files(g: GpuFiles) -> GpuHealth:
         link_speed_max_gts=speed_max,
         link_width_max=width_max,
         upstream_bus_id=g.pci.upstream,
+        slot=g.pci.slot,
         upstream_speed_max_gts=up_speed,
         upstream_width_max=up_width,
     )

@@ -23,6 +23,7 @@ from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix
 from rocmkit.matrix.jaxdata import JaxData, JaxPlugin, JaxRelease, PluginBuild, load_jax
 from rocmkit.plan import Plan
+from rocmkit.resolve import platform
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join, short_source
 from rocmkit.resolve.gpus import AmdGpu, amd_gpus, assess, describe
@@ -262,8 +263,8 @@ def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
             continue
         for release in releases:
             build = release.build(plugin.family, python)
-            if build is None:
-                continue
+            if build is None or not platform.jax_plugin_exists(machine, plugin.family, build.version):
+                continue  # aarch64: only the plugin releases with aarch64 wheels (resolve/platform.py)
             if driver:
                 notes.why(f"NVIDIA driver {driver}: {plugin.plugin} needs >= {plugin.min_driver}")
             else:

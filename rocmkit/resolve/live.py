@@ -41,7 +41,7 @@ from packaging.version import InvalidVersion, Version
 from rocmkit.errors import NetworkError, NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease
-from rocmkit.packages import canonical
+from rocmkit.packages import canonical, requirement_name
 from rocmkit.pkgindex.http import ACCEPT, http_get
 from rocmkit.pkgindex.pages import IndexFile, parse_project_page, parse_wheel
 from rocmkit.plan import Plan
@@ -217,10 +217,13 @@ def observe_one(
         else:
             raise NetworkError(f"{page} answered HTTP {resp.status}")
     except NetworkError as exc:
-        if path is not None:
+        refused = "redirected" in exc.message  # another host, or plain http: refused, not down
+        if path is not None and not refused:
             _write_cache(path, {"url": page, "fetched": now, "answered": False})
         why = exc.message.removeprefix(page).strip().removeprefix("does not answer: ")
-        until = now + DOWN_TTL_S if path is not None else None
+        if refused and exc.fix:
+            why += f"; {exc.fix}"
+        until = now + DOWN_TTL_S if path is not None and not refused else None
         return Seen(url=source, answered=False, detail=f"did not answer ({why})", fresh_until=until)
     if path is not None:
         _write_cache(
@@ -310,7 +313,7 @@ def check_plan(
     what the index serves: one it lacks is left out, and the plan says so."""
     held = _check_torch(plan, machine, constraints, matrix, fallbacks=fallbacks, read=read)
     if held.index_urls and _torch_pin(held) is not None and held.python:
-        return check_pins(held, read_project or project_reader(cache=default_cache()))
+        return check_pins(held, read_project or project_reader(cache=default_cache()), fallbacks=fallbacks)
     return held
 
 
@@ -330,9 +333,11 @@ def _index_pins(plan: Plan) -> list[tuple[str, str]]:
     return out
 
 
-def check_pins(plan: Plan, read_project: ProjectReader) -> Plan:
+def check_pins(plan: Plan, read_project: ProjectReader, *, fallbacks: Sequence[tuple[str, bool]] = ()) -> Plan:
     """Leave out each pinned package the plan's index answers for without serving it (a mirror
-    with torch but empty torchvision/torchaudio pages); an index that does not answer changes nothing."""
+    with torch but empty torchvision/torchaudio pages). When that index does not answer, the
+    ``fallbacks`` (the user's pip sources install turns to with --fallback-index) are asked the
+    same: a pin none of the answering ones serves is left out. Nothing answering changes nothing."""
     if not plan.index_urls or not plan.python:
         return plan
     index = plan.index_urls[0]
@@ -341,6 +346,8 @@ def check_pins(plan: Plan, read_project: ProjectReader) -> Plan:
         return plan
     with ThreadPoolExecutor(max_workers=min(4, len(pins))) as pool:
         seen = list(pool.map(lambda p: read_project(index, p[0]), pins))
+        if fallbacks and not any(s.answered for s in seen):
+            seen = list(pool.map(lambda p: _any_of(fallbacks, p[0], p[1], plan.python or ""), pins))
     drop: list[str] = []
     warnings: list[str] = []
     triton = plan.triton
@@ -350,9 +357,9 @@ def check_pins(plan: Plan, read_project: ProjectReader) -> Plan:
         req = next(r for r in plan.requirements if r.startswith(f"{name}=="))
         drop.append(req)
         why = (
-            f"{index} {s.detail}"
+            f"{s.url} {s.detail}"
             if "has no" in s.detail
-            else f"{index} serves no {name} {version} wheel for Python {plan.python}"
+            else f"{s.url} serves no {name} {version} wheel for Python {plan.python}"
         )
         if req in plan.companions:
             warnings.append(
@@ -365,7 +372,35 @@ def check_pins(plan: Plan, read_project: ProjectReader) -> Plan:
                 triton = None
     if not drop:
         return plan
-    return dataclasses.replace(plan.without(drop), triton=triton, warnings=(*plan.warnings, *warnings))
+    # Remembered: a --with package that needs one of them is refused (another source's build of
+    # it is for another torch), and the guard does not pin what is not there.
+    unserved = (*plan.unserved, *(r for r in drop if r in plan.companions))
+    return dataclasses.replace(
+        plan.without(drop), triton=triton, warnings=(*plan.warnings, *warnings), unserved=unserved
+    )
+
+
+# How far an index may move a plan down: at most this many release series (2.13 -> 2.10) below
+# the newest confirmed build the data plans. Older series get no fixes upstream, and an index
+# that lists only old builds (a stale or hostile mirror) must not steer a node down to them
+# unasked; --torch X.Y names an older release on purpose. A policy, not an upstream fact.
+WINDOW_SERIES = 3
+
+
+def _any_of(sources: Sequence[tuple[str, bool]], project: str, version: str, python: str) -> Seen:
+    """What ``sources`` say about ``project``, as one answer: the first that serves ``version``,
+    else the answering ones together (their builds), else not answered."""
+    answers = [observe_one(u, is_index=i, timeout=TIMEOUT_S, cache=default_cache(), project=project) for u, i in sources]
+    answering = [a for a in answers if a.answered]
+    held = next((a for a in answering if a.serves(version, python)), None)
+    if held is not None or not answering:
+        return held or Seen(url=", ".join(u for u, _ in sources), answered=False)
+    return Seen(
+        url=", ".join(a.url for a in answering),
+        answered=True,
+        builds=frozenset().union(*(a.builds for a in answering)),
+        detail="answered",
+    )
 
 
 def _check_torch(
@@ -387,6 +422,9 @@ def _check_torch(
     cons = dataclasses.replace(constraints, python=python)
     seen: dict[str, Seen] = {}
     current, m = plan, matrix
+    first_pin = _torch_pin(plan)
+    assert first_pin is not None
+    heard: list[Seen] = []  # every source that answered, in the order asked
     for _ in range(_ROUNDS):
         pin = _torch_pin(current)
         assert pin is not None
@@ -398,7 +436,12 @@ def _check_torch(
             seen.update((s.url, s) for s in read([f for f in fallbacks if f[0] not in seen]))
         used = [seen[torch_url]] if direct else [seen[f[0]] for f in fallbacks if f[0] in seen]
         answering = [s for s in used if s.answered]
+        heard += [s for s in answering if s not in heard]
         if not answering:
+            if heard:
+                # An index answered without the plan's build and the plan moved to one that does
+                # not answer: what lands there was never seen listed anywhere.
+                raise _unlisted(heard, first_pin, python, f"{torch_url} {seen[torch_url].detail}")
             return _noted(
                 current,
                 reasons=[
@@ -414,19 +457,16 @@ def _check_torch(
         names = ", ".join(s.url for s in answering)
         try:
             replanned = resolve(machine, cons, matrix=m)
-        except NoPlanError:
-            return _noted(
-                current,
-                warnings=[
-                    f"{names} hold(s) no torch build of this kind for Python {python} that rocmkit's data "
-                    f"names (not {pin} either); the plan keeps {pin} from the data"
-                ],
-            )
+        except NoPlanError as exc:
+            # The source answered, and lists no build of this kind that the data names: the plan
+            # may not name one it did not list (it would fail at install, or land elsewhere).
+            raise _unlisted(heard, first_pin, python, exc.message) from None
         moved = _torch_pin(replanned)
         if moved == pin and replanned.index_urls == current.index_urls:
             holder = next((s for s in answering if s.serves(pin, key)), None)
             if holder is None:
-                return current
+                raise _unlisted(heard, first_pin, python, f"{names} answered without torch {pin}")
+            _within_window(m, plan, pin, first_pin, constraints, heard, python)
             # Re-resolved with what was seen: a build known only from build lists is now confirmed
             # (no "not yet seen" reason, no fallback).
             current = dataclasses.replace(replanned, reasons=(*replanned.reasons, *_carried(current)))
@@ -443,7 +483,69 @@ def _check_torch(
         else:
             why = f"{names} do(es) not serve torch {pin} for Python {python}: planned {moved} instead"
         current = _noted(replanned, reasons=[*_carried(current), why])
-    return current
+    raise _unlisted(heard, first_pin, python, f"no source read serves torch {_torch_pin(current)}")
+
+
+def _listed(heard: Sequence[Seen], local: str | None) -> list[Version]:
+    """The releases of builds with the local label ``local`` that ``heard`` list, newest first."""
+    found: set[Version] = set()
+    for s in heard:
+        found |= s.versions(local)
+    return sorted(found, reverse=True)
+
+
+def _unlisted(heard: Sequence[Seen], pin: str, python: str, why: str) -> NoPlanError:
+    """The plan cannot name a build its answering sources did not list: said with what they do list."""
+    local = Version(pin).local
+    listed = _listed(heard, local)
+    names = ", ".join(s.url for s in heard) or "the index"
+    kind = f"+{local}" if local else "torch"
+    newest = f"the newest {kind} build listed is torch {listed[0]}" if listed else f"no {kind} build is listed"
+    return NoPlanError(
+        f"{names} answered, but serve(s) no torch build of this kind for Python {python} that rocmkit may plan "
+        f"({why}); {newest}",
+        (f"to install it, name it: --torch {listed[0].public}; or p" if listed else "P")
+        + f"oint --index-base at an index that serves the planned build (torch {pin}); or plan from "
+        "rocmkit's data with --offline if the index will serve it later",
+    )
+
+
+def _series_index(m: Matrix, version: str) -> int:
+    order = sorted({r.series for r in m.torch_releases} | {_series(version)}, key=Version)
+    return order.index(_series(version))
+
+
+def _series(version: str) -> str:
+    release = Version(version).release
+    return f"{release[0]}.{release[1] if len(release) > 1 else 0}"
+
+
+def _within_window(
+    m: Matrix,
+    plan: Plan,
+    pin: str,
+    first_pin: str,
+    constraints: Constraints,
+    heard: Sequence[Seen],
+    python: str,
+) -> None:
+    """Refuse a plan the index moved more than WINDOW_SERIES series below the data's (unless
+    --torch named the release)."""
+    if pin == first_pin or constraints.torch:
+        return
+    # The newest confirmed build the data planned (a listed-only plan's fallback), else its pin.
+    base = next((r.partition("==")[2] for r in plan.fallback if requirement_name(r) == "torch"), first_pin)
+    below = _series_index(m, base) - _series_index(m, pin)
+    if below <= WINDOW_SERIES:
+        return
+    names = ", ".join(s.url for s in heard)
+    raise NoPlanError(
+        f"{names} answered, and the newest build of this kind it lists for Python {python} is torch {pin}, "
+        f"{below} release series below the torch {base} rocmkit plans: past the support window of "
+        f"{WINDOW_SERIES} series, so it is not planned unasked",
+        f"to install it anyway, name it: --torch {_series(pin)}; or point --index-base at an index that "
+        f"serves torch {base}",
+    )
 
 
 def _served_by_index(

@@ -76,8 +76,8 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
                 else "a ROCm build was asked for on aarch64"
             )
             raise NoPlanError(
-                f"{what}, and neither PyTorch nor AMD publishes ROCm wheels for aarch64 (PyTorch builds ROCm "
-                "for x86_64 Linux only: matrices/platforms.toml)",
+                f"{what}, and no ROCm build of torch or jax is published for aarch64 (PyTorch builds ROCm "
+                "for x86_64 Linux only, the jax ROCm plugins have x86_64 wheels only: matrices/platforms.toml)",
                 "use --cpu for CPU aarch64 wheels, or build torch for ROCm from source (`rocmkit build`)",
             )
         notes.why(
@@ -112,6 +112,13 @@ def cuda_build_exists(machine: Machine, torch_version: str, index: str) -> bool:
     return index in (load_platforms().cuda_aarch64(torch_version) or ())
 
 
+def jax_plugin_exists(machine: Machine, family: str, version: str) -> bool:
+    """Whether the jax ``family`` plugin of ``version`` has wheels for this host's CPU."""
+    if cpu_arch(machine) != "aarch64":
+        return True
+    return load_platforms().jax_aarch64(family, version)
+
+
 def cpu_build_exists(machine: Machine, torch_version: str) -> bool:
     if cpu_arch(machine) != "aarch64":
         return True
@@ -133,14 +140,23 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
         )
     if machine.platform.wsl and plan.backend.startswith("rocm"):
         data = load_platforms()
-        row = _wsl_release(data, machine, Constraints(rocm=_line(plan.backend.removeprefix("rocm"))))
+        # A torch backend names its ROCm line ("rocm7.2"); a jax one only the major: the installed line.
+        row = _wsl_release(data, machine, Constraints(rocm=_line(plan.backend.removeprefix("rocm")))) or (
+            _wsl_release(data, machine, Constraints())
+        )
         if row is not None and row.dxg_detection:
             env[DXG_VAR] = "1"
             reasons.append(f"{DXG_VAR}=1: ROCm {row.rocm} reaches the GPU through /dev/dxg only when asked")
-        reasons.append(
-            "WSL2: install replaces the wheel's bundled libhsa-runtime64.so with /opt/rocm's WSL runtime, "
-            "as AMD's WSL guide does (journaled; undone by `rocmkit install --restore`)"
-        )
+        if "torch" in plan.framework:
+            reasons.append(
+                "WSL2: install replaces the wheel's bundled libhsa-runtime64.so with /opt/rocm's WSL runtime, "
+                "as AMD's WSL guide does (journaled, and restored if the install fails)"
+            )
+        if "jax" in plan.framework:
+            warnings.append(
+                "WSL2: AMD does not enable or validate JAX's ROCm plugin under WSL (ROCm/librocdxg's known "
+                "issues): jax may fail to install, initialize or run"
+            )
         for gpu in machine.amd_gpus:
             listed = data.wsl_gpu(gpu.arch)
             if gpu.visible and listed is None:

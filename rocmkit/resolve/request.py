@@ -31,6 +31,14 @@ class ResolveRequest:
     jax_version: str | None = None
     # --with: packages resolved into the plan (xformers, flash-attn, bitsandbytes: matrices/companions.toml)
     with_packages: tuple[str, ...] = ()
+    # As install takes them, so that resolve says what install will do: the user's pip sources
+    # when the planned index does not answer, and the venv whose Python (and whose rocmkit torch,
+    # with --with, unless --upgrade) the plan is for.
+    fallback_index: bool = False
+    venv: Path | None = None
+    upgrade: bool = False
+    build: tuple[str, ...] = ()  # --build: --with packages built from source rather than paired by wheel
+    allow_redirect: tuple[str, ...] = ()  # hosts the live index check may follow a redirect to
     output: Path | None = None  # --output FILE: the plan written there, whole or not at all
 
     def __post_init__(self) -> None:
@@ -42,6 +50,9 @@ class ResolveRequest:
         from rocmkit.companions.wanted import requirements_of
 
         object.__setattr__(self, "with_packages", requirements_of(self.with_packages))
+        from rocmkit.companions.wanted import build_names
+
+        object.__setattr__(self, "build", build_names(self.build, self.with_packages))
         cons = self.constraints()
         if self.with_packages and "torch" not in cons.frameworks:
             raise UsageError("--with resolves packages beside torch", "add torch to --framework (torch,jax)")

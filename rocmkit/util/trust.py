@@ -304,6 +304,9 @@ def _listing(folder: str) -> tuple[list[tuple[os.DirEntry[str], os.stat_result]]
     return out, None
 
 
+_UV_LOCK = ".lock"
+
+
 def _tree_problem(root: Path, skip: frozenset[str] = frozenset(), pth: list[Path] | None = None) -> str | None:
     """The first entry under ``root`` (itself included) that fails the strict rule; a symlink
     that leads out of ``root`` is followed once. ``.pth`` files found in a ``site-packages``
@@ -329,6 +332,9 @@ def _tree_problem(root: Path, skip: frozenset[str] = frozenset(), pth: list[Path
                     reason = _outside_problem(Path(entry.path))
                     if reason:
                         return reason
+                continue
+            if folder == real_root and entry.name == _UV_LOCK and stat.S_ISREG(est.st_mode):
+                # uv's environment lock: made 0666 for every user to take, read by nothing at start-up.
                 continue
             reason = _strict_problem(Path(entry.path), est)
             if reason:
@@ -372,6 +378,38 @@ def _shallow_problem(folder: Path) -> str | None:
             reason = _strict_problem(Path(entry.path), est)
             if reason:
                 return reason
+    return None
+
+
+# What of a venv Python reads at start-up: its configuration, the folder of the interpreter,
+# and the library trees (site-packages, every .pth). Not uv's ``.lock`` (made 0666), nor
+# ``share``, ``include`` or ``etc``, which nothing imports.
+_VENV_READ = ("pyvenv.cfg", "bin", "lib", "lib64", "Lib", "Scripts")
+
+
+def _venv_problem(prefix: Path, pth: list[Path]) -> str | None:
+    """The venv folder (others must not add or swap what it holds) and what Python reads in it."""
+    try:
+        reason = _strict_problem(prefix, os.stat(prefix))
+    except OSError:
+        return None
+    if reason:
+        return reason
+    for name in _VENV_READ:
+        path = prefix / name
+        if not os.path.lexists(path):
+            continue
+        real = os.path.realpath(path)
+        if os.path.islink(path) and real.startswith(os.path.realpath(prefix) + os.sep):
+            continue  # lib64 -> lib: walked once, under its own name
+        if name in ("bin", "Scripts") or not os.path.isdir(path):
+            # pyvenv.cfg; the interpreter's folder (others must not swap the interpreter), not
+            # its console scripts, which no Python start reads.
+            reason = _strict_problem(path, os.stat(path))
+        else:
+            reason = _tree_problem(path, pth=pth)
+        if reason:
+            return reason
     return None
 
 
@@ -428,7 +466,7 @@ def interpreter_problem(executable: Path) -> str | None:
     pth: list[Path] = []
     base_site = True
     if cfg is not None:
-        reason = folder_problem(prefix.parent) or _tree_problem(prefix, pth=pth)
+        reason = folder_problem(prefix.parent) or _venv_problem(prefix, pth)
         if reason:
             return reason
         base_site = cfg.get("include-system-site-packages", "false").lower() == "true"

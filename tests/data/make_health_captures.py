@@ -26,13 +26,14 @@ def w(root, rel, text):
 
 def build(name, degraded):
     d = CAP / name
+    note = (d / "SOURCE.md").read_text() if (d / "SOURCE.md").is_file() else None
     shutil.rmtree(d, ignore_errors=True)
     root = d / "root"
     (d / "cmd").mkdir(parents=True)
     shutil.copy(REAL_SMI, d / "cmd" / "rocm-smi.txt")
     lines = []
     for i, b in enumerate(BUSES):
-        lines.append(f"{b} vendor=0x1002 device=0x74a1 class=0x120000 upstream={UP[b]}")
+        lines.append(f"{b} vendor=0x1002 device=0x74a1 class=0x120000 upstream={UP[b]} slot={i + 1}")
         base = f"/sys/bus/pci/devices/{b}"
         speed, width = "32.0 GT/s PCIe", "16"
         if degraded and i == 1:
@@ -81,6 +82,8 @@ def build(name, degraded):
                      ("temp2_crit", 110000), ("temp3_input", 35000), ("temp3_label", "mem"),
                      ("temp3_crit", 95000), ("freq1_input", 500000000)):
             w(root, f"{mon}/{f}", f"{v}\n")
+    if note is not None:
+        (d / "SOURCE.md").write_text(note)
     (d / "cmd" / "pci-gpus.txt").write_text("".join(line + "\n" for line in lines))
     (d / "expected.json").write_text(json.dumps({
         "gpus": [{"vendor": "amd", "gfx": None, "marketing_name": "AMD Instinct MI300X", "vram_bytes": None}] * 8,

@@ -4,6 +4,7 @@ the image for the plan's platform."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,3 +81,31 @@ def test_docker_render_builds_for_the_plans_platform() -> None:
 def test_a_lock_carries_the_platform_in_its_plan() -> None:
     plan = Session(capture=STRIX).plan(Constraints())
     assert Plan.from_dict(plan.to_dict()).platform == "wsl2-x86_64"
+
+
+def test_a_wheelhouse_for_aarch64_nodes_is_downloaded_on_this_x86_64_host(
+    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from rocmkit.install.wheelhouse import platform_tags
+
+    plan = Plan(
+        backend="cu132",
+        torch_version="2.13.0+cu132",
+        requirements=("torch==2.13.0+cu132", "torchvision==0.28.0+cu132", "torchaudio==2.11.0+cu132"),
+        index_urls=(server.index_url("whl/cu132"),),
+        python=PY,
+        platform="linux-aarch64",
+    )
+    assert platform_tags(plan, "aarch64") == () and platform_tags(dataclasses.replace(plan, platform=None), "x86_64") == ()
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan.to_dict()))
+    house = tmp_path / "house"
+    code, _, err = run_main(capsys, "install", "--plan", str(path), "--download-only", "--wheelhouse", str(house))
+    assert code == 0, err
+    assert "on linux-aarch64" in err
+    wheels = sorted(p.name for p in house.glob("*.whl"))
+    assert len(wheels) == 3 and all(w.endswith("manylinux_2_28_aarch64.whl") for w in wheels)
+    # The wheelhouse's lock carries the plan, platform included.
+    assert '"platform": "linux-aarch64"' in (house / "rocmkit-lock.txt").read_text()

@@ -255,6 +255,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             threading.Thread(target=owner.stop_serving, daemon=True).start()
             return
+        moved = next((to + path[len(p) :] for p, to in owner.redirect.items() if path.startswith(p)), None)
+        if moved is not None:
+            # A mirror that sends its pages elsewhere (another host, say).
+            self.send_response(302)
+            self.send_header("Location", moved)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         try:
             status, ctype, body = owner._respond(path, self.headers.get("Accept", ""))
         except OSError:
@@ -302,6 +310,10 @@ class IndexServer:
         # only data-core-metadata; False serves what PyPI does.
         self.legacy_metadata = legacy_metadata
         self.requests: list[str] = []
+        # Projects answered 200 with a page that lists no file (an index saying "none" its own way).
+        self.empty: set[str] = set()
+        # Path prefix -> where a request under it is redirected (302 to that URL + the rest of the path).
+        self.redirect: dict[str, str] = {}
         self._lock = threading.Lock()
         self._stop_after: str | None = None
         self._stop_at: str | None = None
@@ -397,6 +409,8 @@ class IndexServer:
             wheels = [w for w in _dists(parent) if _project_of(w.name) == normalize(target.name)]
             if wheels:
                 return self._project_page(parent, normalize(target.name), wheels, want_json)
+            if normalize(target.name) in self.empty:
+                return self._project_page(parent, normalize(target.name), [], want_json)
         return 404, "text/plain", b"not found"
 
     def _root_page(self, index: Path, want_json: bool) -> tuple[int, str, bytes]:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rocmkit.bench import compare
 from rocmkit.bench.results import ModelResult, Spread, SuiteResult
 from rocmkit.cli import bench as bench_cli
-from rocmkit.doctor.checks.models import companion_result
+from rocmkit.doctor.checks.models import companion_result, matching_set_command
 from rocmkit.doctor.result import Status
 from rocmkit.errors import DataError
 
@@ -148,8 +148,11 @@ def test_doctor_names_a_torchvision_whose_ops_do_not_load() -> None:
     assert (
         bad.remedy
         and "built for torch 2.13.0+cpu" in bad.remedy
-        and "pip uninstall torchvision" in bad.remedy
+        and "--torch 2.13.0 --cpu`" in bad.remedy
+        and "pip uninstall --python" in bad.remedy
     )
+    assert matching_set_command("2.9.1+rocm6.4", prefix="/v") == "rocmkit install --venv /v --torch 2.9.1 --rocm 6.4"
+    assert matching_set_command("2.10.0+cu128", prefix="/v") == "rocmkit install --venv /v --torch 2.10.0 --cuda 12.8"
     good = companion_result("2.14.1", {"torchvision": ("0.29.1", None), "torchaudio": (None, None)})
     assert good.status is Status.PASS and "torchvision 0.29.1" in good.message
     assert companion_result("2.13.0", {"torchvision": (None, None)}).status is Status.SKIP

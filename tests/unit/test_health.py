@@ -95,7 +95,7 @@ def test_healthy_capture_passes_every_check() -> None:
 def test_degraded_capture_fails_naming_the_gpu_and_the_fix() -> None:
     m = _machine(CAPTURES / DEGRADED)
     link = _run(hardware.pcie_link, m)
-    assert link.status is Status.FAIL and "0000:26:00.0 trained at x8" in link.message
+    assert link.status is Status.FAIL and "0000:26:00.0 in slot 2 trained at x8" in link.message
     assert link.remedy and "0000:25:00.0" in link.remedy and "BIOS" in link.remedy
     ecc = _run(hardware.ecc, m)
     assert ecc.status is Status.FAIL and "0000:46:00.0 has 2 uncorrectable" in ecc.message
@@ -250,6 +250,8 @@ def _fake_sysfs(root: Path) -> None:
             (d / name).write_text(text + "\n")
     devices = root / "sys/bus/pci/devices"
     devices.mkdir(parents=True)
+    (root / "sys/bus/pci/slots/7").mkdir(parents=True)
+    (root / "sys/bus/pci/slots/7/address").write_text("0000:03:00\n")
     for bdf, target in (("0000:00:01.1", port), ("0000:03:00.0", gpu)):
         os.symlink(os.path.relpath(target, devices), devices / bdf)
 
@@ -262,7 +264,7 @@ def test_live_reads_and_snapshot_replays_the_same_facts(tmp_path: Path) -> None:
 
     live = LiveSource(root=str(root), env={}, runner=no_tools)
     pci = live.command("pci-gpus.txt").stdout
-    assert pci == "0000:03:00.0 vendor=0x1002 device=0x740f class=0x038000 upstream=0000:00:01.1\n"
+    assert pci == "0000:03:00.0 vendor=0x1002 device=0x740f class=0x038000 upstream=0000:00:01.1 slot=7\n"
     live_records, _ = probe.finish(probe.start(live), {})
     rec = RecordingSource(live, (PCI_DEVICES,))
     probe.finish(probe.start(rec), {})
@@ -272,8 +274,8 @@ def test_live_reads_and_snapshot_replays_the_same_facts(tmp_path: Path) -> None:
     replay, _ = probe.finish(probe.start(CaptureSource(tmp_path / "snap")), {})
     assert replay == live_records
     h = live_records[0]
-    assert (h.upstream_bus_id, h.upstream_width_max, h.ecc_correctable, h.power_cap_w) == (
-        "0000:00:01.1", 16, {"umc": 3}, 300.0)
+    assert (h.upstream_bus_id, h.slot, h.upstream_width_max, h.ecc_correctable, h.power_cap_w) == (
+        "0000:00:01.1", "7", 16, {"umc": 3}, 300.0)
 
 
 def test_refresh_reads_health_again() -> None:
@@ -440,3 +442,29 @@ def test_xgmi_topology_not_fully_connected_is_judged_by_the_model() -> None:
     assert _run(hardware.xgmi, replace(m, health=partial)).status is Status.FAIL
     cut_off = replace(unknown_model, health=(replace(partial[0], xgmi_links=(0,) * 8), *partial[1:]))
     assert "no XGMI link to any of its 7 hive peers" in _run(hardware.xgmi, cut_off).message
+
+
+def test_an_integrated_gpu_has_no_slot_to_judge() -> None:
+    from dataclasses import replace
+
+    from rocmkit.machine import Gpu
+
+    m = _machine(CAPTURES / DEGRADED)
+    apu = replace(m, gpus=(Gpu(vendor="amd", index=0, pci_bus_id="0000:26:00.0", integrated=True),))
+    assert _run(hardware.pcie_link, apu).status is Status.PASS
+
+
+def test_detect_table_has_one_hardware_line() -> None:
+    import io
+
+    from rich.console import Console
+
+    from rocmkit.detect.view import render
+
+    buf = io.StringIO()
+    render(_machine(CAPTURES / DEGRADED), Console(file=buf, width=400, highlight=False))
+    line = next(x for x in buf.getvalue().splitlines() if x.startswith("hardware"))
+    assert "8 GPU(s) read (sysfs): 26:00.0 link x8 of x16; 46:00.0 2 uncorrectable ECC" in line
+    buf = io.StringIO()
+    render(_machine(CAPTURES / "mi300x8-rocm-smi-stas00"), Console(file=buf, width=400, highlight=False))
+    assert "hardware" not in buf.getvalue()

@@ -81,6 +81,9 @@ def test_the_entry_point_asks_the_cache_about_the_commands_it_stores() -> None:
 
 def test_the_tools_in_the_key_are_every_command_detection_runs() -> None:
     assert set(detect_cache.TOOLS) == {argv[0] for argv in COMMANDS.values() if argv[0] != BUILTIN}
+    from rocmkit.sources import LIB_DIRS
+
+    assert detect_cache.LIB_DIRS == LIB_DIRS
 
 
 @pytest.fixture(autouse=True)

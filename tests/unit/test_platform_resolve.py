@@ -23,7 +23,7 @@ STRIX = "strixhalo-gfx1151-wsl2-ubuntu24.04-rocm7.2.1-librocdxg"
 GH200 = "gh200-aarch64-nvidia-smi-580.105.08"
 WSL_STEP = (
     "WSL2: install replaces the wheel's bundled libhsa-runtime64.so with /opt/rocm's WSL runtime, as AMD's WSL "
-    "guide does (journaled; undone by `rocmkit install --restore`)"
+    "guide does (journaled, and restored if the install fails)"
 )
 
 
@@ -69,7 +69,7 @@ def test_aarch64_with_an_amd_gpu_is_refused_naming_why() -> None:
     m = _aarch64((Gpu(vendor="amd", index=0, arch="gfx942", name="AMD Instinct MI300X"),))
     with pytest.raises(NoPlanError) as err:
         _plan(m)
-    assert "aarch64" in err.value.message and "ROCm wheels" in err.value.message
+    assert "aarch64" in err.value.message and "no ROCm build" in err.value.message
     assert "--cpu" in (err.value.fix or "")
     with pytest.raises(NoPlanError):
         _plan(Machine(host=Host(arch="aarch64")), rocm="7.2")
@@ -165,3 +165,39 @@ def test_platform_data_is_registered_and_checked(tmp_path: Path) -> None:
 
 def test_wsl_record_defaults_off_wsl() -> None:
     assert Platform().wsl is False and _aarch64(()).platform == Platform()
+
+
+def test_jax_on_gh200_takes_a_cuda_plugin_release_with_aarch64_wheels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rocmkit.resolve import platform
+
+    gh = load_machine(CAPTURES / GH200)
+    plan = _plan(gh, framework="jax")
+    assert plan.platform == "linux-aarch64" and plan.backend == "cuda13"
+    assert plan.requirements == (
+        "jax==0.12.1", "jaxlib==0.12.1", "jax-cuda13-plugin[with-cuda]==0.12.1", "jax-cuda13-pjrt==0.12.1",
+    )  # fmt: skip
+    data = parse_platforms(matrices_dir() / "platforms.toml")
+    assert data.jax_aarch64("cuda12", "0.9.0") and data.jax_aarch64("cuda13", "0.7.2")
+    assert not data.jax_aarch64("cuda12", "0.4.25") and not data.jax_aarch64("rocm7", "0.12.0")
+    # A release whose aarch64 wheels are missing is passed over for the newest one that has them.
+    text = (matrices_dir() / "platforms.toml").read_text().replace(
+        'first = "0.7.2"\nmissing = []', 'first = "0.7.2"\nmissing = ["0.12.1"]'
+    )
+    (tmp_path / "platforms.toml").write_text(text)
+    monkeypatch.setattr(platform, "load_platforms", lambda: parse_platforms(tmp_path / "platforms.toml"))
+    assert _plan(gh, framework="jax").jax_version == "0.12.0.1"  # the release before 0.12.1
+    # x86_64 is not held to the aarch64 list.
+    x86 = dataclasses.replace(gh, host=dataclasses.replace(gh.host, arch="x86_64"))
+    assert _plan(x86, framework="jax").jax_version == "0.12.1"
+
+
+def test_jax_rocm_on_aarch64_is_refused_and_on_wsl_warned() -> None:
+    m = _aarch64((Gpu(vendor="amd", index=0, arch="gfx942", name="AMD Instinct MI300X"),))
+    with pytest.raises(NoPlanError, match="jax ROCm plugins have x86_64 wheels only"):
+        _plan(m, framework="jax")
+    plan = _plan(load_machine(CAPTURES / STRIX), framework="jax")
+    assert plan.platform == "wsl2-x86_64" and plan.env.get("HSA_ENABLE_DXG_DETECTION") == "1"
+    assert any("does not enable or validate JAX" in w for w in plan.warnings)
+    assert WSL_STEP not in plan.reasons  # the runtime step is torch's

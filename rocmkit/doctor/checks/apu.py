@@ -51,6 +51,10 @@ def apu_memory(ctx: CheckContext) -> CheckResult:
     discrete = [g for g, k in kinds if k is False and g.visible]
     if not amd:
         return result(Status.SKIP, "no AMD GPU detected")
+    if m.platform.wsl:
+        # No amdgpu, TTM or WSL kernel limit applies: the Windows driver maps the memory.
+        return result(Status.SKIP, "WSL2: the Windows driver manages the GPU's memory (env.wsl_memory)",
+                      not_applicable="wsl")
     if not apus:
         return result(Status.SKIP, "no integrated AMD GPU does the compute here (a discrete GPU's memory is its VRAM)")
     if discrete:

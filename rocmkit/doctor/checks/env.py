@@ -100,10 +100,22 @@ def _image_build(ctx: CheckContext, what: str) -> CheckResult | None:
     )
 
 
+def _wsl(m: Machine, what: str) -> CheckResult | None:
+    """WSL2 has no amdgpu, /dev/kfd or render-node groups: the env.wsl_* checks judge its GPU path."""
+    if not m.platform.wsl:
+        return None
+    return result(
+        Status.SKIP, f"WSL2: {what} are not used; the GPU is reached through /dev/dxg (env.wsl_runtime)",
+        not_applicable="wsl",
+    )
+
+
 @check("env.amdgpu_driver", level=0, description="The amdgpu kernel driver is loaded (#5).")
 def amdgpu_driver(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     if (na := _image_build(ctx, "the kernel driver and its devices")) is not None:
+        return na
+    if (na := _wsl(m, "amdgpu and /dev/kfd")) is not None:
         return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
@@ -140,6 +152,8 @@ def amdgpu_driver(ctx: CheckContext) -> CheckResult:
 def device_nodes(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     if (na := _image_build(ctx, "/dev/kfd and the render nodes")) is not None:
+        return na
+    if (na := _wsl(m, "amdgpu and /dev/kfd")) is not None:
         return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")
@@ -200,6 +214,8 @@ def device_nodes(ctx: CheckContext) -> CheckResult:
 def device_groups(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
     if (na := _image_build(ctx, "the device nodes' groups")) is not None:
+        return na
+    if (na := _wsl(m, "amdgpu and /dev/kfd")) is not None:
         return na
     if not _amd_relevant(m):
         return result(Status.SKIP, "no AMD GPU or ROCm on this machine")

@@ -117,7 +117,10 @@ def pcie_link(ctx: CheckContext) -> CheckResult:
     remedies: list[str] = []
     figures: list[Figure] = []
     rows = []
+    integrated = {bus_key(g.pci_bus_id) for g in ctx.machine.gpus if g.integrated and g.pci_bus_id}
     for label, h in gpus_checked(ctx.machine):
+        if bus_key(h.pci_bus_id) in integrated:
+            continue  # an APU's GPU sits on the chip: its "link" is internal, not a slot to fix
         if h.link_width is None or h.link_width_max is None:
             unknown.append(f"{label} link {'maximum ' if h.link_width is not None else ''}width")
             continue
@@ -135,12 +138,13 @@ def pcie_link(ctx: CheckContext) -> CheckResult:
                                   reference=h.link_speed_max_gts))
         rows.append({"gpu": h.pci_bus_id, "width": h.link_width, "width_max": h.link_width_max,
                      "speed_gts": h.link_speed_gts, "speed_max_gts": h.link_speed_max_gts,
-                     "slot": h.upstream_bus_id, "slot_width_max": h.upstream_width_max,
+                     "slot": h.slot, "bridge": h.upstream_bus_id, "slot_width_max": h.upstream_width_max,
                      "slot_speed_max_gts": h.upstream_speed_max_gts, "idle": h.idle})
-        slot = f"the slot above it ({h.upstream_bus_id})" if h.upstream_bus_id else "its slot"
+        slot = (f"slot {h.slot}" if h.slot else "its slot") + (
+            f" (bridge {h.upstream_bus_id})" if h.upstream_bus_id else "")
         here = f"x{h.link_width} {_gts(h.link_speed_gts)} (max x{h.link_width_max} {_gts(h.link_speed_max_gts)})"
         if h.link_width < exp_w:
-            fails.append(f"{label} trained at x{h.link_width}, below x{exp_w}")
+            fails.append(f"{label}{f' in slot {h.slot}' if h.slot else ''} trained at x{h.link_width}, below x{exp_w}")
             remedies.append(
                 f"reseat the GPU {h.pci_bus_id} or move it to a x16 slot; check {slot}: a riser or retimer, "
                 "a BIOS setting that bifurcates the slot (x16 -> x8x8), or dirty contacts; "

@@ -217,8 +217,8 @@ def companion_result(torch_version: str, findings: dict[str, tuple[str | None, s
             status=Status.FAIL,
             message=f"{what} (built for another torch than {torch_version}); transformers and timm "
             "import torchvision, so the model suites cannot run",
-            remedy=f"install the {names} built for torch {torch_version} from the same index "
-            f"(`rocmkit install` installs the matching set), or remove it: `pip uninstall {names}`",
+            remedy=f"put in the {names} built for torch {torch_version}: `{matching_set_command(torch_version)}` "
+            f"reinstalls the matching set from torch's index; or remove it: `{_uninstall_command(names)}`",
             details=details,
         )
     if not present:
@@ -233,6 +233,41 @@ def companion_result(torch_version: str, findings: dict[str, tuple[str | None, s
         message=f"{listed}: C++ operators load with torch {torch_version}",
         details=details,
     )
+
+
+def _uninstall_command(names: str) -> str:
+    import shlex
+    import sys
+
+    # A venv rocmkit made has no pip of its own; uv drives any interpreter.
+    return f"uv pip uninstall --python {shlex.quote(sys.executable)} {names}"
+
+
+def matching_set_command(torch_version: str, python: str | None = None, prefix: str | None = None) -> str:
+    """The ``rocmkit install`` that puts the companions built for this torch beside it: the same
+    release and build (its local label names the index), into this environment."""
+    import shlex
+    import sys
+
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        version = Version(torch_version)
+    except InvalidVersion:
+        version = None
+    args = ["rocmkit", "install"]
+    prefix = prefix if prefix is not None else (sys.prefix if sys.prefix != sys.base_prefix else None)
+    args += ["--venv", prefix] if prefix else ["--interpreter", python or sys.executable]
+    if version is not None:
+        args += ["--torch", version.public]
+        local = version.local or ""
+        if local == "cpu":
+            args.append("--cpu")
+        elif local.startswith("rocm"):
+            args += ["--rocm", local[4:]]
+        elif local.startswith("cu") and local[2:].isdigit():
+            args += ["--cuda", f"{local[2:-1]}.{local[-1]}"]
+    return shlex.join(args)
 
 
 @check(

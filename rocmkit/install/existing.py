@@ -1,0 +1,155 @@
+"""An existing environment is a starting point: the torch rocmkit installed in a venv is kept.
+
+``install --venv V --with X`` (and ``resolve --venv V --with X``, the same decision) on a venv
+whose torch rocmkit installed plans for *that* torch: the same release and build (its local label
+names the index), so what is added must fit it, and nothing replaces it unasked. rocmkit's own
+install is known by its guard (``rocmkit-constraints.txt`` pins the torch it put in) together
+with the torch the venv really holds now; anything else (a torch from elsewhere, a guard whose
+torch was replaced since) is not claimed. ``--upgrade`` plans afresh instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.version import InvalidVersion, Version
+
+from rocmkit.errors import UsageError
+from rocmkit.packages import canonical, parse_pin
+from rocmkit.plan import Plan
+from rocmkit.resolve.constraints import Constraints
+
+if TYPE_CHECKING:
+    from rocmkit.session import Session
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kept:
+    """The torch build a venv holds, as rocmkit installed it."""
+
+    prefix: Path
+    torch: str  # "2.13.0+cpu"
+
+    def constraints(self, base: Constraints) -> Constraints:
+        """``base`` narrowed to this build: its release, and the backend its local label names."""
+        version = Version(self.torch)
+        local = version.local or ""
+        fields: dict[str, object] = {"torch": version.public}
+        if local == "cpu":
+            fields["cpu"] = True
+        elif local.startswith("rocm"):
+            fields["rocm"] = local[4:]
+        elif local.startswith("cu") and local[2:].isdigit():
+            fields["cuda"] = f"{local[2:-1]}.{local[-1]}"
+        return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+    def reason(self) -> str:
+        return (
+            f"the plan keeps torch {self.torch}, which rocmkit installed in {self.prefix} (its guard pins it): "
+            "what is added must fit it (--upgrade plans afresh)"
+        )
+
+    def check(self, plan: Plan) -> Plan:
+        """``plan`` (made from :meth:`constraints`), refused when it would not keep this torch."""
+        if plan.torch_version != self.torch:
+            raise UsageError(
+                f"{self.prefix} holds torch {self.torch}, which rocmkit installed, and the plan for it now "
+                f"names torch {plan.torch_version or '(none)'}: keeping it would change it",
+                "pass --upgrade to replace it with what rocmkit plans now, or make another venv",
+            )
+        return dataclasses.replace(plan, reasons=(self.reason(), *plan.reasons))
+
+
+def _site_packages(prefix: Path) -> list[Path]:
+    return sorted(prefix.glob("lib/python3*/site-packages"))
+
+
+def _installed_torch(prefix: Path) -> str | None:
+    for site in _site_packages(prefix):
+        for meta in site.glob("torch-*.dist-info/METADATA"):
+            for line in meta.read_text(errors="replace").splitlines():
+                if line.startswith("Version:"):
+                    return line.partition(":")[2].strip()
+                if not line.strip():
+                    break
+    return None
+
+
+def kept_torch(prefix: Path) -> Kept | None:
+    """The torch rocmkit installed in the venv at ``prefix``, if it is still the one there."""
+    from rocmkit.install.guard import guard_files
+
+    constraints = guard_files(prefix).constraints
+    if not constraints.is_file() or constraints.is_symlink():
+        return None
+    guarded = None
+    for line in constraints.read_text(errors="replace").splitlines():
+        pin = parse_pin(line.strip()) if not line.startswith("#") else None
+        if pin is not None and pin.project == canonical("torch"):
+            guarded = pin.version
+    installed = _installed_torch(prefix)
+    if guarded is None or installed is None:
+        return None
+    try:
+        if Version(guarded) != Version(installed):
+            return None
+    except InvalidVersion:
+        return None
+    return Kept(prefix=prefix, torch=installed)
+
+
+def keeps(cons: Constraints, prefix: Path | None, *, with_packages: bool, upgrade: bool) -> Kept | None:
+    """The venv's rocmkit torch to keep for a ``--with`` plan, unless ``--upgrade`` or the
+    constraints already name a build (--torch/--rocm/--cuda/--cpu: the user chose)."""
+    if prefix is None or not with_packages or upgrade:
+        return None
+    if cons.torch or cons.rocm or cons.cuda or cons.cpu or cons.frameworks != ("torch",) or cons.channel != "stable":
+        return None
+    return kept_torch(prefix)
+
+
+def decide(
+    session: Session,
+    cons: Constraints,
+    prefix: Path | None,
+    *,
+    with_packages: bool,
+    upgrade: bool,
+    fallback_index: bool,
+    hold: Callable[[Plan], Plan] = lambda plan: plan,
+    say: Callable[[str], None] = lambda _: None,
+    wanted: tuple[str, ...] = (),
+    build: tuple[str, ...] = (),
+) -> Plan:
+    """The one decision ``resolve`` and ``install`` both make: the venv's rocmkit torch kept (a
+    ``--with`` plan, unless ``--upgrade``), then the plan through the session, held to what its
+    index serves or, with ``--fallback-index``, to the user's pip sources when it does not answer;
+    then, for a ``--with`` library built for one torch release (xformers), the first candidate
+    torch it has a prebuilt wheel for (:func:`rocmkit.companions.resolve.pair_with`; ``build``:
+    the names asked to be built from source instead).
+    ``hold``: install's last step on the plan (a listed-only build its index lacks: its fallback)."""
+    from rocmkit.install.indexcheck import user_fallbacks
+
+    kept = keeps(cons, prefix, with_packages=with_packages, upgrade=upgrade)
+    if kept is not None:
+        say(kept.reason())
+        cons = kept.constraints(cons)
+    fallbacks = user_fallbacks() if fallback_index and not session.offline else ()
+    plan = hold(session.plan(cons, fallbacks=fallbacks))
+    if kept is not None:
+        return kept.check(plan)
+    chosen = cons.torch or cons.rocm or cons.cuda or cons.cpu or cons.channel != "stable"
+    if not wanted or chosen or cons.frameworks != ("torch",):
+        return plan  # the user named the build: a --with library fits it, or is refused
+    from rocmkit.companions.data import load_companions
+    from rocmkit.companions.resolve import pair_with, pairing_constraints
+
+    def replan(torch: str, index: str) -> Plan:
+        named = dataclasses.replace(cons, **pairing_constraints(torch, index))  # type: ignore[arg-type]
+        return hold(session.plan(named, fallbacks=fallbacks))
+
+    return pair_with(plan, wanted, load_companions(), replan, build=build)
