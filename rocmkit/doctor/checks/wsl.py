@@ -54,6 +54,13 @@ def wsl_runtime(ctx: CheckContext) -> CheckResult:
             "install AMD Software: Adrenalin Edition with WSL support on Windows, run `wsl --update`, then "
             "`wsl --shutdown`",
         )
+    if not pf.librocdxg and any(g.visible for g in m.amd_gpus):
+        return result(
+            Status.WARN,
+            "the GPU is reached without librocdxg: AMD's older WSL runtime (ROCm 6.x's WSL packages), which "
+            "AMD no longer ships; ROCm 7.2 with librocdxg is the supported path",
+            "install ROCm 7.2 from AMD's packages and build github.com/ROCm/librocdxg (docs/platforms.md)",
+        )
     if not pf.librocdxg:
         return result(
             Status.FAIL,
