@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocmkit.detect import detect_machine, load_machine
 from rocmkit.machine import Machine, Platform
@@ -215,4 +217,14 @@ def test_off_wsl_rocminfo_runs_once(tmp_path: Path) -> None:
     assert m.platform == Platform()
     assert "cmd/rocminfo-dxg.txt" not in snapshot(
         LiveSource(runner=_runner([]), env={}, root=str(tmp_path)), tmp_path / "c"
+    )
+
+
+@given(rel=st.text(max_size=300), ver=st.text(max_size=3000), name=st.text(max_size=50), dxg=st.booleans())
+def test_wsl_signs_never_raise(rel: str, ver: str, name: str, dxg: bool) -> None:
+    signs = pp.wsl_signs(rel, ver, {"WSL_DISTRO_NAME": name}, dxg)
+    assert set(signs) <= {"kernel release", "/proc/version", "/dev/dxg", "WSL_DISTRO_NAME"}
+    assert ("/dev/dxg" in signs) == dxg
+    assert pp.shadowing({"/usr/lib/x86_64-linux-gnu": [rel, name]}) == tuple(
+        f"/usr/lib/x86_64-linux-gnu/{n}" for n in sorted([rel, name]) if n.startswith(pp.SHADOWING_PREFIXES)
     )
