@@ -172,7 +172,7 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
             driver = machine.platform.windows_driver
             if driver is None:
                 warnings.append(
-                    f"WSL2: the Windows driver is not visible from WSL; ROCm {row.rocm} needs AMD Software: "
+                    f"WSL2: the Windows driver's version was not read; ROCm {row.rocm} needs AMD Software: "
                     f"Adrenalin Edition {row.adrenalin_min} or newer (set ROCMKIT_WSL_DRIVER to check it)"
                 )
             elif _release_key(driver) < _release_key(row.adrenalin_min):

@@ -103,7 +103,7 @@ def test_wsl_radeon_plan_is_rocm72_with_dxg_detection() -> None:
     assert plan.target_archs == ("gfx1201",)
     assert WSL_STEP in plan.reasons
     assert (
-        "WSL2: the Windows driver is not visible from WSL; ROCm 7.2 needs AMD Software: Adrenalin Edition 26.2.2 "
+        "WSL2: the Windows driver's version was not read; ROCm 7.2 needs AMD Software: Adrenalin Edition 26.2.2 "
         "or newer (set ROCMKIT_WSL_DRIVER to check it)"
     ) in plan.warnings
     # No amdgpu on WSL2: the kernel-driver window is not judged from the WSL kernel.

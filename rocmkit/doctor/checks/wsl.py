@@ -133,7 +133,8 @@ def wsl_driver(ctx: CheckContext) -> CheckResult:
     if driver is None:
         return result(
             Status.SKIP,
-            f"the Windows driver is not visible from WSL; ROCm {row.rocm} needs Adrenalin {row.adrenalin_min} or newer",
+            f"the Windows driver's version was not read (no reg.exe through WSL interop, or no AMD software in "
+            f"the registry); ROCm {row.rocm} needs Adrenalin {row.adrenalin_min} or newer",
             "set ROCMKIT_WSL_DRIVER to the version AMD Software: Adrenalin Edition shows on Windows",
         )
     if _key(driver) >= _key(row.adrenalin_min):
