@@ -69,11 +69,14 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     # WSL2 only (docs/platforms.md): rocminfo again with AMD's DXG detection on, for ROCm
     # releases before 7.13 that reach the GPU through /dev/dxg only when asked to.
     "rocminfo-dxg.txt": ("rocminfo",),
+    # WSL2 only: the Adrenalin release, from the Windows registry through WSL's interop (reg.exe
+    # is Windows' own tool, on PATH in WSL by default); the key public driver scripts read.
+    "windows-driver.txt": ("reg.exe", "query", "HKLM\\SOFTWARE\\AMD\\CN", "/v", "RadeonSoftwareVersion"),
 }
 # Variables a command runs with on top of the environment (the argv stays the tool's own).
 COMMAND_ENV: dict[str, dict[str, str]] = {"rocminfo-dxg.txt": {"HSA_ENABLE_DXG_DETECTION": "1"}}
 # Commands run (and snapshotted) only on WSL2: elsewhere they repeat another command.
-WSL_ONLY: frozenset[str] = frozenset({"rocminfo-dxg.txt"})
+WSL_ONLY: frozenset[str] = frozenset({"rocminfo-dxg.txt", "windows-driver.txt"})
 
 # Files read on a live machine and copied into a snapshot. Folders marked with a
 # trailing "/" are listed (and their entries read by the probes that need them).
@@ -135,6 +138,7 @@ CAPTURE_MAX_BYTES = 16 * 1024 * 1024
 TIMEOUTS: dict[str, float] = {
     "rocminfo.txt": 10.0,
     "rocminfo-dxg.txt": 10.0,
+    "windows-driver.txt": 5.0,
     "amd-smi-static.json": 10.0,
     "lspci.txt": 5.0,
     "dmesg.txt": 3.0,
