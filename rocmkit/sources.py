@@ -77,6 +77,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 COMMAND_ENV: dict[str, dict[str, str]] = {"rocminfo-dxg.txt": {"HSA_ENABLE_DXG_DETECTION": "1"}}
 # Commands run (and snapshotted) only on WSL2: elsewhere they repeat another command.
 WSL_ONLY: frozenset[str] = frozenset({"rocminfo-dxg.txt", "windows-driver.txt"})
+# Commands root does not run: their executable is on a mount an ordinary user can write.
+AS_USER_ONLY: frozenset[str] = frozenset({"windows-driver.txt"})
 
 # Files read on a live machine and copied into a snapshot. Folders marked with a
 # trailing "/" are listed (and their entries read by the probes that need them).
@@ -290,6 +292,10 @@ class LiveSource:
         argv = COMMANDS[name]
         if argv[0] == BUILTIN:
             return self._builtin(argv)
+        if name in AS_USER_ONLY and os.geteuid() == 0:
+            # reg.exe lives on Windows' drive, which WSL mounts writable by its user: root does not
+            # run what another user can replace (docs/security.md); ROCMKIT_WSL_DRIVER says it instead.
+            return CommandResult(argv=argv, status="absent", error=f"{argv[0]}: not run as root")
         timeout = self.timeout_s if self.timeout_s is not None else TIMEOUTS.get(name, 10.0)
         extra = COMMAND_ENV.get(name)
         if extra:

@@ -202,7 +202,10 @@ def _runner(calls: list[tuple[tuple[str, ...], str | None]]):  # type: ignore[no
     return run
 
 
-def test_live_wsl_runs_rocminfo_with_dxg_detection_and_snapshot_replays_it(tmp_path: Path) -> None:
+def test_live_wsl_runs_rocminfo_with_dxg_detection_and_snapshot_replays_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)  # an ordinary user: reg.exe is run
     root = _wsl_root(tmp_path)
     calls: list[tuple[tuple[str, ...], str | None]] = []
     env = {"WSL_DISTRO_NAME": "Ubuntu", "PATH": "/usr/bin"}
@@ -240,3 +243,12 @@ def test_wsl_signs_never_raise(rel: str, ver: str, name: str, dxg: bool) -> None
     assert pp.shadowing({"/usr/lib/x86_64-linux-gnu": [rel, name]}) == tuple(
         f"/usr/lib/x86_64-linux-gnu/{n}" for n in sorted([rel, name]) if n.startswith(pp.SHADOWING_PREFIXES)
     )
+
+
+def test_root_does_not_run_windows_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    calls: list[tuple[tuple[str, ...], str | None]] = []
+    env = {"WSL_DISTRO_NAME": "Ubuntu"}
+    m = detect_machine(LiveSource(runner=_runner(calls), env=env, root=str(_wsl_root(tmp_path))), environ={})
+    assert m.platform.wsl and m.platform.windows_driver is None
+    assert not any(c[0][0] == "reg.exe" for c in calls)
