@@ -40,7 +40,7 @@ def _key(version: str) -> tuple[int, ...]:
 @check(
     "env.wsl_runtime",
     level=0,
-    description="WSL2: /dev/dxg is there and AMD's WSL runtime (librocdxg in /opt/rocm/lib) is installed.",
+    description="WSL2: /dev/dxg is there and AMD's WSL runtime (librocdxg in /opt/rocm/lib) is installed (#32).",
 )
 def wsl_runtime(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
@@ -53,6 +53,13 @@ def wsl_runtime(ctx: CheckContext) -> CheckResult:
             "/dev/dxg does not exist: Windows exposes no GPU to this WSL2 distribution",
             "install AMD Software: Adrenalin Edition with WSL support on Windows, run `wsl --update`, then "
             "`wsl --shutdown`",
+        )
+    if not pf.librocdxg and any(g.visible for g in m.amd_gpus):
+        return result(
+            Status.WARN,
+            "the GPU is reached without librocdxg: AMD's older WSL runtime (ROCm 6.x's WSL packages), which "
+            "AMD no longer ships; ROCm 7.2 with librocdxg is the supported path",
+            "install ROCm 7.2 from AMD's packages and build github.com/ROCm/librocdxg (docs/platforms.md)",
         )
     if not pf.librocdxg:
         return result(
@@ -67,7 +74,7 @@ def wsl_runtime(ctx: CheckContext) -> CheckResult:
 @check(
     "env.wsl_dxg_detection",
     level=0,
-    description="WSL2: HSA_ENABLE_DXG_DETECTION=1 is set where the ROCm release needs it to find the GPU.",
+    description="WSL2: HSA_ENABLE_DXG_DETECTION=1 is set where the ROCm release needs it to find the GPU (#32).",
 )
 def wsl_dxg_detection(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
@@ -94,7 +101,7 @@ def wsl_dxg_detection(ctx: CheckContext) -> CheckResult:
 @check(
     "env.wsl_shadowing",
     level=0,
-    description="WSL2: no distribution HSA runtime (libhsa-runtime64/libhsakmt) shadows /opt/rocm's.",
+    description="WSL2: no distribution HSA runtime (libhsa-runtime64/libhsakmt) shadows /opt/rocm's (#33).",
 )
 def wsl_shadowing(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
@@ -126,7 +133,8 @@ def wsl_driver(ctx: CheckContext) -> CheckResult:
     if driver is None:
         return result(
             Status.SKIP,
-            f"the Windows driver is not visible from WSL; ROCm {row.rocm} needs Adrenalin {row.adrenalin_min} or newer",
+            f"the Windows driver's version was not read (no reg.exe through WSL interop, or no AMD software in "
+            f"the registry); ROCm {row.rocm} needs Adrenalin {row.adrenalin_min} or newer",
             "set ROCMKIT_WSL_DRIVER to the version AMD Software: Adrenalin Edition shows on Windows",
         )
     if _key(driver) >= _key(row.adrenalin_min):
@@ -143,7 +151,7 @@ def wsl_driver(ctx: CheckContext) -> CheckResult:
 @check(
     "env.wsl_memory",
     level=0,
-    description="WSL2: an integrated GPU's memory is not capped at the WSL VM's RAM (ROCm/ROCm#6022).",
+    description="WSL2: an integrated GPU's memory is not capped at the WSL VM's RAM (#35).",
 )
 def wsl_memory(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
