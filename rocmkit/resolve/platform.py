@@ -91,7 +91,13 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
     lines = ", ".join(f"{r.rocm}.x" for r in data.wsl_releases)
     installed = _line(machine.rocm.version)
     if row is None:
-        have = f"--rocm {cons.rocm}" if cons.rocm else f"ROCm {machine.rocm.version or 'unknown'} installed"
+        have = (
+            f"--rocm {cons.rocm}"
+            if cons.rocm
+            else f"ROCm {machine.rocm.version} is installed"
+            if machine.rocm.version
+            else "no ROCm is installed"
+        )
         notes.warn(
             f"WSL2: {have}, but AMD supports ROCm on WSL2 with {lines} and librocdxg only (older releases "
             f"used AMD's retired WSL runtime packages); install ROCm {data.wsl_releases[0].rocm} and librocdxg"
