@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
     from rocmkit.doctor.registry import Check
     from rocmkit.doctor.result import Report
+    from rocmkit.machine import Machine
     from rocmkit.plan import Plan
+    from rocmkit.pyenv import PyEnv
     from rocmkit.session import Session
 
 
@@ -85,7 +87,10 @@ def _health_stale(capture: object, picked: Iterable[Check], detected_at: float |
     "Slurm prolog): checks them (env.caches), compiles a training step into them cold then warm "
     "(compile.cache_speed) and the Triton kernels for this node's archs (triton.codegen).")
 @click.option("--list", "list_only", is_flag=True, help="List the checks and exit.")
-@click.option("--verbose", "-v", is_flag=True, help="Show remedies and child stderr for every result.")
+@click.option("--verbose", "-v", is_flag=True,
+    help="The table of every result (default: what failed or warned), with remedies and child stderr.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (lines, status line, heartbeat): "
+    "the report only.")
 @request(DoctorRequest)
 def cli(req: DoctorRequest) -> None:
     """Validate the environment, Triton kernels and torch.compile on this node.
@@ -114,52 +119,25 @@ def _run(req: DoctorRequest) -> None:
     from rocmkit.doctor.registry import check_modules, check_option_values, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import RunOptions, discover, doctor, select
+    from rocmkit.util import ticker
 
-    found = discover(check_modules())
+    if req.quiet:
+        ticker.shared().enabled = False  # no status line, no "still running" lines
     if req.list_only:
+        found = discover(check_modules())
         OUT.lines(list_lines(found.checks))
         for r in found.broken:
             OUT.warning(r.message)
         return
-    # Bad names fail here, before detection and the plan take their time.
-    picked = select(found.checks, level=req.level, only=req.selection, skip=req.skip)
-    check_option_values(req.options, found.checks.values())  # --set shm_min_bytes=abc: exit 4, now
-
-    from rocmkit.doctor.run import for_frameworks, frameworks_for
-    from rocmkit.pyenv import select_python
-
-    python = select_python(
-        venv=req.venv,
-        python=req.python_path,
-        # As root a venv another user can write is refused (exit 13) unless the caller says so.
-        on_untrusted=OUT.warning if req.allow_untrusted_python else None,
-    )
-    total = len(for_frameworks(picked, frameworks_for(python, req.frameworks), req.selection))
-    from rocmkit.install.flow import recover_for_python
-
-    # An install killed in this venv (kill -9) left a journal: undo it before checking.
-    recover_for_python(python.executable, OUT.message)
-    if not python.own:
-        OUT.message(f"checking the Python at {python.executable} ({python.version})")
-    from rocmkit.session import Session
-
-    # Detection facts are cached per boot and driver state, and the plan with them: a rerun
-    # skips the probes and resolve. The plan is the one `rocmkit resolve --python X.Y` prints
-    # for the checked Python, held to what the index serves unless offline.
-    session = Session(capture=req.capture, fresh=req.fresh, python=python.short_version)
-    from rocmkit.util import ticker
-
-    # Cold (--fresh, a new boot) detection runs the vendor tools and resolve asks the index:
-    # seconds a terminal's status line accounts for.
-    with ticker.shared().task("doctor", phase="detecting this machine"):
-        machine = session.machine()
-        if _health_stale(req.capture, picked, session.detected_at):
-            with ticker.in_phase("reading the GPUs' hardware health"):
-                from rocmkit.detect import refresh_health
-
-                machine = refresh_health(machine)
-        with ticker.in_phase("resolving the plan, held to what the index serves"):
-            plan, plan_error = _plan(session)
+    # Everything before the first check is one task: on a terminal its status line, in a log
+    # its "still running" line, so even a cold start (a venv's probe, the vendor tools,
+    # resolve asking the index) is never silent.
+    with ticker.shared().task("doctor", phase="loading the checks"):
+        found = discover(check_modules())
+        # Bad names fail here, before detection and the plan take their time.
+        picked = select(found.checks, level=req.level, only=req.selection, skip=req.skip)
+        check_option_values(req.options, found.checks.values())  # --set shm_min_bytes=abc: exit 4, now
+        machine, plan, plan_error, python, session, total = _prepare(req, picked)
     opts = RunOptions(
         level=req.level,
         only=req.selection,
@@ -177,7 +155,7 @@ def _run(req: DoctorRequest) -> None:
         OUT.warning(
             f"no check reads --set {key}; it is ignored (`rocmkit doctor --list` names each check's options)"
         )
-    progress = text.Progress(total)
+    progress = text.Progress(total, quiet=req.quiet)
     report = doctor(
         machine,
         opts,
@@ -190,6 +168,44 @@ def _run(req: DoctorRequest) -> None:
         python=python,
     )
     sys.exit(_write_reports(req, report))
+
+
+def _prepare(
+    req: DoctorRequest, picked: list[Check]
+) -> tuple[Machine, Plan | None, str | None, PyEnv, Session, int]:
+    """The checked Python, the machine, the plan and the number of checks to run."""
+    from rocmkit.doctor.run import for_frameworks, frameworks_for
+    from rocmkit.install.flow import recover_for_python
+    from rocmkit.pyenv import select_python
+    from rocmkit.session import Session
+    from rocmkit.util import ticker
+
+    with ticker.in_phase("probing the checked Python"):
+        python = select_python(
+            venv=req.venv,
+            python=req.python_path,
+            # As root a venv another user can write is refused (exit 13) unless the caller says so.
+            on_untrusted=OUT.warning if req.allow_untrusted_python else None,
+        )
+    total = len(for_frameworks(picked, frameworks_for(python, req.frameworks), req.selection))
+    # An install killed in this venv (kill -9) left a journal: undo it before checking.
+    recover_for_python(python.executable, OUT.message)
+    if not python.own:
+        OUT.message(f"checking the Python at {python.executable} ({python.version})")
+    # Detection facts are cached per boot and driver state, and the plan with them: a rerun
+    # skips the probes and resolve. The plan is the one `rocmkit resolve --python X.Y` prints
+    # for the checked Python, held to what the index serves unless offline.
+    session = Session(capture=req.capture, fresh=req.fresh, python=python.short_version)
+    with ticker.in_phase("detecting this machine"):
+        machine = session.machine()
+    if _health_stale(req.capture, picked, session.detected_at):
+        with ticker.in_phase("reading the GPUs' hardware health"):
+            from rocmkit.detect import refresh_health
+
+            machine = refresh_health(machine)
+    with ticker.in_phase("resolving the plan, held to what the index serves"):
+        plan, plan_error = _plan(session)
+    return machine, plan, plan_error, python, session, total
 
 
 def _plan(session: Session) -> tuple[Plan | None, str | None]:

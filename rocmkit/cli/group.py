@@ -146,8 +146,11 @@ def run(argv: list[str] | None = None) -> Any:
     from rocmkit.util.ticker import shared
 
     _install_signal_handlers()
-    # A command's waits show on stderr's status line when it is a terminal (util/ticker.py).
-    shared().enabled = True
+    # A command's waits show on stderr's status line when it is a terminal, and off one as a
+    # "still running" line whenever stderr got nothing for 4 s (util/ticker.py; --quiet: off).
+    tick = shared()
+    tick.enabled = tick.heartbeat = True
+    tick.hold()
     sys.excepthook = _redacted_traceback
     try:
         args = sys.argv[1:] if argv is None else list(argv)
@@ -188,3 +191,5 @@ def run(argv: list[str] | None = None) -> Any:
             raise
         OUT.message(error.one_line())
         sys.exit(error.exit_code)
+    finally:
+        tick.release()

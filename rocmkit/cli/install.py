@@ -77,6 +77,8 @@ from rocmkit.resolve.constraints import CHANNELS
 @click.option("--fallback-index", is_flag=True, envvar="ROCMKIT_FALLBACK_INDEX",
     help="When the plan's index does not answer (or it names none), take the exact planned builds "
     "from your pip configuration's sources, with a WARNING naming them. Without it, install stops.")
+@click.option("--build", "build", multiple=True, metavar="PKG",
+    help="Build these --with packages from source against the plan's torch instead of trading torch for a prebuilt wheel.")
 @click.option("--upgrade", is_flag=True,
     help="With --with on a venv whose torch rocmkit installed: plan afresh and replace it (else it is kept).")
 @click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     help="Detect again and resolve again: ignore (and refresh) the cached detection and plan.")
 @click.option("--with", "with_packages", multiple=True, metavar="PKG",
     help="Resolve these beside torch (xformers,flash-attn,bitsandbytes: the build that fits; others from PyPI).")
+@click.option("--build", "build", multiple=True, metavar="PKG",
+    help="Build these --with packages from source against the plan's torch instead of trading torch for a prebuilt wheel.")
 @click.option("--venv", type=click.Path(path_type=Path, file_okay=False),
     help="Plan for this venv as `install --venv` does: its Python, and with --with the torch rocmkit installed there.")
 @click.option("--upgrade", is_flag=True, help="With --venv and --with: plan afresh instead of keeping the venv's torch.")
@@ -99,7 +101,7 @@ def cli(req: ResolveRequest) -> None:
         from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
 
         pypi = read_pip_config().index_url or PYPI_SIMPLE
-        plan = resolve_with(plan, session.machine(), req.with_packages, load_companions(), pypi=pypi)
+        plan = resolve_with(plan, session.machine(), req.with_packages, load_companions(), pypi=pypi, build=req.build)
         if not session.offline:
             from rocmkit.install.companions import refuse_unserved_in_plan
             from rocmkit.install.indexcheck import user_fallbacks
@@ -151,4 +153,6 @@ def planned(req: ResolveRequest, session: Session) -> Plan:
         with_packages=bool(req.with_packages),
         upgrade=req.upgrade,
         fallback_index=req.fallback_index,
+        wanted=req.with_packages,
+        build=req.build,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocmkit.companions.data import PYPI_SIMPLE, Build, CompanionData
@@ -148,7 +149,13 @@ def _toolkit(build: Build) -> str:
 
 
 def resolve_one(
-    requirement: str, plan: Plan, machine: Machine, data: CompanionData, pypi: str = PYPI_SIMPLE
+    requirement: str,
+    plan: Plan,
+    machine: Machine,
+    data: CompanionData,
+    pypi: str = PYPI_SIMPLE,
+    *,
+    build: tuple[str, ...] = (),
 ) -> tuple[WithPackage, tuple[str, ...], tuple[str, ...], dict[str, str]]:
     """One ``--with`` requirement: the package, its reasons, its warnings and the variables it
     reads at import. Raises NoPlanError when the library is known and no build fits."""
@@ -167,14 +174,29 @@ def resolve_one(
     pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
     wanted_version = pinned[0] if pinned else None
     fits: list[Fit] = []
-    for build in data.builds_of(name):
-        fit = assess(build, plan, wanted_version)
-        if req.specifier and not req.specifier.contains(build.version, prereleases=True):
-            fit = dataclasses.replace(fit, problems=(*fit.problems, f"{build.version} is outside {req.specifier}"))
+    rows = data.builds_of(name)
+    if name in build:
+        rows = tuple(sorted(rows, key=lambda b: b.kind != "source"))  # --build NAME: its source build first
+    for row in rows:
+        fit = assess(row, plan, wanted_version)
+        if req.specifier and not req.specifier.contains(row.version, prereleases=True):
+            fit = dataclasses.replace(fit, problems=(*fit.problems, f"{row.version} is outside {req.specifier}"))
         fits.append(fit)
     chosen = next((f for f in fits if not f.problems), None)
     if chosen is None:
         raise _refusal(name, plan, fits, companion.note)
+    return _resolved(name, chosen, fits, plan, machine, companion.pins_torch, pypi)
+
+
+def _resolved(
+    name: str,
+    chosen: Fit,
+    fits: list[Fit],
+    plan: Plan,
+    machine: Machine,
+    pins_torch: bool,
+    pypi: str,
+) -> tuple[WithPackage, tuple[str, ...], tuple[str, ...], dict[str, str]]:
     build = chosen.build
     jobs, rule = max_jobs(machine.host.cpu_cores, machine.host.memory_bytes, "cuda" if build.backend == "cuda" else "rocm")
     rejected = [f for f in fits if f.problems]
@@ -198,7 +220,7 @@ def resolve_one(
         index_url=index_url,
         build_env={k: _fill(v, plan, jobs) for k, v in build.build_env.items()},
         build_requires=build.build_requires,
-        pins_torch=companion.pins_torch,
+        pins_torch=pins_torch,
     )
     return package, tuple(reasons), tuple(warnings), dict(build.run_env)
 
@@ -232,7 +254,13 @@ def _refusal(name: str, plan: Plan, fits: list[Fit], note: str | None) -> NoPlan
 
 
 def resolve_with(
-    plan: Plan, machine: Machine, wanted: tuple[str, ...], data: CompanionData, *, pypi: str = PYPI_SIMPLE
+    plan: Plan,
+    machine: Machine,
+    wanted: tuple[str, ...],
+    data: CompanionData,
+    *,
+    pypi: str = PYPI_SIMPLE,
+    build: tuple[str, ...] = (),
 ) -> Plan:
     """``plan`` with the ``--with`` packages resolved into it (or NoPlanError). ``pypi``: the
     index that stands for PyPI (the user's own default index, when pip's configuration names one).
@@ -248,7 +276,7 @@ def resolve_with(
     warnings: list[str] = []
     env = dict(plan.env)
     for requirement in wanted:
-        package, why, warn, run_env = resolve_one(requirement, plan, machine, data, pypi)
+        package, why, warn, run_env = resolve_one(requirement, plan, machine, data, pypi, build=build)
         packages.append(package)
         reasons += why
         warnings += warn
@@ -267,3 +295,77 @@ def resolve_with(
         env=env,
         index_urls=index_urls,
     )
+
+
+# (torch release, backend index "rocm7.1" / "cu128") -> the plan for them, as the session makes
+# it (held to what the index serves); raises NoPlanError when that pair does not fit the machine.
+Replan = Callable[[str, str], Plan]
+
+
+def pair_with(
+    plan: Plan, wanted: tuple[str, ...], data: CompanionData, replan: Replan, *, build: tuple[str, ...] = ()
+) -> Plan:
+    """One resolution for a ``--with`` library whose native code is built for one torch release
+    (xformers): when no prebuilt wheel of it fits the plan's torch, the plan becomes the first
+    candidate, in rocmkit's order (its wheels newest first, each backend index newest first),
+    whose torch has that library's wheel and fits the machine, and the reasons say what was
+    traded. A source build stays only when no candidate has a wheel, or when asked (``build``:
+    ``--build NAME``)."""
+    from packaging.requirements import Requirement
+
+    current = plan
+    for requirement in wanted:
+        req = Requirement(requirement)
+        name = canonical(req.name)
+        companion = data.companions.get(name)
+        if companion is None or not companion.pins_torch or name in build or not current.torch_version:
+            continue
+        pinned = next((s.version for s in req.specifier if s.operator in ("==", "===")), None)
+        wheels = [
+            b
+            for b in data.builds_of(name)
+            if b.kind == "wheel" and (not req.specifier or req.specifier.contains(b.version, prereleases=True))
+        ]
+        if any(not assess(b, current, pinned).problems for b in wheels):
+            continue  # a wheel fits the torch planned: nothing to trade
+        kind = backend_kind(current.backend)[0]
+        found = _first_paired(current, wheels, kind, pinned, replan)
+        if found is not None:
+            candidate, wheel, index = found
+            was = current.torch_version.split("+", 1)[0]
+            now = (candidate.torch_version or "").split("+", 1)[0]
+            why = (
+                f"torch {now}, not {was}: the newest release {name} publishes a {_toolkit(wheel)} wheel for "
+                f"({name} {wheel.version} on {index})"
+            )
+            if any(b.kind == "source" and b.backend == kind for b in data.builds_of(name)):
+                why += f"; --build {name} builds it from source against torch {was} instead (hours)"
+            current = dataclasses.replace(candidate, reasons=(why, *candidate.reasons))
+    return current
+
+
+def _first_paired(
+    plan: Plan, wheels: list[Build], kind: str, pinned: str | None, replan: Replan
+) -> tuple[Plan, Build, str] | None:
+    for wheel in wheels:
+        if wheel.backend != kind or not wheel.torch or not wheel.backends:
+            continue
+        for index in reversed(wheel.backends):  # the newest toolkit the machine runs
+            try:
+                candidate = replan(wheel.torch, index)
+            except NoPlanError:
+                continue
+            if not assess(wheel, candidate, pinned).problems:
+                return candidate, wheel, index
+    return None
+
+
+def pairing_constraints(torch: str, index: str) -> dict[str, str]:
+    """The constraints that name ``torch`` on the backend index ``index`` ("rocm7.1", "cu128")."""
+    kind, toolkit = backend_kind(index)
+    fields = {"torch": torch}
+    if kind == "rocm" and toolkit:
+        fields["rocm"] = toolkit
+    elif kind == "cuda" and toolkit:
+        fields["cuda"] = toolkit
+    return fields

@@ -25,3 +25,23 @@ def requirements_of(values: tuple[str, ...]) -> tuple[str, ...]:
                 raise UsageError(f"--with {item!r}: a URL requirement is not allowed", "name a package from the index")
             out.append(str(req))
     return tuple(dict.fromkeys(out))
+
+
+def build_names(values: tuple[str, ...], wanted: tuple[str, ...]) -> tuple[str, ...]:
+    """``--build a,b``: canonical names, each one of the ``--with`` packages (else it would do nothing)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    asked = {str(canonicalize_name(Requirement(w).name)) for w in wanted}
+    out: list[str] = []
+    for value in values:
+        for item in (v.strip() for v in value.split(",")):
+            if not item:
+                continue
+            name = str(canonicalize_name(item))
+            if name not in asked:
+                raise UsageError(
+                    f"--build {item}: it is not among the --with packages", f"add --with {item}, or drop --build {item}"
+                )
+            out.append(name)
+    return tuple(dict.fromkeys(out))

@@ -37,6 +37,26 @@ def _yn(value: bool | None) -> str:
     return "-" if value is None else ("yes" if value else "no")
 
 
+def _health_line(machine: Machine) -> str:
+    """One line on the GPUs' hardware facts (docs/hardware.md); the doctor's hw.* checks judge them."""
+    hs = machine.health
+    sources = sorted({s for h in hs for s in h.sources}) or ["nothing readable"]
+    seen = []
+    for h in hs:
+        short = h.pci_bus_id[-7:]
+        if h.link_width is not None and h.link_width_max and h.link_width < h.link_width_max:
+            seen.append(f"{short} link x{h.link_width} of x{h.link_width_max}")
+        ue = sum(v for k, v in h.ecc_uncorrectable.items() if not k.endswith("_lifetime"))
+        if ue:
+            seen.append(f"{short} {ue} uncorrectable ECC")
+        if h.retired_pages:
+            seen.append(f"{short} {h.retired_pages} retired pages")
+        if h.throttle:
+            seen.append(f"{short} throttling")
+    found = "; ".join(seen) if seen else "no degraded link, ECC error or throttling seen"
+    return f"{len(hs)} GPU(s) read ({', '.join(sources)}): {found}; `rocmkit doctor --only 'hw.*'` judges them"
+
+
 def render(machine: Machine, console: Console | None = None) -> None:
     """Print the human view of ``machine`` (to stdout unless ``console`` says otherwise)."""
     from rich.console import Console
@@ -100,6 +120,8 @@ def render(machine: Machine, console: Console | None = None) -> None:
     )
     rows.append(("CPU", f"{h.cpu_model or 'unknown'} x {h.cpu_cores or '?'}; memory {_size(h.memory_bytes)}"))
     rows.append(("container", h.container or "none detected"))
+    if machine.health:
+        rows.append(("hardware", _health_line(machine)))
     pf = machine.platform
     if pf.wsl:
         rows.append(

@@ -133,6 +133,9 @@ class Check:
     # Reads only facts about the checked Python (ctx.python, or this process's metadata):
     # runs in this process, never in a child, whichever Python is checked.
     python_facts: bool = False
+    # Its verdict depends only on the software stack (torch, Triton, inductor settings, GPU
+    # arch, driver): a pass is stored and reused while that stack stays (doctor/verdicts.py).
+    stack_verdict: bool = False
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -152,6 +155,7 @@ def check(
     exclusive: bool = False,
     python_facts: bool = False,
     option_kinds: Mapping[str, str] | None = None,
+    stack_verdict: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check function under ``name``."""
     if not _NAME.fullmatch(name):
@@ -182,6 +186,7 @@ def check(
             option_kinds=dict(option_kinds or {}),
             exclusive=exclusive,
             python_facts=python_facts,
+            stack_verdict=stack_verdict,
         )
         if python_facts and chk.isolated:
             raise ValueError(f"check {name!r}: python_facts runs in-process, isolated in a child; pick one")

@@ -33,6 +33,7 @@ class DoctorRequest:
     fresh: bool = False
     list_only: bool = False
     verbose: bool = False
+    quiet: bool = False  # no progress lines, status line or heartbeat: the report only
     output_format: str = "table"  # table, json, npd (node-problem-detector's plugin protocol)
     strict: bool = False  # warnings (a figure below its floor) fail
     image_build: bool = False  # device nodes, groups and driver are not applicable

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from rocmkit import __version__
 from rocmkit.arch import Backend
-from rocmkit.doctor import cachestats, isolate
+from rocmkit.doctor import cachestats, isolate, verdicts
 from rocmkit.doctor.absent import absent_gate, install_torch_remedy
 from rocmkit.doctor.forkserver import ForkServer, WorkerUnavailable
 from rocmkit.doctor.registry import Check, CheckContext, load_checks
@@ -348,7 +348,17 @@ class _Schedule:
         # The check is what a terminal's status line names while it runs (util/ticker.py); the
         # worker's start and the child's own phases fill in what the wait is.
         with shared_ticker().task(chk.name):
-            return self._execute(chk)
+            if not chk.stack_verdict:
+                return self._execute(chk)
+            # A verdict of the software stack alone: reused while the stack stays (--fresh
+            # looks again), stored when it passes.
+            key = verdicts.stack_key(chk, self.ctx, self.python or this_python())
+            found = None if self.ctx.fresh else verdicts.reused(self.ctx.cache_dir, key)
+            if found is not None:
+                return found
+            out = self._execute(chk)
+            verdicts.store(self.ctx.cache_dir, key, out)
+            return out
 
     def _execute(self, chk: Check) -> list[CheckResult]:
         ctx, python = self.ctx, self.python

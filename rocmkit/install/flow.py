@@ -122,6 +122,7 @@ def _progress(echo: Echo, show: bool) -> LineSink:
     from rocmkit.util.ticker import current_task
 
     downloads: dict[str, str] = {}  # name -> its "Downloading torch (182.9MiB)" line, until done
+    step: list[str | None] = []  # the step's own phase, as rocmkit named it
 
     def on_line(line: str) -> None:
         said = line.strip()
@@ -129,7 +130,9 @@ def _progress(echo: Echo, show: bool) -> LineSink:
             return
         echo(f"  | {line}")
         # On a terminal the status line names what the step waits on: the download still under
-        # way (uv says "Downloaded sympy" while torch goes on), else what it said last.
+        # way (uv says "Downloaded sympy" while torch goes on), else rocmkit's own step. Never
+        # the installer's last line: pip's "Successfully uninstalled setuptools" stood there for
+        # a minute of unpacking torch, saying something long over.
         word, _, rest = said.partition(" ")
         name = rest.split(" ", 1)[0]
         if word == "Downloading":
@@ -140,7 +143,9 @@ def _progress(echo: Echo, show: bool) -> LineSink:
             downloads.clear()
         task = current_task()
         if task is not None:
-            task.set_phase(next(reversed(downloads.values()), said))
+            if not step:
+                step.append(task.phase_text)
+            task.set_phase(next(reversed(downloads.values()), step[0]))
 
     return on_line
 
@@ -582,7 +587,7 @@ def _journaled(
             echo(f"rocmkit: backed up {', '.join(sorted(backup.wheels))} (may be replaced)")
         echo(f"rocmkit: installing with {installer.name}: {' '.join(spec.requirements) or '(lock file)'}")
         tx.journal.at("installing")
-        with _heartbeat(echo, f"{installer.name} install"):
+        with _heartbeat(echo, f"{installer.name} install", phase="installing the plan's packages"):
             result = installer.install(spec, on_line=_progress(echo, opts.show_output))
         if not result.ok:
             raise _failed(installer.name, result, spec)

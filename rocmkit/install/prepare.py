@@ -167,7 +167,7 @@ def _with_resolved(plan: Plan, req: InstallRequest, machine: Machine) -> Plan:
     from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
 
     pypi = read_pip_config().index_url or PYPI_SIMPLE
-    return resolve_with(plan, machine, req.with_packages, load_companions(), pypi=pypi)
+    return resolve_with(plan, machine, req.with_packages, load_companions(), pypi=pypi, build=req.build)
 
 
 def _this_host() -> Machine:
@@ -220,11 +220,6 @@ def _plan(
     from rocmkit.install.existing import decide
     from rocmkit.resolve.live import seen_lines
 
-    def held(plan: Plan) -> Plan:
-        for seen in seen_lines(plan):
-            say(f"rocmkit: {seen}")
-        return _held(plan, say)
-
     # Where pip will look when the planned index does not answer: the user's own sources, only
     # with --fallback-index (without it, a dead index stops the install at the index check).
     plan = decide(
@@ -234,9 +229,13 @@ def _plan(
         with_packages=bool(req.with_packages),
         upgrade=req.upgrade,
         fallback_index=req.fallback_index,
-        hold=held,
+        hold=lambda plan: _held(plan, say),
         say=lambda text: say(f"rocmkit: {text}"),
+        wanted=req.with_packages,
+        build=req.build,
     )
+    for seen in seen_lines(plan):
+        say(f"rocmkit: {seen}")
     return plan, options, None
 
 

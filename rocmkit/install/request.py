@@ -58,6 +58,7 @@ class InstallRequest:
     fallback_index: bool = False
     # --upgrade: plan afresh even where the venv holds a torch rocmkit installed (else kept)
     upgrade: bool = False
+    build: tuple[str, ...] = ()  # --build: --with packages built from source rather than paired by wheel
     allow_redirect: tuple[str, ...] = ()  # hosts the live index check may follow a redirect to
     quiet: bool = False
     as_json: bool = False
@@ -133,6 +134,9 @@ class InstallRequest:
         object.__setattr__(
             self, "with_packages", with_packages_of(self.with_packages, companions=not self.no_companions)
         )
+        from rocmkit.companions.wanted import build_names
+
+        object.__setattr__(self, "build", build_names(self.build, self.with_packages))
 
     @property
     def installs_exact_list(self) -> bool:

@@ -1,8 +1,8 @@
 """The WSL2 runtime step: torch uses /opt/rocm's HSA runtime instead of the one its wheel bundles.
 
 On WSL2 the GPU is reached through /dev/dxg by AMD's WSL runtime (ROCr with librocdxg); the
-``libhsa-runtime64.so`` a ROCm torch wheel bundles in ``torch/lib`` knows only /dev/kfd, and
-being found first (torch's RUNPATH is its own folder), it hides the GPU. AMD's WSL install guide
+``libhsa-runtime64.so`` a ROCm torch wheel bundles in ``torch/lib`` is found first (torch's
+RUNPATH is its own folder), in place of /opt/rocm's. AMD's WSL install guide
 removes it (`rm libhsa-runtime64.so*` in ``<site-packages>/torch/lib``; docs/platforms.md), so
 that the loader finds /opt/rocm's. rocmkit does the same as one more change of the install's
 transaction: the files are journaled (their bytes, or their absence) before they go, a failed

@@ -37,6 +37,7 @@ class ResolveRequest:
     fallback_index: bool = False
     venv: Path | None = None
     upgrade: bool = False
+    build: tuple[str, ...] = ()  # --build: --with packages built from source rather than paired by wheel
     allow_redirect: tuple[str, ...] = ()  # hosts the live index check may follow a redirect to
 
     def __post_init__(self) -> None:
@@ -48,6 +49,9 @@ class ResolveRequest:
         from rocmkit.companions.wanted import requirements_of
 
         object.__setattr__(self, "with_packages", requirements_of(self.with_packages))
+        from rocmkit.companions.wanted import build_names
+
+        object.__setattr__(self, "build", build_names(self.build, self.with_packages))
         cons = self.constraints()
         if self.with_packages and "torch" not in cons.frameworks:
             raise UsageError("--with resolves packages beside torch", "add torch to --framework (torch,jax)")

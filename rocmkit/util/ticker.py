@@ -36,6 +36,9 @@ from typing import TextIO
 # How often the line is looked at (cheap: a phase file of 200 bytes, a /proc file); it is written
 # only when its text changed, which the clock in it makes at least once a second.
 INTERVAL_S = 0.1
+# Off a terminal, a "still running" line when nothing was written for this long: a log is never
+# silent for 5 s of wall time (the thread looks every INTERVAL_S, so 4 s leaves it room).
+PIPED_BEAT_S = 4.0
 # Beyond this a phase or label is cut: the line must fit one terminal row to be redrawn in place.
 MAX_TEXT = 200
 
@@ -190,18 +193,27 @@ class Ticker:
         interval: float = INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
         enabled: bool = True,
+        heartbeat: bool = False,
+        beat_every: float = PIPED_BEAT_S,
     ) -> None:
         self._stream = stream
         self.environ = environ
         self.interval = interval
         self.clock = clock
         self.enabled = enabled
+        # Off a terminal: a "still running" line after beat_every seconds of silence (the CLI
+        # turns it on for a command, --quiet leaves it off; a library call prints nothing).
+        self.heartbeat = heartbeat
+        self.beat_every = beat_every
+        self.held = False  # the thread ticks while a command runs, tasks or not (hold())
+        self.ticks = 0  # passes of the thread: a test's clock can count them
         self.prefix = ""  # what the command as a whole is at: "doctor [20/36] "
         self.tasks: list[Task] = []
         self._lock = threading.RLock()
         self._shown = ""  # the text on the terminal now ("" when none)
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
+        self._last_out = clock()  # when something was last written (the heartbeat's silence)
 
     @property
     def stream(self) -> TextIO:
@@ -212,6 +224,28 @@ class Ticker:
         """Whether the line is drawn: enabled, and the stream a live terminal."""
         return self.enabled and live_terminal(self.stream, self.environ)
 
+    @property
+    def beating(self) -> bool:
+        """Whether "still running" lines are written: enabled, heartbeat on, not a terminal."""
+        return self.enabled and self.heartbeat and not live_terminal(self.stream, self.environ)
+
+    def hold(self) -> None:
+        """Keep the thread ticking until :meth:`release`, whether or not a task is open: the
+        CLI holds it for a whole command (ticks then count the command's time)."""
+        with self._lock:
+            self.held = True
+            self._start()
+
+    def release(self) -> None:
+        with self._lock:
+            self.held = False
+            self._wake.set()
+
+    def _start(self) -> None:
+        if self._thread is None and (self.live or self.beating):
+            self._thread = threading.Thread(target=self._loop, name="rocmkit-ticker", daemon=True)
+            self._thread.start()
+
     # -- tasks ----------------------------------------------------------------------------
 
     def begin(self, label: str, *, phase: str | None = None, detail: Detail | None = None) -> Task:
@@ -220,9 +254,7 @@ class Ticker:
         task = Task(self, label, phase=phase, detail=detail)
         with self._lock:
             self.tasks.append(task)
-            if self.live and self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="rocmkit-ticker", daemon=True)
-                self._thread.start()
+            self._start()
         return task
 
     def end(self, task: Task) -> None:
@@ -231,7 +263,8 @@ class Ticker:
                 self.tasks.remove(task)
             if not self.tasks:
                 self.erase()
-                self._wake.set()
+                if not self.held:
+                    self._wake.set()
             else:
                 self.redraw()
 
@@ -318,11 +351,41 @@ class Ticker:
             self._wake.wait(self.interval)
             with self._lock:
                 # Under the lock: begin() starts a new thread only once this one has said it ends.
-                if not self.tasks:
+                if not self.tasks and not self.held:
                     self._thread = None
                     return
                 self._wake.clear()
+                self.tick()
+
+    def tick(self) -> None:
+        """One look (the thread's, every ``interval``): redraw the line on a terminal; off one,
+        the heartbeat line when nothing was written for ``beat_every``."""
+        with self._lock:
+            self.ticks += 1
+            if self.live:
                 self.redraw()
+            elif self.beating and self.tasks and self.clock() - self._last_out >= self.beat_every - 1e-9:
+                self._write(self.beat_text() + "\n")
+                self._last_out = self.clock()
+
+    def beat_text(self) -> str:
+        """The heartbeat line: the oldest task, how long it has run, its phase and detail
+        (``rocmkit: doctor [3/9] torch.import: still running (12 s, importing torch)``)."""
+        with self._lock:
+            tasks = list(self.tasks)
+        from rocmkit.util.redact import redact_text
+
+        first = tasks[0]
+        phase, _since = first.phase()
+        parts = [duration_text(self.clock() - first.started)]
+        if phase != "running":
+            parts.append(printable(phase))
+        extra = _detail(first.detail)
+        if extra:
+            parts.append(printable(extra))
+        more = f" (+{len(tasks) - 1} more)" if len(tasks) > 1 else ""
+        text = f"rocmkit: {self.prefix}{first.label}: still running ({', '.join(parts)}){more}"
+        return printable(redact_text(text), 1000)
 
     # -- other output ---------------------------------------------------------------------
 
@@ -343,6 +406,7 @@ class Ticker:
             try:
                 yield
             finally:
+                self._last_out = self.clock()
                 # Drawn again at once only if it was up: a task of a few milliseconds (a level-0
                 # check) is never drawn, since the thread draws on its next tick.
                 if shown:
@@ -393,7 +457,8 @@ def waiting(
     stop = threading.Event()
     with tick.task(label, phase=phase, detail=detail) as task:
         beat: threading.Thread | None = None
-        if not tick.live:
+        # The ticker's own heartbeat (a command off a terminal) already speaks for this wait.
+        if not tick.live and not tick.beating:
 
             def heartbeat() -> None:
                 while not stop.wait(every):

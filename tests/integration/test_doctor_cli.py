@@ -82,6 +82,7 @@ def test_level0_imports_no_torch_and_writes_every_format(tmp_path: Path) -> None
 
 def test_crashing_hanging_raising_checks_through_the_cli(tmp_path: Path) -> None:
     proc = _doctor(
+        "-v",  # the table of every result, the passing one too
         "--only",
         "fake.segfault",
         "--only",

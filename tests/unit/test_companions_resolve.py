@@ -129,3 +129,41 @@ def test_resolve_with_on_the_command_line() -> None:
     assert both.code == 4 and "ask for two outputs" in both.one_line_error()
     uv = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--torch", "2.10", "--rocm", "7.1", "--format", "uv-project")
     assert uv.code == 0 and 'name = "pytorch-rocm7-1"' in uv.stdout and "explicit = true" in uv.stdout
+
+
+H100 = str(CAPTURES / "h100x8-nvidia-smi-535.183.01")
+
+
+def test_xformers_trades_torch_for_its_prebuilt_wheel_and_builds_only_when_asked() -> None:
+    """One resolution (issue 36): xformers' native code is built for one torch release, so the
+    plan is the newest torch it publishes a wheel for on this machine's backend (MI300X: ROCm;
+    H100, driver 535: the CUDA index that driver runs), said as a trade; a source build only
+    with --build xformers, and none where no source build is recorded (CUDA)."""
+    import json
+
+    from tests.support.cli import rocmkit
+
+    rocm = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--with", "xformers", "--json")
+    assert rocm.code == 0, rocm.stderr
+    plan = json.loads(rocm.stdout)
+    assert (plan["torch_version"], plan["backend"]) == ("2.10.0+rocm7.1", "rocm7.1")
+    assert [(p["requirement"], p["how"]) for p in plan["with_packages"]] == [("xformers==0.0.35", "wheel")]
+    assert plan["reasons"][0] == (
+        "torch 2.10.0, not 2.15.0: the newest release xformers publishes a ROCm wheel for (xformers 0.0.35 "
+        "on rocm7.1); --build xformers builds it from source against torch 2.15.0 instead (hours)"
+    )
+    cuda = rocmkit("resolve", "--capture", H100, "--offline", "--with", "xformers", "--json")
+    assert cuda.code == 0, cuda.stderr
+    plan = json.loads(cuda.stdout)
+    # cu130 needs driver 580; the newest index of xformers' three that driver 535 runs is cu128.
+    assert (plan["torch_version"], plan["with_packages"][0]["how"]) == ("2.10.0+cu128", "wheel")
+    assert plan["reasons"][0].startswith("torch 2.10.0, not 2.15.0: the newest release xformers publishes a CUDA wheel")
+    asked = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--with", "xformers", "--build", "xformers", "--json")
+    assert asked.code == 0, asked.stderr
+    plan = json.loads(asked.stdout)
+    assert plan["torch_version"] == "2.15.0+rocm7.2" and plan["with_packages"][0]["how"] == "source"
+    alone = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--build", "xformers")
+    assert alone.code == 4 and "--build xformers: it is not among the --with packages" in alone.one_line_error()
+    # The user named the torch: it is kept, and a --with library fits it or is refused.
+    named = rocmkit("resolve", "--capture", H100, "--offline", "--torch", "2.15", "--with", "xformers")
+    assert named.code == 6 and "--with xformers: no build fits torch 2.15.0" in named.one_line_error()

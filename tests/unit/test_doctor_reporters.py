@@ -122,12 +122,25 @@ def test_verdict_and_exit_codes(statuses: tuple[Status, ...], code: int) -> None
 
 
 def test_text_table_shows_remedies_and_child_stderr() -> None:
-    out = text.render(_report(*ALL))
+    out = text.render(_report(*ALL), verbose=True)
     assert "fix: do the thing" in out
     assert "| Segmentation fault" in out
     assert "bandwidth=813.5 GB/s (81% of reference)" not in out  # only check 0 has a figure
     assert "bandwidth=812.5 GB/s (81% of reference)" in out
     assert out.splitlines()[-1].startswith("FAIL:")
+
+
+def test_without_verbose_the_table_is_what_failed_or_warned() -> None:
+    """The progress lines showed every check; the summary after them names what needs a look
+    (issue 40: every check twice read as noise), then the counts; -v and the reports have all."""
+    out = text.render(_report(*ALL))
+    rows = [line.split()[:2] for line in out.splitlines() if line[:5].strip() in ("PASS", "WARN", "FAIL", "ERROR", "SKIP")]
+    assert rows == [["WARN", "grp1.check_1"], ["FAIL", "grp0.check_2"], ["ERROR", "grp0.check_4"]]
+    assert "fix: do the thing" in out and "| Segmentation fault" in out
+    assert "3 more passed or skipped: `rocmkit doctor -v` shows every result" in out
+    assert out.splitlines()[-1].startswith("FAIL: 1 failed, 1 could not run, 1 warned, 2 passed, 1 skipped")
+    clean = text.render(_report(Status.PASS, Status.SKIP))
+    assert "STATUS" not in clean and clean.splitlines()[-1].startswith("PASS: 1 passed, 1 skipped")
 
 
 def test_prom_write_is_atomic_and_readable(tmp_path: Path) -> None:
@@ -155,14 +168,18 @@ def test_progress_lines_go_to_the_given_stream() -> None:
         chk, [CheckResult(name="env.x", level=0, status=Status.WARN, message="careful", duration_s=0.5)]
     )
     assert stream.getvalue() == "[1/2] WARN  env.x (0.50 s) careful\n"
-    # A check with sub-results: one number per result, and the total grows by as many.
+    # A check with sub-results: each under the check's number; the total (checks) never moves.
     subs = [CheckResult(name=f"env.y.{i}", level=0, status=Status.PASS, message="ok") for i in range(3)]
     progress.result(chk, subs)
     assert stream.getvalue().splitlines()[1:] == [
-        "[2/4] PASS  env.y.0 (0.00 s) ok",
-        "[3/4] PASS  env.y.1 (0.00 s) ok",
-        "[4/4] PASS  env.y.2 (0.00 s) ok",
+        "[2/2] PASS  env.y.0 (0.00 s) ok",
+        "[2/2] PASS  env.y.1 (0.00 s) ok",
+        "[2/2] PASS  env.y.2 (0.00 s) ok",
     ]
+    quiet = io.StringIO()
+    silent = text.Progress(1, stream=quiet, quiet=True)
+    silent.result(chk, subs)
+    assert quiet.getvalue() == "" and silent.status.prefix == "doctor [1/1] "
 
 
 def test_prometheus_series_stay_unique_for_repeated_names() -> None:

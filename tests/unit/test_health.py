@@ -452,3 +452,19 @@ def test_an_integrated_gpu_has_no_slot_to_judge() -> None:
     m = _machine(CAPTURES / DEGRADED)
     apu = replace(m, gpus=(Gpu(vendor="amd", index=0, pci_bus_id="0000:26:00.0", integrated=True),))
     assert _run(hardware.pcie_link, apu).status is Status.PASS
+
+
+def test_detect_table_has_one_hardware_line() -> None:
+    import io
+
+    from rich.console import Console
+
+    from rocmkit.detect.view import render
+
+    buf = io.StringIO()
+    render(_machine(CAPTURES / DEGRADED), Console(file=buf, width=400, highlight=False))
+    line = next(x for x in buf.getvalue().splitlines() if x.startswith("hardware"))
+    assert "8 GPU(s) read (sysfs): 26:00.0 link x8 of x16; 46:00.0 2 uncorrectable ECC" in line
+    buf = io.StringIO()
+    render(_machine(CAPTURES / "mi300x8-rocm-smi-stas00"), Console(file=buf, width=400, highlight=False))
+    assert "hardware" not in buf.getvalue()

@@ -257,3 +257,63 @@ def test_bytes_written_are_the_childs_own_count() -> None:
     assert after is not None and after >= before + 100_000
     assert ticker.written_bytes([2**22 + 12345]) is None  # gone (or never there): nothing to say
     assert ticker.size_text(741_000_000) == "741 MB" and ticker.size_text(4_100_000_000) == "4.1 GB"
+
+
+def test_on_a_terminal_every_tick_the_clock_moved_redraws_the_line() -> None:
+    """The terminal's half of "never silent", on a clock the test moves: the thread's tick
+    (every INTERVAL_S) redraws the line whenever its clock text changed, so no stretch of ten
+    ticks (1 s of that clock) goes without a write, however long the wait."""
+    clock = Clock()
+    term = Terminal()
+    tick = Ticker(term, environ=TTY_ENV, clock=clock)
+    with tick.task("torch.import", phase="importing torch"):
+        writes = []
+        for n in range(1, 601):  # a minute of the controlled clock, at 0.1 s a tick
+            clock.now = 100.0 + n / 10
+            before = len(term.getvalue())
+            tick.tick()
+            writes.append(len(term.getvalue()) > before)
+        silent = max(len(s) for s in "".join("x" if w else "." for w in writes).split("x"))
+        assert silent <= 10, writes
+        assert sum(writes) >= 590  # the clock shows tenths below a minute, whole seconds after
+        assert tick.ticks == 600
+
+
+def test_off_a_terminal_a_command_writes_a_still_running_line_after_4_s_of_silence() -> None:
+    """The log's half, on a controlled clock: with the heartbeat on (the CLI's), a wait that
+    lasts gets a plain line (no carriage return) whenever nothing was written for
+    PIPED_BEAT_S; a normal line restarts the count; no task, no line; off (--quiet, a library
+    call), nothing."""
+    clock = Clock()
+    log = io.StringIO()
+    tick = Ticker(log, environ=TTY_ENV, clock=clock, heartbeat=True)
+    tick.prefix = "doctor [3/9] "
+    stamps: list[int] = []
+
+    def run_ticks(n: int) -> None:
+        for _ in range(n):
+            clock.now = 100.0 + (tick.ticks + 1) / 10  # exact tenths: INTERVAL_S a tick
+            before = log.getvalue().count("\n")
+            tick.tick()
+            stamps.extend([tick.ticks] * (log.getvalue().count("\n") - before))
+
+    with tick.task("compile.correctness", phase="compiling the transformer", detail=lambda: "2 graphs"):
+        run_ticks(200)  # 20 s of the controlled clock
+        tick.line("[3/9] PASS  torch.import (1.20 s) ok")
+        stamps.append(tick.ticks)
+        run_ticks(35)  # 3.5 s after a line: nothing yet
+        run_ticks(100)
+    lines = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue()
+    assert lines[0] == (
+        "rocmkit: doctor [3/9] compile.correctness: still running (4.0 s, compiling the transformer, 2 graphs)"
+    )
+    gaps = [b - a for a, b in zip([0, *stamps], [*stamps, tick.ticks], strict=True)]
+    assert max(gaps) <= round(ticker.PIPED_BEAT_S / ticker.INTERVAL_S), gaps
+    assert len(stamps) == 5 + 1 + 3  # 20 s: five beats; the line; 13.5 s after it: three
+    size = len(log.getvalue())
+    run_ticks(100)  # no task open: nothing to say
+    tick.heartbeat = False
+    with tick.task("compile.correctness"):
+        run_ticks(100)
+    assert len(log.getvalue()) == size

@@ -197,6 +197,7 @@ def _train(torch: Any, model: Any, batches: list[tuple[Any, Any]], *, step_fn: A
     isolated=True,
     timeout_s=900.0,
     options={"compile.*": "steps, models, modes, amp (auto|off), backend (inductor or module:function)"},
+    stack_verdict=True,
 )
 def correctness(ctx: CheckContext) -> CheckResult:
     import copy
@@ -217,12 +218,16 @@ def correctness(ctx: CheckContext) -> CheckResult:
             f"use --set compile.models= a subset of {','.join(MODELS)} and --set compile.steps=N (N >= 1)",
         )
     spec = str(opts.get("compile.backend", "inductor"))
-    default_modes = ["default", *GRAPH_MODES] if gpu else ["default"]
+    # One mode at level 2 (each mode is a compile of every model); every mode at level 3.
+    every_mode = ctx.level >= 3
+    default_modes = ["default", *GRAPH_MODES] if gpu and every_mode else ["default"]
     modes = [m.strip() for m in str(opts.get("compile.modes", ",".join(default_modes))).split(",") if m.strip()]
     skipped = []
     if not gpu and ("compile.modes" not in opts or any(m in GRAPH_MODES for m in modes)):
         skipped.append("reduce-overhead not run: CUDA/HIP graphs need a GPU")
         modes = [m for m in modes if m not in GRAPH_MODES]
+    elif gpu and not every_mode and "compile.modes" not in opts:
+        skipped.append("reduce-overhead runs at level 3 (or --set compile.modes=default,reduce-overhead)")
     amp: Any = None
     if gpu and str(opts.get("compile.amp", "auto")) != "off":
         amp = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

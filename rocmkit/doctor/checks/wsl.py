@@ -40,7 +40,7 @@ def _key(version: str) -> tuple[int, ...]:
 @check(
     "env.wsl_runtime",
     level=0,
-    description="WSL2: /dev/dxg is there and AMD's WSL runtime (librocdxg in /opt/rocm/lib) is installed.",
+    description="WSL2: /dev/dxg is there and AMD's WSL runtime (librocdxg in /opt/rocm/lib) is installed (#32).",
 )
 def wsl_runtime(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
@@ -67,7 +67,7 @@ def wsl_runtime(ctx: CheckContext) -> CheckResult:
 @check(
     "env.wsl_dxg_detection",
     level=0,
-    description="WSL2: HSA_ENABLE_DXG_DETECTION=1 is set where the ROCm release needs it to find the GPU.",
+    description="WSL2: HSA_ENABLE_DXG_DETECTION=1 is set where the ROCm release needs it to find the GPU (#32).",
 )
 def wsl_dxg_detection(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
@@ -94,7 +94,7 @@ def wsl_dxg_detection(ctx: CheckContext) -> CheckResult:
 @check(
     "env.wsl_shadowing",
     level=0,
-    description="WSL2: no distribution HSA runtime (libhsa-runtime64/libhsakmt) shadows /opt/rocm's.",
+    description="WSL2: no distribution HSA runtime (libhsa-runtime64/libhsakmt) shadows /opt/rocm's (#33).",
 )
 def wsl_shadowing(ctx: CheckContext) -> CheckResult:
     m = ctx.machine
@@ -143,7 +143,7 @@ def wsl_driver(ctx: CheckContext) -> CheckResult:
 @check(
     "env.wsl_memory",
     level=0,
-    description="WSL2: an integrated GPU's memory is not capped at the WSL VM's RAM (ROCm/ROCm#6022).",
+    description="WSL2: an integrated GPU's memory is not capped at the WSL VM's RAM (#35).",
 )
 def wsl_memory(ctx: CheckContext) -> CheckResult:
     m = ctx.machine

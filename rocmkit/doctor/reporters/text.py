@@ -41,9 +41,9 @@ class Progress:
     the status line under them (:mod:`rocmkit.util.ticker`) names the check that runs and what
     it waits on (the worker importing torch, a kernel compiling), redrawn as it goes.
 
-    The counter counts results, not checks: a check that reports several sub-results
-    (``attention.sdpa.*``) takes one number each, and the total grows by as many, so the last
-    line reads ``[N/N]`` and N is the number of rows in the report."""
+    The counter counts checks, and its total is the number of checks selected, fixed at the
+    start: it never jumps (``[36/39]`` then ``[37/41]`` read as a moving goal). A check that
+    reports several sub-results (``attention.sdpa.*``) prints one line each under its number."""
 
     def __init__(
         self,
@@ -51,12 +51,14 @@ class Progress:
         stream: TextIO | None = None,
         colour: bool | None = None,
         status: Ticker | None = None,
+        quiet: bool = False,
     ) -> None:
-        self.total = total  # results expected: one per selected check until a check reports more
-        self.done = 0  # results printed
+        self.total = total  # checks selected
+        self.done = 0  # checks whose results are in
         self.stream = stream or sys.stderr
         self.colour = colour_wanted(self.stream) if colour is None else colour
         self.status = status or shared()
+        self.quiet = quiet  # --quiet: no progress lines (the report on stdout only)
         self._count()
 
     def _count(self) -> None:
@@ -66,9 +68,11 @@ class Progress:
         """A check starts: nothing to print (the status line shows it while it runs)."""
 
     def result(self, chk: Check, results: list[CheckResult]) -> None:
-        self.total += max(0, len(results) - 1)
+        self.done += 1
+        self.total = max(self.total, self.done)  # a check the count did not foresee: never [5/4]
         for r in results:
-            self.done += 1
+            if self.quiet:
+                continue
             self.status.line(
                 f"[{self.done}/{self.total}] {_status(r.status, self.colour)} {r.name} "
                 f"({r.duration_s:.2f} s) {r.message}",
@@ -97,11 +101,19 @@ def _figures(r: CheckResult) -> str:
     return "; ".join(parts)
 
 
+# The rows the summary keeps (without -v): what needs a look. Passes and skips were on the
+# progress lines already, and are in full in -v's table and the JSON/JUnit reports.
+_SUMMARY = (Status.FAIL, Status.ERROR, Status.WARN)
+
+
 def render(report: Report, *, colour: bool = False, verbose: bool = False) -> str:
+    """The table of every result with ``verbose``; else the summary: the results that failed,
+    could not run or warned (none: no table), then the counts and the verdict."""
     results: Sequence[CheckResult] = report.results
-    width = max((len(r.name) for r in results), default=5)
-    lines = [f"{'STATUS':5}  {'CHECK':{width}}  {'TIME':>7}  MESSAGE"]
-    for r in results:
+    shown = list(results) if verbose else [r for r in results if r.status in _SUMMARY]
+    width = max((len(r.name) for r in shown), default=5)
+    lines = [f"{'STATUS':5}  {'CHECK':{width}}  {'TIME':>7}  MESSAGE"] if shown else []
+    for r in shown:
         lines.append(f"{_status(r.status, colour)}  {r.name:{width}}  {r.duration_s:6.2f}s  {r.message}")
         figs = _figures(r)
         if figs:
@@ -111,9 +123,13 @@ def render(report: Report, *, colour: bool = False, verbose: bool = False) -> st
         if verbose or r.status is Status.ERROR:
             for line in r.details.get("stderr_tail", [])[-5:]:
                 lines.append(f"{'':5}  {'':{width}}  {'':7}  | {line}")
-    lines.append("")
+    if shown:
+        lines.append("")
     if report.caches:
         lines.append(cache_line(report.caches))
+    if len(shown) < len(results):
+        lines.append(f"{len(results) - len(shown)} more passed or skipped: `rocmkit doctor -v` shows every result, "
+                     "as do --json and --junit")
     lines.append(verdict_line(report, colour=colour))
     hint = next_step(results)
     if hint:
