@@ -324,7 +324,7 @@ def _load_extra(path: Path) -> list[ModelSpec]:
     return list(models)
 
 
-def _dashboard_specs(suite: Literal["huggingface", "timm"]) -> list[ModelSpec]:
+def _dashboard_specs(suite: str) -> list[ModelSpec]:
     """One of PyTorch's dashboard lists (``matrices/bench/``) as specs: one rule for both lists,
     which differ only in their entries, their builder module and how an entry is described."""
     from rocmkit.bench import catalog
@@ -354,7 +354,7 @@ def _dashboard_specs(suite: Literal["huggingface", "timm"]) -> list[ModelSpec]:
     return [
         ModelSpec(
             name=e.name,
-            suite=suite,
+            suite="huggingface" if suite == "huggingface" else "timm",
             description=describe(e),
             sizes={"tiny": {"tiny": 1, "batch": tiny["batch"]}, "full": {"tiny": 0, "batch": e.batch}},
             build=builder(e),

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rocmkit.bench.models import EXTRA_MODELS_ENV
 from rocmkit.cli import main
 
 
@@ -97,24 +96,6 @@ def test_load_of_a_bad_file_is_a_data_error(tmp_path: Path, capsys: pytest.Captu
     bad.write_text('{"schema": "rocmkit.report/1"}')
     code, _, err = run(["bench", "models", "--load", str(bad)], capsys)
     assert code == 5 and "not a rocmkit.bench/1 result" in err
-
-
-def test_the_command_recorded_is_the_one_run_not_sys_argv(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # In-process (the API, a test) the command line is what main() was given: bench used to read
-    # sys.argv (here pytest's) and recorded a bare "rocmkit bench models". A real run of one model
-    # whose child crashes: the quickest real row there is.
-    from tests.support.bench import FAULTY
-
-    models = tmp_path / "faulty_models.py"
-    models.write_text(FAULTY)
-    monkeypatch.setenv(EXTRA_MODELS_ENV, str(models))
-    argv = ["bench", "models", "--device", "cpu", "--models", "crashes", "--repeat", "1", "--json"]
-    code, out, _ = run(argv, capsys)
-    data = json.loads(out)
-    assert code == 1 and data["models"][0]["status"] != "pass"
-    assert data["command"] == "rocmkit " + " ".join(argv)
 
 
 def test_command_text_starts_at_bench() -> None:
