@@ -170,9 +170,14 @@ def test_an_empty_page_is_none_and_the_plan_lands_as_printed_then_is_kept(
     code, _, err = run_main(capsys, "install", "--venv", str(venv), "--with", "timm")
     assert code == 6 and "--with timm needs torchvision" in err, err
     assert not venv.exists()
+    # The whole closure, as uv resolves it from the sources the install uses, before installing.
+    code, out, err = run_main(capsys, "resolve", "--closure", "--json")
+    assert code == 0, err
+    closure = dict(c.split("==") for c in json.loads(out)["closure"])
     code, _, err = run_main(capsys, "install", "--venv", str(venv), "--installer", "uv")
     assert code == 0, err
     same(planned(plan), freeze(venv))
+    assert freeze(venv) == closure
     guard = (venv / "rocmkit-constraints.txt").read_text()
     assert "torch==2.13.0+cpu" in guard and "torchvision" not in guard.split("# Left out")[0].split("\n#")[-1]
 
@@ -190,6 +195,10 @@ def test_an_empty_page_is_none_and_the_plan_lands_as_printed_then_is_kept(
     assert code == 0, err
     assert "the plan keeps torch 2.13.0+cpu" in err
     same(planned(kept), freeze(venv))
+    # A source that does not hold the closure is said before anything is installed.
+    code, _, err = run_main(capsys, "resolve", "--venv", str(venv), "--with", "nosuchpkg", "--closure")
+    assert code == 6, err
+    assert "the plan's closure does not resolve from" in err and "nosuchpkg" in err
     # Replacing it is asked for by name.
     code, out, err = run_main(
         capsys, "resolve", "--venv", str(venv), "--with", "tinyextra", "--upgrade", "--json"
