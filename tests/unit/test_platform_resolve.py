@@ -223,3 +223,10 @@ def test_wsl_without_rocm_plans_the_supported_line_and_says_to_install_it() -> N
     plan = _plan(m)
     assert plan.backend == "rocm7.2" and plan.env == {"HSA_ENABLE_DXG_DETECTION": "1"}
     assert any(w.startswith("WSL2: no ROCm is installed, but AMD supports ROCm on WSL2 with 7.2.x") for w in plan.warnings)
+
+
+def test_wsl_with_amds_own_channel_says_where_librocdxg_goes() -> None:
+    plan = _plan(load_machine(CAPTURES / STRIX), channel="amd")
+    assert plan.platform == "wsl2-x86_64" and plan.channel == "amd"
+    assert any("Build with TheRock Wheels" in w for w in plan.warnings)
+    assert WSL_STEP not in plan.reasons  # the step is for PyTorch's ROCm wheels with /opt/rocm's runtime
