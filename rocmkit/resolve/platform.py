@@ -16,7 +16,7 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix.platforms import PlatformData, WslRelease, load_platforms
 from rocmkit.plan import Plan
-from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.constraints import AMD_CHANNELS, Constraints
 from rocmkit.resolve.explain import Notes, short_source
 
 X86 = ("x86_64", "amd64", None, "")
@@ -91,7 +91,13 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
     lines = ", ".join(f"{r.rocm}.x" for r in data.wsl_releases)
     installed = _line(machine.rocm.version)
     if row is None:
-        have = f"--rocm {cons.rocm}" if cons.rocm else f"ROCm {machine.rocm.version or 'unknown'} installed"
+        have = (
+            f"--rocm {cons.rocm}"
+            if cons.rocm
+            else f"ROCm {machine.rocm.version} is installed"
+            if machine.rocm.version
+            else "no ROCm is installed"
+        )
         notes.warn(
             f"WSL2: {have}, but AMD supports ROCm on WSL2 with {lines} and librocdxg only (older releases "
             f"used AMD's retired WSL runtime packages); install ROCm {data.wsl_releases[0].rocm} and librocdxg"
@@ -141,6 +147,14 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
         reasons.append(
             f"aarch64: CPU wheels from the cpu index; PyPI's aarch64 torch is a {data.pypi_cuda} build from "
             f"{data.pypi_cuda_from} on (matrices/platforms.toml)"
+        )
+    if machine.platform.wsl and plan.channel in AMD_CHANNELS:
+        # AMD's own wheels bring ROCm as pip packages (rocm[libraries]): librocdxg must be built into
+        # that SDK, not /opt/rocm (ROCm/librocdxg README, "Build with TheRock Wheels").
+        warnings.append(
+            "WSL2: AMD's wheels bring their own ROCm SDK in the venv; build librocdxg into it "
+            "(`rocm-sdk path --root`, ROCm/librocdxg README: Build with TheRock Wheels) and export "
+            "HSA_ENABLE_DXG_DETECTION=1, or use the PyTorch ROCm wheels (--channel stable) with /opt/rocm's runtime"
         )
     if machine.platform.wsl and plan.backend.startswith("rocm"):
         data = load_platforms()

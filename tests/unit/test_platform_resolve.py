@@ -214,3 +214,19 @@ def test_wsl_legacy_runtime_capture_plans_its_own_rocm_line() -> None:
     assert plan.env == {}  # the older runtime needs no DXG variable
     assert any("AMD supports ROCm on WSL2 with 7.2.x and librocdxg only" in w for w in plan.warnings)
     assert WSL_STEP in plan.reasons
+
+
+def test_wsl_without_rocm_plans_the_supported_line_and_says_to_install_it() -> None:
+    from rocmkit.machine import RocmInfo
+
+    m = dataclasses.replace(load_machine(CAPTURES / STRIX), rocm=RocmInfo())
+    plan = _plan(m)
+    assert plan.backend == "rocm7.2" and plan.env == {"HSA_ENABLE_DXG_DETECTION": "1"}
+    assert any(w.startswith("WSL2: no ROCm is installed, but AMD supports ROCm on WSL2 with 7.2.x") for w in plan.warnings)
+
+
+def test_wsl_with_amds_own_channel_says_where_librocdxg_goes() -> None:
+    plan = _plan(load_machine(CAPTURES / STRIX), channel="amd")
+    assert plan.platform == "wsl2-x86_64" and plan.channel == "amd"
+    assert any("Build with TheRock Wheels" in w for w in plan.warnings)
+    assert WSL_STEP not in plan.reasons  # the step is for PyTorch's ROCm wheels with /opt/rocm's runtime
