@@ -445,9 +445,14 @@ def _nvidia_buses(results: Results) -> dict[int, str]:
 
 
 def _merge_nvlink(records: dict[str, GpuHealth], results: Results, problems: list[Problem]) -> None:
-    text = _tool_note(results, "nvidia-smi-nvlink.txt", "nvidia-smi", problems)
-    if text is None:
+    res = output(results, "nvidia-smi-nvlink.txt")
+    if res is None:
         return
+    if res.status in ("timeout", "signal"):
+        _tool_note(results, "nvidia-smi-nvlink.txt", "nvidia-smi", problems)
+        return
+    # A GPU without NVLink makes `nvidia-smi nvlink -s` print nothing or fail: not a problem.
+    text = res.stdout
     buses = _nvidia_buses(results)
     for index, (up, total) in ph.parse_nvlink_status(text).items():
         bus = buses.get(index)

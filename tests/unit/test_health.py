@@ -485,3 +485,14 @@ def test_nvlink_real_pcie_bridge_pair_and_an_sxm_node() -> None:
     r = _run(hardware.nvlink, sxm)
     assert r.status is Status.FAIL and "12 NVLink link(s) up, H100 GPUs have 18" in r.message
     assert ph.parse_nvlink_status("GPU 0: X\n\t Link 0: 0 GB/s\n\t Link 1: <inactive>\n") == {0: (0, 2)}
+
+
+def test_nvlink_absent_or_refused_is_no_problem(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    shutil.copytree(CAPTURES / "h100pcie-x2-nvlink-bridge-555.42.02", cap)
+    (cap / "cmd" / "nvidia-smi-nvlink.txt").write_text("")
+    (cap / "cmd" / "nvidia-smi-nvlink.txt.rc").write_text("255\n")
+    m = _machine(cap)
+    assert m.health == () and not any("nvlink" in p.message for p in m.problems)
+    (cap / "cmd" / "nvidia-smi-nvlink.txt.rc").write_text("timeout 10\n")
+    assert any(p.source == "nvidia-smi" and "nvlink" in p.message for p in _machine(cap).problems)
