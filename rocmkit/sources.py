@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "lspci.txt": ("lspci", "-nn"),
     # Hardware health, second source after sysfs (docs/hardware.md).
     "nvidia-smi-q.xml": ("nvidia-smi", "-q", "-x"),
+    "nvidia-smi-nvlink.txt": ("nvidia-smi", "nvlink", "-s"),
     "amd-smi-metric.json": ("amd-smi", "metric", "--json"),
     "uname.txt": ("uname", "-srm"),
     # rocmkit additions (docs/captures.md)
@@ -145,6 +146,7 @@ TIMEOUTS: dict[str, float] = {
     "lspci.txt": 5.0,
     "dmesg.txt": 3.0,
     "nvidia-smi-q.xml": 10.0,
+    "nvidia-smi-nvlink.txt": 10.0,
     "amd-smi-metric.json": 10.0,
 }
 

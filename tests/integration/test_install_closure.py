@@ -290,3 +290,33 @@ def test_install_plans_the_torch_xformers_pairs_with_as_resolve_does(
     assert code == 0, err
     assert json.loads(out)["requirements"] == plan["requirements"]
     assert "with xformers==0.0.35 (prebuilt wheel)" in err and not venv.exists()
+
+
+def test_the_doctor_remedy_for_a_mismatched_torchvision_fixes_it(
+    env: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyPI's torchvision beside a CPU torch (what issue 36 found landing): the command doctor's
+    models.companions names puts in the torchvision built for this torch."""
+    import shlex
+
+    from rocmkit.doctor.checks.models import matching_set_command
+
+    fix = env.root / "fix" / "cpu"
+    make_torch_set(fix, "2.13.0+cpu")
+    make_wheel(fix, "torchvision", TORCHVISION, requires=["torch==2.13.0"])
+    make_wheel(fix, "torchaudio", TORCHAUDIO, requires=["torch==2.13.0"])
+    venv = make_venv(tmp_path / "venv")
+    python = str(venv / "bin/python")
+    for req, index in (("torch==2.13.0+cpu", "fix/cpu"), (f"torchvision=={_REL.torchvision}", "pypi")):
+        subprocess.run(
+            [UV, "pip", "install", "-q", "--python", python, "--no-deps", req, "--index-url", env.index_url(index)],
+            check=True, timeout=120,
+        )
+    assert freeze(venv)["torchvision"] == _REL.torchvision
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", env.url + "/fix")
+    command = matching_set_command("2.13.0+cpu", prefix=str(venv))
+    assert command == f"rocmkit install --venv {venv} --torch 2.13.0 --cpu"
+    code, _, err = run_main(capsys, *shlex.split(command)[1:], "--installer", "uv")
+    assert code == 0, err
+    frozen = freeze(venv)
+    assert (frozen["torch"], frozen["torchvision"], frozen["torchaudio"]) == ("2.13.0+cpu", TORCHVISION, TORCHAUDIO)
