@@ -13,7 +13,7 @@ from tests.support.engines import linter
 
 def test_missing_in_ci_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="CI must have this.*no-such-lint is not installed"):
+    with pytest.raises(pytest.fail.Exception, match=r"CI must have this.*no-such-lint is not installed"):
         linter("no-such-lint", "no-such-lint-py")
 
 
