@@ -164,7 +164,9 @@ def run(argv: list[str] | None = None) -> Any:
     tick.hold()
     sys.excepthook = _redacted_traceback
     try:
-        return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
+        args = sys.argv[1:] if argv is None else list(argv)
+        # The command line, for a command that records it (bench): cli.request.command_line.
+        return cli.main(args=args, prog_name="rocmkit", standalone_mode=False, obj={"argv": tuple(args)})
     except RocmkitError as exc:
         print_error(exc, sys.argv[1:] if argv is None else argv)
         sys.exit(exc.exit_code)

@@ -17,6 +17,7 @@ from rocmkit.errors import UsageError
 
 if TYPE_CHECKING:
     from rocmkit.install.flow import Options
+    from rocmkit.install.installers import InstallerChoice
 
 Say = Callable[[str], None]
 
@@ -160,7 +161,7 @@ class InstallRequest:
         from rocmkit.install.sources_policy import ALLOW_ENV
 
         return flow.Options(
-            installer=cast("flow.InstallerChoice", self.installer),
+            installer=cast("InstallerChoice", self.installer),
             dry_run=self.dry_run,
             with_packages=self.with_packages,
             guard=not self.no_guard,

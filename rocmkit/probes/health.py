@@ -23,7 +23,7 @@ from rocmkit.probes import Results, output, tool_problem
 from rocmkit.sources import PCI_DEVICES, Source
 
 T = TypeVar("T")
-COMMAND_NAMES = ("nvidia-smi-q.xml", "amd-smi-metric.json")
+COMMAND_NAMES = ("nvidia-smi-q.xml", "nvidia-smi-nvlink.txt", "amd-smi-metric.json")
 PCI_COMMAND = "pci-gpus.txt"
 
 LINK_FILES = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")
@@ -185,6 +185,7 @@ def finish(pending: Pending, results: Results, timeout_s: float | None = None) -
             continue
         records[g.pci.bus_id] = from_files(g)
     _merge_nvidia(records, results, problems)
+    _merge_nvlink(records, results, problems)
     _merge_amd_smi(records, results, problems)
     _merge_rocm_smi(records, results)
     return tuple(records[k] for k in sorted(records)), problems
@@ -425,3 +426,38 @@ def _merge_rocm_smi(records: dict[str, GpuHealth], results: Results) -> None:
             clock_mhz=rec.clock_mhz if rec.clock_mhz is not None else r.clock_mhz,
             idle=rec.idle if rec.idle is not None else r.idle,
         )
+
+
+def _nvidia_buses(results: Results) -> dict[int, str]:
+    """nvidia-smi's GPU index -> bus id, from the query CSV or the table detection ran."""
+    from rocmkit.parsers import nvidia_smi
+
+    buses: dict[int, str] = {}
+    for name, parse in (("nvidia-smi-query.csv", nvidia_smi.parse_query_csv), ("nvidia-smi.txt", nvidia_smi.parse_table)):
+        res = output(results, name)
+        if res is None or not res.ok:
+            continue
+        for rec in parse(res.stdout).gpus:
+            bid = ph.bus_id(rec.pci_bus_id or "")
+            if rec.ordinal is not None and bid:
+                buses.setdefault(rec.ordinal, ph.short_domain(bid))
+    return buses
+
+
+def _merge_nvlink(records: dict[str, GpuHealth], results: Results, problems: list[Problem]) -> None:
+    res = output(results, "nvidia-smi-nvlink.txt")
+    if res is None:
+        return
+    if res.status in ("timeout", "signal"):
+        _tool_note(results, "nvidia-smi-nvlink.txt", "nvidia-smi", problems)
+        return
+    # A GPU without NVLink makes `nvidia-smi nvlink -s` print nothing or fail: not a problem.
+    text = res.stdout
+    buses = _nvidia_buses(results)
+    for index, (up, total) in ph.parse_nvlink_status(text).items():
+        bus = buses.get(index)
+        if bus is None:
+            continue
+        rec = records.get(bus) or GpuHealth(pci_bus_id=bus, vendor="nvidia")
+        records[bus] = replace(rec, sources=tuple(dict.fromkeys((*rec.sources, "nvidia-smi"))),
+                               nvlink_up=up, nvlink_total=total)

@@ -468,3 +468,31 @@ def test_detect_table_has_one_hardware_line() -> None:
     buf = io.StringIO()
     render(_machine(CAPTURES / "mi300x8-rocm-smi-stas00"), Console(file=buf, width=400, highlight=False))
     assert "hardware" not in buf.getvalue()
+
+
+def test_nvlink_real_pcie_bridge_pair_and_an_sxm_node() -> None:
+    from dataclasses import replace
+
+    m = _machine(CAPTURES / "h100pcie-x2-nvlink-bridge-555.42.02")
+    assert [(h.pci_bus_id, h.nvlink_up, h.nvlink_total) for h in m.health] == [
+        ("0000:c2:00.0", 12, 18), ("0000:d5:00.0", 12, 18)]
+    ok = _run(hardware.nvlink, m)
+    assert ok.status is Status.PASS and "nvlink_links" in ok.message  # 6 inactive links are normal here
+    one_down = replace(m, health=(replace(m.health[0], nvlink_up=11), m.health[1]))
+    assert _run(hardware.nvlink, one_down).status is Status.WARN
+    # An H100 SXM node: all 18 links must be up (matrices/sku.toml nvlink_links).
+    sxm = replace(m, gpus=tuple(replace(g, name="NVIDIA H100 80GB HBM3") for g in m.gpus))
+    r = _run(hardware.nvlink, sxm)
+    assert r.status is Status.FAIL and "12 NVLink link(s) up, H100 GPUs have 18" in r.message
+    assert ph.parse_nvlink_status("GPU 0: X\n\t Link 0: 0 GB/s\n\t Link 1: <inactive>\n") == {0: (0, 2)}
+
+
+def test_nvlink_absent_or_refused_is_no_problem(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    shutil.copytree(CAPTURES / "h100pcie-x2-nvlink-bridge-555.42.02", cap)
+    (cap / "cmd" / "nvidia-smi-nvlink.txt").write_text("")
+    (cap / "cmd" / "nvidia-smi-nvlink.txt.rc").write_text("255\n")
+    m = _machine(cap)
+    assert m.health == () and not any("nvlink" in p.message for p in m.problems)
+    (cap / "cmd" / "nvidia-smi-nvlink.txt.rc").write_text("timeout 10\n")
+    assert any(p.source == "nvidia-smi" and "nvlink" in p.message for p in _machine(cap).problems)
