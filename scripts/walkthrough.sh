@@ -91,7 +91,7 @@ say ".venv/bin/rocmkit install --venv .venv"
 expect 9 "fix: rocmkit install --venv .venv --fallback-index" .venv/bin/rocmkit install --venv .venv
 # What is wrong first, then the fixes, the useful one (--fallback-index) first; no long line.
 grep -m1 -q "^error: package index $ROCMKIT_INDEX_BASE" "$work/out" || fail "exit 9 does not open with the index"
-[ "$(grep -m1 '^fix: ' "$work/out")" = "$(grep -m1 -- '--fallback-index' "$work/out")" ] || fail "--fallback-index is not the first fix"
+grep -m1 '^fix: ' "$work/out" | grep -q -- "--fallback-index" || { cat "$work/out" >&2; fail "--fallback-index is not the first fix"; }
 ! grep -E '^(error|fix): ' "$work/out" | awk 'length > 160' | grep -q . || fail "an error line over 160 characters"
 ! compgen -G ".venv/lib/python3*/site-packages/torch" >/dev/null || fail "exit 9 left torch behind"
 
