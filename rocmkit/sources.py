@@ -54,7 +54,10 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     # Hardware health, second source after sysfs (docs/hardware.md).
     "nvidia-smi-q.xml": ("nvidia-smi", "-q", "-x"),
     "nvidia-smi-nvlink.txt": ("nvidia-smi", "nvlink", "-s"),
-    "amd-smi-metric.json": ("amd-smi", "metric", "--json"),
+    # Only the sections health reads: the whole `metric` queries every sensor (seconds on 8 GPUs).
+    "amd-smi-metric.json": (
+        "amd-smi", "metric", "--ecc", "--ecc-blocks", "--power", "--temperature", "--pcie", "--json",
+    ),
     "uname.txt": ("uname", "-srm"),
     # rocmkit additions (docs/captures.md)
     "id.txt": ("id",),

@@ -41,6 +41,7 @@ HWMON_FILES = re.compile(r"^(name|power1_cap|power1_cap_default|power1_cap_max|t
 MAX_ENTRIES = 64  # RAS blocks, firmware files, hwmon attributes: a folder with more is not amdgpu's
 # Default wait for every GPU's files; ROCMKIT_PROBE_TIMEOUT replaces it, as for the tools.
 DEFAULT_TIMEOUT_S = 5.0
+BAD_PAGE_THRESHOLD = "/sys/module/amdgpu/parameters/bad_page_threshold"
 PCIE_GEN_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
 
@@ -118,11 +119,12 @@ class Pending:
     threads: list[threading.Thread] = field(default_factory=list)
     master: threading.Thread | None = None
     listed: bool = False
+    source: Source | None = None
 
 
 def start(source: Source) -> Pending:
     """Start listing the GPUs on the PCI bus and reading each one's files; returns at once."""
-    pending = Pending(started=time.monotonic())
+    pending = Pending(started=time.monotonic(), source=source)
 
     def run() -> None:
         res = source.command(PCI_COMMAND)
@@ -166,6 +168,9 @@ def finish(pending: Pending, results: Results, timeout_s: float | None = None) -
             )
         )
     records: dict[str, GpuHealth] = {}
+    threshold = None
+    if pending.source is not None and any(g.pci.vendor == "0x1002" for g in pending.gpus):
+        threshold = ph.integer(_read(pending.source, BAD_PAGE_THRESHOLD, []))
     for g in list(pending.gpus):
         if not g.done:
             problems.append(
@@ -184,6 +189,8 @@ def finish(pending: Pending, results: Results, timeout_s: float | None = None) -
             )
             continue
         records[g.pci.bus_id] = from_files(g)
+        if g.pci.vendor == "0x1002" and threshold is not None and threshold > 0:
+            records[g.pci.bus_id] = replace(records[g.pci.bus_id], retired_pages_limit=threshold)
     _merge_nvidia(records, results, problems)
     _merge_nvlink(records, results, problems)
     _merge_amd_smi(records, results, problems)

@@ -233,7 +233,7 @@ def test_an_index_listing_only_old_builds_does_not_steer_the_plan_down(
     monkeypatch.setenv("ROCMKIT_INDEX_BASE", env.url + "/none")
     code, _, err = run_main(capsys, "resolve")
     assert code == 6, err
-    assert "no +cpu build is listed" in err
+    assert f"no +cpu build is listed for Python {PY}" in err
 
 
 def test_the_live_check_does_not_follow_a_redirect_to_another_host(

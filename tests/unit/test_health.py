@@ -496,3 +496,18 @@ def test_nvlink_absent_or_refused_is_no_problem(tmp_path: Path) -> None:
     assert m.health == () and not any("nvlink" in p.message for p in m.problems)
     (cap / "cmd" / "nvidia-smi-nvlink.txt.rc").write_text("timeout 10\n")
     assert any(p.source == "nvidia-smi" and "nvlink" in p.message for p in _machine(cap).problems)
+
+
+def test_amdgpu_bad_page_threshold_set_on_the_node_is_the_limit(copy: Path) -> None:
+    param = copy / "root" / "sys/module/amdgpu/parameters/bad_page_threshold"
+    param.parent.mkdir(parents=True)
+    param.write_text("2\n")
+    shutil.rmtree(copy / "root" / PCI_DEVICES.lstrip("/"))
+    shutil.copytree(CAPTURES / DEGRADED / "root" / PCI_DEVICES.lstrip("/"), copy / "root" / PCI_DEVICES.lstrip("/"))
+    shutil.copy(CAPTURES / DEGRADED / "cmd" / "pci-gpus.txt", copy / "cmd" / "pci-gpus.txt")
+    m = _machine(copy)
+    assert {h.retired_pages_limit for h in m.health} == {2}
+    r = _run(hardware.ecc, m)
+    assert "3 retired pages, at or above 2 (amdgpu.bad_page_threshold on this node)" in r.message
+    param.write_text("-1\n")  # the driver's own rule: no number to hold the count to
+    assert {h.retired_pages_limit for h in _machine(copy).health} == {None}

@@ -258,6 +258,8 @@ def _retired_limit(ctx: CheckContext, h: GpuHealth, memory: int | None) -> tuple
         return int(ctx.options["ecc_retired_pages_max"]), "--set ecc_retired_pages_max"
     if h.vendor == "nvidia":
         return NVIDIA_RETIRED_FAIL, "DCGM's limit"
+    if h.retired_pages_limit:
+        return h.retired_pages_limit, "amdgpu.bad_page_threshold on this node"
     if memory:
         return max(1, memory // AMD_BAD_PAGE_COVER), "amdgpu's one page per 100 MiB of VRAM"
     return None, ""
