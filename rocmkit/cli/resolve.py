@@ -79,8 +79,12 @@ def cli(req: ResolveRequest) -> None:
     Exit codes: 0 plan printed, 4 bad argument or capture, 5 bad matrix data,
     6 no plan fits, or no build of a --with package fits (the message says what would).
     """
+    from rocmkit.cli.renamed import renamed
     from rocmkit.resolve.render import requirements_text, summary_text
     from rocmkit.session import Session
+
+    for line in renamed(click.get_current_context()):
+        OUT.message(line)
 
     session = Session(
         capture=req.capture,

@@ -86,7 +86,7 @@ class InstallRequest:
             raise UsageError(
                 "--project writes a plan into a pyproject.toml; it does not combine with an install target, "
                 "a lock or a wheelhouse",
-                "run it on its own: rocmkit install --project DIR [--with PKG] [--dry-run]",
+                "run it on its own: rocmkit export uv-project --project DIR [--with PKG] [--dry-run]",
             )
         if self.project is not None and not (self.project / "pyproject.toml").is_file():
             raise UsageError(f"--project {self.project}: no pyproject.toml there", "name the folder of a uv project")
