@@ -102,7 +102,7 @@ wheelhouse = derived(
 # resolve's options that choose an output: an export verb is the output.
 _RESOLVE_OUTPUTS = ("fmt", "as_json")
 # resolve's options that have no meaning for install --project (the pyproject is the target).
-_NOT_FOR_A_PROJECT = ("python", "offline", "fresh", "closure", "venv")
+_NOT_FOR_A_PROJECT = ("python", "offline", "fresh", "closure", "venv", "output")
 # resolve's option names where install's differ.
 _INSTALL_NAME = {"torch_version": "torch"}
 
@@ -139,7 +139,7 @@ _RESOLVE_SECTIONS: Sections = {
     ),
     "Sources": ("index_base", "offline", "fresh", "fallback_index", "allow_redirect"),
     "Project": ("project", "dry_run"),
-    "Output": (),
+    "Output": ("output",),
 }
 
 _HELP = {
