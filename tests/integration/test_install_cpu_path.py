@@ -99,6 +99,8 @@ def test_cpu_plan_falls_back_to_the_users_find_links(
         in err
     )
     assert f"verified: torch {plan.torch_version}" in err
+    # It ends with the next command to run: the check that proves it.
+    assert err.rstrip().endswith(f"rocmkit: next: rocmkit doctor --venv {venv} --level 2"), err
     outcome = json.loads(out)
     assert outcome["backend"] == "cpu"
     assert outcome["find_links"] == [str(house)]
