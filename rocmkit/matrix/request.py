@@ -112,9 +112,10 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         return
     target = req.directory or overlay_dir()
     written = write_refresh(target, result, source_dir=source_dir)
+    if not written:
+        message(f"{target} already holds this data: nothing written, the data in use is unchanged")
+        return
     message(f"wrote {', '.join(written)}")
     if req.directory is None:
-        from rocmkit.util.paths import stamp_overlay
-
-        stamp_overlay(target)
+        # Written whole and stamped (rocmkit.matrix.write): one refresh's data, never a mix.
         message(f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)")
