@@ -39,7 +39,7 @@ from rocmkit.install.state import diff
 from rocmkit.install.transaction import Transaction
 from rocmkit.install.venv import find_uv
 from rocmkit.install.verify import verify
-from rocmkit.packages import canonical, parse_pin
+from rocmkit.packages import canonical, parse_pin, requirement_name
 from rocmkit.plan import Plan, WithPackage
 from rocmkit.proc.runner import CommandResult, on_child_started
 from rocmkit.pyenv import PyEnv
@@ -247,9 +247,13 @@ def planned_requirements(
             echo(f"rocmkit: --no-companions: leaving out {', '.join(dropped)}")
         else:
             echo("rocmkit: --no-companions: the plan marks no companions (made by an older rocmkit?)")
-    sources, missing = checked_sources(
-        plan_sources(plan), wanted, target, opts, echo, notes, companions=plan.companions
-    )
+    kept = _kept_sources(plan, wanted, target, opts, echo, notes)
+    if kept is not None:
+        sources, missing = kept
+    else:
+        sources, missing = checked_sources(
+            plan_sources(plan), wanted, target, opts, echo, notes, companions=plan.companions
+        )
     for req in missing:
         why = (
             f"WARNING: {req} is left out: the planned index did not answer and no fallback source holds it; "
@@ -269,6 +273,61 @@ def planned_requirements(
     # a build of it for another torch from whatever source has one.
     refuse_unserved_needs(plan, with_requirements(plan, opts), keep, sources, target, missing)
     return sources, keep, (*dropped, *missing)
+
+
+def _installed(target: PyEnv) -> dict[str, str]:
+    """{project: version} of what the environment holds now (its site folders' metadata)."""
+    from importlib import metadata
+
+    out: dict[str, str] = {}
+    for dist in metadata.distributions(path=[str(p) for p in target.site_dirs]):
+        name = dist.metadata["Name"]
+        if name:
+            out.setdefault(canonical(name), dist.version)
+    return out
+
+
+def _kept_sources(
+    plan: Plan, wanted: tuple[str, ...], target: PyEnv, opts: Options, echo: Echo, notes: list[str]
+) -> tuple[Sources, tuple[str, ...]] | None:
+    """A venv that already holds every required pin of the plan (the torch rocmkit installed,
+    kept) needs nothing from torch's index: when that index does not answer, the plan's other
+    indexes serve what is added (the guard keeps torch), and a companion built for this torch
+    that the venv lacks is left out, said. None: the ordinary index check applies."""
+    from packaging.version import InvalidVersion, Version
+
+    from rocmkit.install.indexcheck import probe_index
+
+    if not target.is_venv or len(plan.index_urls) < 2 or not plan.required:
+        return None
+    have = _installed(target)
+
+    def holds(req: str) -> bool:
+        pin = parse_pin(req)
+        if pin is None:
+            return requirement_name(req) in have
+        try:
+            return pin.project in have and Version(have[pin.project]) == Version(pin.version)
+        except InvalidVersion:
+            return False
+
+    if not all(holds(r) for r in plan.required):
+        return None
+    index, rest = plan.index_urls[0], plan.index_urls[1:]
+    probe = probe_index(index, "torch", opts.probe_timeout_s)
+    if probe.ok:
+        return None
+    check_source_urls(rest, lambda m: echo(f"rocmkit: {m}"), allow=opts.allow_insecure_index)
+    local = "+" + plan.backend
+    left = tuple(r for r in wanted if not holds(r) and local in r)
+    said = (
+        f"WARNING: {probe.describe()}; {target.prefix} holds {', '.join(r for r in wanted if holds(r))} already "
+        f"(kept), so what is added comes from {', '.join(rest)}"
+        + (f"; {', '.join(left)} (built for this torch, only on that index) is left out" if left else "")
+    )
+    echo(f"rocmkit: {said}")
+    notes.append(said)
+    return Sources(index_urls=rest), left
 
 
 def with_requirements(plan: Plan, opts: Options) -> tuple[str, ...]:

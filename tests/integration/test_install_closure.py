@@ -195,6 +195,17 @@ def test_an_empty_page_is_none_and_the_plan_lands_as_printed_then_is_kept(
     assert code == 0, err
     assert "the plan keeps torch 2.13.0+cpu" in err
     same(planned(kept), freeze(venv))
+    # torch's index goes away: the venv holds the torch kept, so what is added comes from the
+    # plan's other index (PyPI here), said; nothing is fetched from anywhere else.
+    before = freeze(venv)
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", f"http://127.0.0.1:{closed_port()}/whl")
+    monkeypatch.setenv("ROCMKIT_CACHE_DIR", str(tmp_path / "cache3"))
+    make_wheel(env.root / "pypi", "tinyextra2", "1.0.0", requires=["torch"])
+    code, _, err = run_main(capsys, "install", "--venv", str(venv), "--with", "tinyextra2", "--installer", "uv")
+    assert code == 0, err
+    assert "(kept), so what is added comes from" in err
+    assert freeze(venv) == {**before, "tinyextra2": "1.0.0"}
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", base)
     # A source that does not hold the closure is said before anything is installed.
     code, _, err = run_main(capsys, "resolve", "--venv", str(venv), "--with", "nosuchpkg", "--closure")
     assert code == 6, err
