@@ -182,6 +182,7 @@ class GpuHealth:
     ecc_correctable: dict[str, int] = field(default_factory=dict)  # block -> count; "*_lifetime": NVIDIA aggregate
     ecc_uncorrectable: dict[str, int] = field(default_factory=dict)
     retired_pages: int | None = None  # AMD gpu_vram_bad_pages, NVIDIA retired SBE + DBE pages
+    retired_pages_limit: int | None = None  # AMD: amdgpu.bad_page_threshold, where set to a number of pages
     pending_retirement: bool | None = None  # pages/rows waiting for a reset to be retired
     remapped_rows_uncorrectable: int | None = None  # NVIDIA A100 and later
     remapped_rows_correctable: int | None = None

@@ -53,7 +53,11 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "lspci.txt": ("lspci", "-nn"),
     # Hardware health, second source after sysfs (docs/hardware.md).
     "nvidia-smi-q.xml": ("nvidia-smi", "-q", "-x"),
-    "amd-smi-metric.json": ("amd-smi", "metric", "--json"),
+    "nvidia-smi-nvlink.txt": ("nvidia-smi", "nvlink", "-s"),
+    # Only the sections health reads: the whole `metric` queries every sensor (seconds on 8 GPUs).
+    "amd-smi-metric.json": (
+        "amd-smi", "metric", "--ecc", "--ecc-blocks", "--power", "--temperature", "--pcie", "--json",
+    ),
     "uname.txt": ("uname", "-srm"),
     # rocmkit additions (docs/captures.md)
     "id.txt": ("id",),
@@ -69,11 +73,16 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     # WSL2 only (docs/platforms.md): rocminfo again with AMD's DXG detection on, for ROCm
     # releases before 7.13 that reach the GPU through /dev/dxg only when asked to.
     "rocminfo-dxg.txt": ("rocminfo",),
+    # WSL2 only: the Adrenalin release, from the Windows registry through WSL's interop (reg.exe
+    # is Windows' own tool, on PATH in WSL by default); the key public driver scripts read.
+    "windows-driver.txt": ("reg.exe", "query", "HKLM\\SOFTWARE\\AMD\\CN", "/v", "RadeonSoftwareVersion"),
 }
 # Variables a command runs with on top of the environment (the argv stays the tool's own).
 COMMAND_ENV: dict[str, dict[str, str]] = {"rocminfo-dxg.txt": {"HSA_ENABLE_DXG_DETECTION": "1"}}
 # Commands run (and snapshotted) only on WSL2: elsewhere they repeat another command.
-WSL_ONLY: frozenset[str] = frozenset({"rocminfo-dxg.txt"})
+WSL_ONLY: frozenset[str] = frozenset({"rocminfo-dxg.txt", "windows-driver.txt"})
+# Commands root does not run: their executable is on a mount an ordinary user can write.
+AS_USER_ONLY: frozenset[str] = frozenset({"windows-driver.txt"})
 
 # Files read on a live machine and copied into a snapshot. Folders marked with a
 # trailing "/" are listed (and their entries read by the probes that need them).
@@ -135,10 +144,12 @@ CAPTURE_MAX_BYTES = 16 * 1024 * 1024
 TIMEOUTS: dict[str, float] = {
     "rocminfo.txt": 10.0,
     "rocminfo-dxg.txt": 10.0,
+    "windows-driver.txt": 5.0,
     "amd-smi-static.json": 10.0,
     "lspci.txt": 5.0,
     "dmesg.txt": 3.0,
     "nvidia-smi-q.xml": 10.0,
+    "nvidia-smi-nvlink.txt": 10.0,
     "amd-smi-metric.json": 10.0,
 }
 
@@ -286,6 +297,10 @@ class LiveSource:
         argv = COMMANDS[name]
         if argv[0] == BUILTIN:
             return self._builtin(argv)
+        if name in AS_USER_ONLY and os.geteuid() == 0:
+            # reg.exe lives on Windows' drive, which WSL mounts writable by its user: root does not
+            # run what another user can replace (docs/security.md); ROCMKIT_WSL_DRIVER says it instead.
+            return CommandResult(argv=argv, status="absent", error=f"{argv[0]}: not run as root")
         timeout = self.timeout_s if self.timeout_s is not None else TIMEOUTS.get(name, 10.0)
         extra = COMMAND_ENV.get(name)
         if extra:

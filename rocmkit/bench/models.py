@@ -82,104 +82,71 @@ def _logits_only(model: Any) -> Any:
 # run by hand with transformers 5.24.0 (benchmarks/models-cpu.md).
 
 
-def _build_gpt2(cfg: Mapping[str, int], impl: Impl) -> Built:
-    inputs = (_tokens(cfg["batch"], cfg["seq"], cfg["vocab"]),)
+def _either(cfg: Mapping[str, int], impl: Impl, inputs: tuple[Any, ...], hf: Callable[[], Any],
+    own: Callable[[], Any]) -> Built:
+    """The one rule for the three transformer models: transformers' class (``hf``, wrapped to its
+    logits) when it is there and wanted, else rocmkit's own (``own``); each built only if chosen."""
     if _have_transformers(impl):
+        return Built(module=_logits_only(hf()), inputs=inputs, impl="transformers", batch_size=cfg["batch"])
+    return Built(module=own(), inputs=inputs, impl="rocmkit", batch_size=cfg["batch"])
+
+
+def _build_gpt2(cfg: Mapping[str, int], impl: Impl) -> Built:
+    def hf() -> Any:
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        conf = GPT2Config(
-            vocab_size=cfg["vocab"],
-            n_positions=cfg["positions"],
-            n_embd=cfg["dim"],
-            n_layer=cfg["layers"],
-            n_head=cfg["heads"],
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            use_cache=False,
-        )
-        return Built(
-            module=_logits_only(GPT2LMHeadModel(conf)),
-            inputs=inputs,
-            impl="transformers",
-            batch_size=cfg["batch"],
-        )
-    from rocmkit.bench.nets import Gpt2LM
+        return GPT2LMHeadModel(GPT2Config(
+            vocab_size=cfg["vocab"], n_positions=cfg["positions"], n_embd=cfg["dim"], n_layer=cfg["layers"],
+            n_head=cfg["heads"], resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
+        ))
 
-    model = Gpt2LM(
-        vocab=cfg["vocab"],
-        positions=cfg["positions"],
-        dim=cfg["dim"],
-        layers=cfg["layers"],
-        heads=cfg["heads"],
-    )
-    return Built(module=model, inputs=inputs, impl="rocmkit", batch_size=cfg["batch"])
+    def own() -> Any:
+        from rocmkit.bench.nets import Gpt2LM
+
+        return Gpt2LM(vocab=cfg["vocab"], positions=cfg["positions"], dim=cfg["dim"], layers=cfg["layers"],
+            heads=cfg["heads"])
+
+    return _either(cfg, impl, (_tokens(cfg["batch"], cfg["seq"], cfg["vocab"]),), hf, own)
 
 
 def _build_t5(cfg: Mapping[str, int], impl: Impl) -> Built:
+    def hf() -> Any:
+        from transformers import T5Config, T5ForConditionalGeneration
+
+        return T5ForConditionalGeneration(T5Config(
+            vocab_size=cfg["vocab"], d_model=cfg["dim"], d_kv=cfg["dim"] // cfg["heads"], d_ff=cfg["inner"],
+            num_layers=cfg["layers"], num_heads=cfg["heads"], dropout_rate=0.0, use_cache=False,
+        ))
+
+    def own() -> Any:
+        from rocmkit.bench.nets import T5
+
+        return T5(vocab=cfg["vocab"], dim=cfg["dim"], layers=cfg["layers"], heads=cfg["heads"], inner=cfg["inner"])
+
     inputs = (
         _tokens(cfg["batch"], cfg["seq"], cfg["vocab"], seed=0),
         _tokens(cfg["batch"], cfg["seq"], cfg["vocab"], seed=1),
     )
-    if _have_transformers(impl):
-        from transformers import T5Config, T5ForConditionalGeneration
-
-        conf = T5Config(
-            vocab_size=cfg["vocab"],
-            d_model=cfg["dim"],
-            d_kv=cfg["dim"] // cfg["heads"],
-            d_ff=cfg["inner"],
-            num_layers=cfg["layers"],
-            num_heads=cfg["heads"],
-            dropout_rate=0.0,
-            use_cache=False,
-        )
-        return Built(
-            module=_logits_only(T5ForConditionalGeneration(conf)),
-            inputs=inputs,
-            impl="transformers",
-            batch_size=cfg["batch"],
-        )
-    from rocmkit.bench.nets import T5
-
-    model = T5(
-        vocab=cfg["vocab"], dim=cfg["dim"], layers=cfg["layers"], heads=cfg["heads"], inner=cfg["inner"]
-    )
-    return Built(module=model, inputs=inputs, impl="rocmkit", batch_size=cfg["batch"])
+    return _either(cfg, impl, inputs, hf, own)
 
 
 def _build_camembert(cfg: Mapping[str, int], impl: Impl) -> Built:
-    inputs = (_tokens(cfg["batch"], cfg["seq"], cfg["vocab"]),)
-    if _have_transformers(impl):
+    def hf() -> Any:
         from transformers import CamembertConfig, CamembertForMaskedLM
 
-        conf = CamembertConfig(
-            vocab_size=cfg["vocab"],
-            hidden_size=cfg["dim"],
-            num_hidden_layers=cfg["layers"],
-            num_attention_heads=cfg["heads"],
-            intermediate_size=cfg["inner"],
-            max_position_embeddings=cfg["positions"],
-            hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0,
-        )
-        return Built(
-            module=_logits_only(CamembertForMaskedLM(conf)),
-            inputs=inputs,
-            impl="transformers",
-            batch_size=cfg["batch"],
-        )
-    from rocmkit.bench.nets import BertMLM
+        return CamembertForMaskedLM(CamembertConfig(
+            vocab_size=cfg["vocab"], hidden_size=cfg["dim"], num_hidden_layers=cfg["layers"],
+            num_attention_heads=cfg["heads"], intermediate_size=cfg["inner"],
+            max_position_embeddings=cfg["positions"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        ))
 
-    model = BertMLM(
-        vocab=cfg["vocab"],
-        positions=cfg["positions"],
-        dim=cfg["dim"],
-        layers=cfg["layers"],
-        heads=cfg["heads"],
-        inner=cfg["inner"],
-    )
-    return Built(module=model, inputs=inputs, impl="rocmkit", batch_size=cfg["batch"])
+    def own() -> Any:
+        from rocmkit.bench.nets import BertMLM
+
+        return BertMLM(vocab=cfg["vocab"], positions=cfg["positions"], dim=cfg["dim"], layers=cfg["layers"],
+            heads=cfg["heads"], inner=cfg["inner"])
+
+    return _either(cfg, impl, (_tokens(cfg["batch"], cfg["seq"], cfg["vocab"]),), hf, own)
 
 
 def _build_resnet(cfg: Mapping[str, int], impl: Impl) -> Built:
@@ -357,53 +324,42 @@ def _load_extra(path: Path) -> list[ModelSpec]:
     return list(models)
 
 
-def _hf_specs() -> list[ModelSpec]:
-    from rocmkit.bench.catalog import HfEntry, load_hf
+def _dashboard_specs(suite: str) -> list[ModelSpec]:
+    """One of PyTorch's dashboard lists (``matrices/bench/``) as specs: one rule for both lists,
+    which differ only in their entries, their builder module and how an entry is described."""
+    from rocmkit.bench import catalog
 
-    data = load_hf()
+    data = catalog.load_hf() if suite == "huggingface" else catalog.load_timm()
+    entries: tuple[catalog.HfEntry | catalog.TimmEntry, ...] = data.hf if suite == "huggingface" else data.timm
+    tiny = data.tiny
 
-    def builder(entry: HfEntry) -> Callable[[Mapping[str, int], Impl], Built]:
+    def builder(entry: catalog.HfEntry | catalog.TimmEntry) -> Callable[[Mapping[str, int], Impl], Built]:
         def build(cfg: Mapping[str, int], impl: Impl) -> Built:
-            from rocmkit.bench import hf
+            size = "tiny" if cfg.get("tiny") else "full"
+            if isinstance(entry, catalog.HfEntry):
+                from rocmkit.bench import hf
 
-            return hf.build(entry, "tiny" if cfg.get("tiny") else "full", data.tiny)
-
-        return build
-
-    return [
-        ModelSpec(
-            name=e.name,
-            suite="huggingface",
-            description=f"{e.cls}, batch {e.batch} x {e.seq} tokens at full" + (f" ({e.note})" if e.note else ""),
-            sizes={"tiny": {"tiny": 1, "batch": data.tiny["batch"]}, "full": {"tiny": 0, "batch": e.batch}},
-            build=builder(e),
-        )
-        for e in data.hf
-    ]
-
-
-def _timm_specs() -> list[ModelSpec]:
-    from rocmkit.bench.catalog import TimmEntry, load_timm
-
-    data = load_timm()
-
-    def builder(entry: TimmEntry) -> Callable[[Mapping[str, int], Impl], Built]:
-        def build(cfg: Mapping[str, int], impl: Impl) -> Built:
+                return hf.build(entry, size, tiny)
             from rocmkit.bench import timm_suite
 
-            return timm_suite.build(entry, "tiny" if cfg.get("tiny") else "full", data.tiny)
+            return timm_suite.build(entry, size, tiny)
 
         return build
+
+    def describe(e: catalog.HfEntry | catalog.TimmEntry) -> str:
+        if isinstance(e, catalog.HfEntry):
+            return f"{e.cls}, batch {e.batch} x {e.seq} tokens at full" + (f" ({e.note})" if e.note else "")
+        return f"timm.create_model({e.name!r}), batch {e.batch} at full"
 
     return [
         ModelSpec(
             name=e.name,
-            suite="timm",
-            description=f"timm.create_model({e.name!r}), batch {e.batch} at full",
-            sizes={"tiny": {"tiny": 1, "batch": data.tiny["batch"]}, "full": {"tiny": 0, "batch": e.batch}},
+            suite="huggingface" if suite == "huggingface" else "timm",
+            description=describe(e),
+            sizes={"tiny": {"tiny": 1, "batch": tiny["batch"]}, "full": {"tiny": 0, "batch": e.batch}},
             build=builder(e),
         )
-        for e in data.timm
+        for e in entries
     ]
 
 
@@ -411,10 +367,8 @@ def suite_models(suite: str) -> list[ModelSpec]:
     """The models of one suite: ``builtin``, ``huggingface`` (PyTorch's HF list) or ``timm``."""
     if suite == "builtin":
         return list(BUILTIN)
-    if suite == "huggingface":
-        return _hf_specs()
-    if suite == "timm":
-        return _timm_specs()
+    if suite in ("huggingface", "timm"):
+        return _dashboard_specs(suite)
     raise UsageError(f"unknown suite {suite!r}", "choose builtin, huggingface or timm")
 
 

@@ -159,3 +159,20 @@ class CompareRequest:
                 f"folder {self.html_path.parent} does not exist",
                 f"create it or write {self.html_path.name} elsewhere",
             )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MergeRequest:
+    """What ``rocmkit bench merge`` was asked to do: the shards' --results files, joined."""
+
+    files: tuple[Path, ...]
+    as_json: bool = False
+    out_path: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not self.files:
+            raise UsageError("bench merge needs the --results files of the shards", "name them: FILE...")
+        if self.out_path is not None and not self.out_path.parent.is_dir():
+            raise UsageError(
+                f"folder {self.out_path.parent} does not exist", f"create it or write {self.out_path.name} elsewhere"
+            )

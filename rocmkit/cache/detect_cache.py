@@ -56,7 +56,7 @@ LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/opt/roc
 # The commands detection runs (argv[0] of rocmkit.sources.COMMANDS, kept equal by a test):
 # a tool upgraded or put first on PATH prints something else.
 TOOLS = (
-    "amd-smi", "dmesg", "hipconfig", "id", "ldd", "lspci", "nvidia-smi", "rocm-smi",
+    "amd-smi", "dmesg", "hipconfig", "id", "ldd", "lspci", "nvidia-smi", "reg.exe", "rocm-smi",
     "rocm_agent_enumerator", "rocminfo", "uname",
 )  # fmt: skip
 

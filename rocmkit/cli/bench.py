@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from rocmkit.bench.request import BenchRequest, CompareRequest
-from rocmkit.bench.saved import load_saved
-from rocmkit.cli.request import OUT, request
-from rocmkit.util import ticker
-
-if TYPE_CHECKING:
-    from rocmkit.bench.results import SuiteResult
+from rocmkit.bench.request import BenchRequest, CompareRequest, MergeRequest
+from rocmkit.cli.request import OUT, command_line, request
 
 
 @click.group(name="bench")
@@ -105,79 +97,15 @@ def models_cmd(req: BenchRequest) -> None:
     every model passes, 1 when any model failed accuracy, compilation, or did
     not finish.
     """
-    from rocmkit.bench import html, results
-    from rocmkit.bench.models import select
-    from rocmkit.bench.suite import Progress, run_suite
+    from rocmkit.bench.carry import carry_out
 
-    if req.list_only:
-        specs = select(req.names, suite=req.suite_name)
-        shard = req.shard
-        OUT.lines([f"{s.name:36} {s.suite:12} {s.description}" for s in (shard.take(specs) if shard else specs)])
-        return
-    if req.results_path is not None and req.suite_name != "builtin" and req.load_path is None:
-        OUT.message(f"rocmkit: rows go to {req.results_path} (continue a stopped run with --resume)")
-
-    def started(p: Progress) -> None:
-        if ticker.shared().live:
-            return  # the status line shows the model, its phase and the ETA, updated as it runs
-        eta = f", about {ticker.duration_text(p.eta_s)} left" if p.eta_s is not None else ""
-        before = f" ({p.done_before} done before)" if p.done_before else ""
-        OUT.message(f"[{p.index}/{p.total}{before}] {p.name}: running ...{eta}")
-
-    def finished(row: results.ModelResult) -> None:
-        speed = f" {row.speedup:.2f}x" if row.speedup else ""
-        OUT.message(f"{row.name}: {row.status}{speed} ({row.duration_s:.0f} s)")
-
-    if req.load_path is not None:
-        suite = _load_warning(req.load_path)
-    else:
-        # Recorded in the result so a table can say exactly what produced it.
-        argv = sys.argv[sys.argv.index("bench") :] if "bench" in sys.argv else ["bench", "models"]
-        suite = run_suite(
-            req.suite_options(_measured_python(req)),
-            on_start=started,
-            on_result=finished,
-            command="rocmkit " + shlex.join(argv),
-            on_note=OUT.message,
-        )
-    if req.csv_path is not None:
-        OUT.file(req.csv_path, results.to_csv(suite))
-    if req.html_path is not None or req.svg_path is not None:
-        from rocmkit.bench.compare import load_references
-
-        # Published figures for this suite and mode (the MI250 line for HF training) drawn alongside.
-        refs = [r for r in load_references() if r.suite == suite.suite and r.mode == suite.mode]
-        if req.html_path is not None:
-            OUT.file(req.html_path, html.render_page(suite, refs))
-        if req.svg_path is not None:
-            OUT.file(req.svg_path, html.render_svg(suite, refs))
-    if req.md_path is not None:
-        OUT.file(req.md_path, results.to_markdown(suite))
-    if req.as_json:
-        OUT.json(suite.to_dict())
-    else:
-        OUT.data(results.to_text(suite), nl=False)
-    if suite.summary.passed < suite.summary.total:
-        sys.exit(1)
+    _exit(carry_out(req, command_line(), OUT))
 
 
-def _load_warning(path: Path) -> SuiteResult:
-    """A saved run, warning on stderr about rows it set aside as another run's."""
-    notes: list[str] = []
-    suite = load_saved(path, notes)
-    for note in notes:
-        OUT.message(f"rocmkit: warning: {note}")
-    return suite
-
-
-def _measured_python(req: BenchRequest) -> str:
-    """The Python whose torch is measured, chosen as doctor and install choose it."""
-    from rocmkit.pyenv import select_python
-
-    python = select_python(venv=req.venv, python=req.python_path)
-    if not python.own:
-        OUT.message(f"rocmkit: measuring the Python at {python.executable} ({python.version})")
-    return str(python.executable)
+def _exit(code: int) -> None:
+    """The carried-out exit code, passed on as the process's (the body decides nothing itself)."""
+    if code:
+        sys.exit(code)
 
 
 @cli.command(name="merge")
@@ -185,35 +113,17 @@ def _measured_python(req: BenchRequest) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Write the merged rocmkit.bench/1 JSON to stdout.")
 @click.option("--output", "-o", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Also write the merged result as rocmkit.bench/1 JSON to FILE.")
-def merge_cmd(files: tuple[Path, ...], as_json: bool, out_path: Path | None) -> None:
+@request(MergeRequest)
+def merge_cmd(req: MergeRequest) -> None:
     """Join the --results files of a sharded run (--shard I/N) into one result.
 
     The files must come from one run (same suite, mode, dtype, size, repeats,
     compile mode, backend); a model with rows in two files is an error. Exit
     code 0 when every model of the run has a row and passed, 1 otherwise.
     """
-    from rocmkit.bench import results, runlog
+    from rocmkit.bench.carry import merge
 
-    logs = [runlog.read(f) for f in files]
-    for log in logs:
-        if log.set_aside:
-            OUT.message(f"rocmkit: warning: {log.set_aside_text()}")
-    merged = runlog.merge(logs)
-    if merged.missing:
-        more = " ..." if len(merged.missing) > 10 else ""
-        OUT.message(
-            f"rocmkit: {len(merged.missing)} model(s) have no row in these files: "
-            f"{', '.join(merged.missing[:10])}{more} (a shard missing or unfinished? rerun it with --resume)"
-        )
-    if out_path is not None:
-        OUT.file(out_path, json.dumps(merged.suite.to_dict(), indent=2) + "\n")
-    if as_json:
-        OUT.json(merged.suite.to_dict())
-    else:
-        OUT.data(results.to_text(merged.suite), nl=False)
-    s = merged.suite.summary
-    if merged.missing or s.passed < s.total:
-        sys.exit(1)
+    _exit(merge(req, OUT))
 
 
 @cli.command(name="compare")
@@ -237,20 +147,6 @@ def compare_cmd(req: CompareRequest) -> None:
     is flagged, 1 when something is (for CI), 3 when nothing is flagged but a
     model could not be judged (its run too noisy: CPU steal, load, spread).
     """
-    from rocmkit.bench import compare
+    from rocmkit.bench.carry import compare
 
-    refs = compare.load_references(req.reference_path)
-    notes: list[str] = []
-    b_meant: list[str] = []
-    a, b = load_saved(req.a_path, notes), load_saved(req.b_path, notes, b_meant)
-    c = compare.compare(a, b, min_change=req.min_change, references=refs, notes=notes, b_meant=b_meant)
-    if req.html_path is not None:
-        OUT.file(req.html_path, compare.render_page(c))
-    if req.as_json:
-        OUT.json(compare.to_dict(c))
-    else:
-        OUT.data(compare.to_text(c), nl=False)
-    if c.flagged:
-        sys.exit(1)
-    if c.not_judged:
-        sys.exit(3)
+    _exit(compare(req, OUT))

@@ -175,7 +175,7 @@ def _prepare(
 ) -> tuple[Machine, Plan | None, str | None, PyEnv, Session, int]:
     """The checked Python, the machine, the plan and the number of checks to run."""
     from rocmkit.doctor.run import for_frameworks, frameworks_for
-    from rocmkit.install.flow import recover_for_python
+    from rocmkit.install.recover import recover_for_python
     from rocmkit.pyenv import select_python
     from rocmkit.session import Session
     from rocmkit.util import ticker

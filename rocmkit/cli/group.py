@@ -26,6 +26,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "matrix": ("rocmkit.cli.matrix", "Check, show and refresh the compatibility matrices."),
     "resolve": ("rocmkit.cli.resolve", "Pick the torch/triton builds and index for this machine."),
     "install": ("rocmkit.cli.install", "Install the resolved builds into a virtual environment."),
+    "lock": ("rocmkit.cli.verbs:lock", "Write the plan's pinned closure with hashes to a file."),
+    "wheelhouse": ("rocmkit.cli.verbs:wheelhouse", "Download the plan's closure into a folder."),
+    "export": ("rocmkit.cli.verbs:export", "The plan as pylock.toml, requirements or a uv project's tables."),
     "build": ("rocmkit.cli.build", "Build PyTorch and Triton from source when no wheel fits."),
     "doctor": ("rocmkit.cli.doctor", "Validate the environment, Triton kernels and torch.compile."),
     "bench": ("rocmkit.cli.bench", "Benchmarks: torch.compile vs eager on a built-in model set."),
@@ -82,13 +85,15 @@ class LazyGroup(click.Group):
         entry = COMMANDS.get(cmd_name)
         if entry is None:
             return None
+        # "module" (its `cli`) or "module:name", for a module holding several commands (cli/verbs.py).
+        name, _, attr = entry[0].partition(":")
         try:
-            module = importlib.import_module(entry[0])
+            module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name == entry[0]:
+            if exc.name == name:
                 return None
             raise
-        command: click.Command = module.cli
+        command: click.Command = getattr(module, attr or "cli")
         return refuse_empty_values(command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -153,7 +158,9 @@ def run(argv: list[str] | None = None) -> Any:
     tick.hold()
     sys.excepthook = _redacted_traceback
     try:
-        return cli.main(args=argv, prog_name="rocmkit", standalone_mode=False)
+        args = sys.argv[1:] if argv is None else list(argv)
+        # The command line, for a command that records it (bench): cli.request.command_line.
+        return cli.main(args=args, prog_name="rocmkit", standalone_mode=False, obj={"argv": tuple(args)})
     except RocmkitError as exc:
         from rocmkit.util.redact import redact_text
 

@@ -7,11 +7,12 @@ from pathlib import Path
 import click
 
 from rocmkit.cli.request import OUT, request
+from rocmkit.cli.sections import INSTALL_SECTIONS, SectionedCommand
 from rocmkit.install.request import InstallRequest
 from rocmkit.resolve.constraints import CHANNELS
 
 
-@click.command("install")
+@click.command("install", cls=SectionedCommand, sections=INSTALL_SECTIONS)
 @click.option("--venv", "venv", type=click.Path(path_type=Path),
     help="Virtual environment to install into (made if missing).")
 @click.option("--python", "venv_base", metavar="VERSION|PATH",
@@ -45,18 +46,18 @@ from rocmkit.resolve.constraints import CHANNELS
 @click.option("--no-companions", is_flag=True,
     help="Install torch and its Triton only: leave out torchvision/torchaudio (minimal images).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
-@click.option("--project", "project", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--project", "project", type=click.Path(path_type=Path, file_okay=False), hidden=True,
     help="Write the plan's [[tool.uv.index]] and [tool.uv.sources] into DIR/pyproject.toml "
     "(formatting kept; with --dry-run, print the diff). Installs nothing.")
-@click.option("--lock", "lock_file", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("--lock", "lock_file", type=click.Path(path_type=Path, dir_okay=False), hidden=True,
     help="Write the pinned closure with hashes to FILE (installs nothing).")
 @click.option("--from-lock", type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="Install a lock file with hash checking.")
 @click.option(
-    "--download-only", is_flag=True, help="With --wheelhouse: download the closure, install nothing."
+    "--download-only", is_flag=True, hidden=True, help="With --wheelhouse: download the closure, install nothing."
 )
 @click.option("--wheelhouse", type=click.Path(path_type=Path, file_okay=False),
-    help="Wheelhouse folder to fill (--download-only) or install from, offline.")
+    help="Install from this wheelhouse folder, offline (`rocmkit wheelhouse DIR` fills one).")
 @click.option("--no-guard", is_flag=True, help="Do not pin torch against later pip/uv installs.")
 @click.option("--no-verify", is_flag=True, help="Skip the check in a child process after installing.")
 @click.option("--no-compile", is_flag=True,
@@ -98,14 +99,16 @@ def cli(req: InstallRequest) -> None:
     rocmkit install --venv ~/venvs/rocm            resolve for this machine, install
     rocmkit install --framework jax --venv V       jax + jaxlib + the plugin for this GPU
     rocmkit install --plan plan.json --venv V      install a saved plan
-    rocmkit install --lock torch.lock --venv V     write a hashed lock (no install)
-    rocmkit install --from-lock torch.lock --venv V
-    rocmkit install --project . --with xformers    pin a uv project's torch index
-    rocmkit install --download-only --wheelhouse /shared/wh
-    rocmkit install --wheelhouse /shared/wh --venv V   (offline)
+    rocmkit install --from-lock torch.lock --venv V   install a lock (`rocmkit lock` writes one)
+    rocmkit install --wheelhouse /shared/wh --venv V   offline (`rocmkit wheelhouse` fills one)
+    rocmkit install --dry-run --venv V             say what would change
+    Other modes are verbs: `rocmkit lock`, `rocmkit wheelhouse`, `rocmkit export`.
     """
+    from rocmkit.cli.renamed import renamed
     from rocmkit.install.carry import carry_out
 
+    for line in renamed(click.get_current_context()):
+        OUT.message(line)
     outcome = carry_out(req, OUT.message)
     if req.as_json:
         OUT.json(outcome.to_dict())

@@ -34,6 +34,17 @@ def request(cls: Callable[..., R]) -> Callable[[Callable[[R], None]], Callable[.
     return wrap
 
 
+def command_line() -> tuple[str, ...]:
+    """The words after ``rocmkit`` this command was run with, as handed to the runner
+    (:func:`rocmkit.cli.group.run`), never ``sys.argv`` read behind an in-process call's back;
+    a context made elsewhere (click's test runner) gives its command path."""
+    ctx = click.get_current_context()
+    argv = (ctx.find_root().obj or {}).get("argv") if isinstance(ctx.find_root().obj, dict) else None
+    if argv is not None:
+        return tuple(argv)
+    return tuple(ctx.command_path.split()[1:])
+
+
 class Output:
     """Where a command writes: data (what a pipe or a file should get) on stdout, everything a
     person reads while it runs (progress, notes, warnings) on stderr.

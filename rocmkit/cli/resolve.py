@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from rocmkit.cli.request import OUT, request
+from rocmkit.errors import UsageError
 from rocmkit.resolve.constraints import CHANNELS
 from rocmkit.resolve.request import FORMATS, ResolveRequest
 
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     help="Detect again and resolve again: ignore (and refresh) the cached detection and plan.")
 @click.option("--with", "with_packages", multiple=True, metavar="PKG",
     help="Resolve these beside torch (xformers,flash-attn,bitsandbytes: the build that fits; others from PyPI).")
+@click.option("--closure", is_flag=True,
+    help="Also resolve everything the install puts in (dependencies included) with uv from the sources it would use.")
 @click.option("--build", "build", multiple=True, metavar="PKG",
     help="Build these --with packages from source against the plan's torch instead of trading torch for a prebuilt wheel.")
 @click.option("--venv", type=click.Path(path_type=Path, file_okay=False),
@@ -73,8 +76,12 @@ def cli(req: ResolveRequest) -> None:
     Exit codes: 0 plan printed, 4 bad argument or capture, 5 bad matrix data,
     6 no plan fits, or no build of a --with package fits (the message says what would).
     """
+    from rocmkit.cli.renamed import renamed
     from rocmkit.resolve.render import requirements_text, summary_text
     from rocmkit.session import Session
+
+    for line in renamed(click.get_current_context()):
+        OUT.message(line)
 
     session = Session(
         capture=req.capture,
@@ -85,8 +92,9 @@ def cli(req: ResolveRequest) -> None:
     )
     plan = planned(req, session)
     # With --with, the plan also depends on pip's configuration (the index standing for PyPI);
-    # with --venv on the venv, with --fallback-index on the pip configuration.
-    mine = not (req.with_packages or req.venv or req.fallback_index)
+    # with --venv on the venv, with --fallback-index on the pip configuration, with --closure on
+    # every index uv reads.
+    mine = not (req.with_packages or req.venv or req.fallback_index or req.closure)
     if session.detected_at is not None and session.fresh_until is not None and mine:
         # The plan is a function of the machine, the data and the options, and online of the
         # index answers it used: a rerun may replay it while those answers are fresh (they
@@ -95,20 +103,8 @@ def cli(req: ResolveRequest) -> None:
 
         until = None if session.offline or session.fresh_until == float("inf") else session.fresh_until
         output_cache.cacheable(session.detected_at, until=until)
-    if req.with_packages:
-        from rocmkit.companions.data import load_companions
-        from rocmkit.companions.resolve import resolve_with
-        from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
-
-        pypi = read_pip_config().index_url or PYPI_SIMPLE
-        plan = resolve_with(plan, session.machine(), req.with_packages, load_companions(), pypi=pypi, build=req.build)
-        if not session.offline:
-            from rocmkit.install.companions import refuse_unserved_in_plan
-            from rocmkit.install.indexcheck import user_fallbacks
-
-            # As install refuses it, before anything: a --with package needing a companion no source serves.
-            withs = tuple(p.requirement for p in plan.with_packages if p.how != "source")
-            refuse_unserved_in_plan(plan, withs, user_fallbacks() if req.fallback_index else ())
+    plan = _with_resolved(req, session, plan)
+    closure = _closure(req, session, plan)
     if req.fmt in ("pylock", "uv-project"):
         if req.fmt == "pylock":
             import sys
@@ -124,13 +120,13 @@ def cli(req: ResolveRequest) -> None:
         for warning in plan.warnings:
             OUT.warning(warning)
     elif req.as_json or req.fmt == "json":
-        OUT.json(plan.to_dict())
+        OUT.json({**plan.to_dict(), "closure": list(closure)} if req.closure else plan.to_dict())
     elif req.fmt == "requirements":
-        OUT.data(requirements_text(plan), nl=False)
+        OUT.data(requirements_text(plan, closure), nl=False)
         for warning in plan.warnings:
             OUT.warning(warning)
     else:
-        OUT.data(summary_text(plan), nl=False)
+        OUT.data(summary_text(plan, closure), nl=False)
 
 
 def planned(req: ResolveRequest, session: Session) -> Plan:
@@ -156,3 +152,38 @@ def planned(req: ResolveRequest, session: Session) -> Plan:
         wanted=req.with_packages,
         build=req.build,
     )
+
+
+def _with_resolved(req: ResolveRequest, session: Session, plan: Plan) -> Plan:
+    """The --with packages resolved into the plan; refused as install refuses them."""
+    if not req.with_packages:
+        return plan
+    from rocmkit.companions.data import load_companions
+    from rocmkit.companions.resolve import resolve_with
+    from rocmkit.install.indexcheck import PYPI_SIMPLE, read_pip_config
+
+    pypi = read_pip_config().index_url or PYPI_SIMPLE
+    plan = resolve_with(plan, session.machine(), req.with_packages, load_companions(), pypi=pypi, build=req.build)
+    if not session.offline:
+        from rocmkit.install.companions import refuse_unserved_in_plan
+        from rocmkit.install.indexcheck import user_fallbacks
+
+        # As install refuses it, before anything: a --with package needing a companion no source serves.
+        withs = tuple(p.requirement for p in plan.with_packages if p.how != "source")
+        refuse_unserved_in_plan(plan, withs, user_fallbacks() if req.fallback_index else ())
+    return plan
+
+
+def _closure(req: ResolveRequest, session: Session, plan: Plan) -> tuple[str, ...]:
+    """--closure: everything an install of the plan puts in, as uv resolves it (else empty)."""
+    if not req.closure:
+        return ()
+    if session.offline:
+        raise UsageError(
+            "--closure asks the indexes what an install would put in, and resolve is offline",
+            "drop --offline (and ROCMKIT_OFFLINE=1), or drop --closure",
+        )
+    from rocmkit.install.closure import plan_closure
+    from rocmkit.install.indexcheck import user_fallbacks
+
+    return plan_closure(plan, user_fallbacks() if req.fallback_index else ())

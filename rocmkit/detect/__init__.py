@@ -66,7 +66,7 @@ def detect_machine(source: Source | None = None, environ: Mapping[str, str] | No
     pending = health_probe.start(source)  # the per-GPU hardware files, beside the tools
     names = all_command_names()
     if platform_probe.signs(source, src_env):
-        names = (*names, platform_probe.DXG_COMMAND)  # WSL2: rocminfo again with DXG detection on
+        names = (*names, *platform_probe.WSL_COMMANDS)  # WSL2: rocminfo with DXG detection, the Windows driver
     raw = gather(source, names)
     host_f = host_probe.probe(source, raw, src_env)
     platform, results, platform_problems = platform_probe.probe(source, raw, src_env, host_f.host.devices)

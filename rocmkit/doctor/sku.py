@@ -23,7 +23,7 @@ from rocmkit.util.paths import matrices_dir
 FILE = "sku.toml"
 _NUMBERS = (
     "mem_tbps", "fp16_tflops", "bf16_tflops", "copy_tbps", "copy_vs_torch", "gemm_fp16_tflops",
-    "gemm_bf16_tflops", "gemm_vs_torch", "allreduce_busbw_gbs", "p2p_link_gbs", "p2p_gbs", "xgmi_direct_peers",
+    "gemm_bf16_tflops", "gemm_vs_torch", "allreduce_busbw_gbs", "p2p_link_gbs", "p2p_gbs", "xgmi_direct_peers", "nvlink_links",
 )
 _KEYS = ("name", "match", "gfx", *_NUMBERS, "allreduce_gpus", "allreduce_min_bytes", "peak_sources")
 _FRACTIONS = ("copy_vs_torch", "gemm_vs_torch")

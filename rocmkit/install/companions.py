@@ -4,7 +4,6 @@ anything is installed."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit.errors import UsageError
@@ -88,7 +87,9 @@ def refuse_unserved_needs(
     if not missing or not with_reqs:
         return
     wanted = {canonical(requirement_name(r) or r) for r in with_reqs}
-    closure = _closure(installing + with_reqs, sources, target)
+    from rocmkit.install.closure import closure_of
+
+    closure, _ = closure_of(installing + with_reqs, sources, target)
     needs: dict[str, tuple[tuple[str, ...], str | None]] = {}  # project -> (pulled in by, version)
     for project in missing:
         if closure is not None and project in closure:
@@ -114,47 +115,11 @@ def refuse_unserved_needs(
     )
 
 
-def _closure(
-    requirements: tuple[str, ...], sources: Sources, target: PyEnv | str
-) -> dict[str, tuple[str, tuple[str, ...]]] | None:
-    """uv's resolution of ``requirements`` from ``sources`` for ``target`` (an environment, or a
-    Python version for a plan not yet tied to one); None: uv missing or unable to resolve it."""
-    import sys
-
-    from rocmkit.errors import ToolError
-    from rocmkit.install.base import InstallSpec
-    from rocmkit.install.uv import UvInstaller
-    from rocmkit.install.venv import find_uv
-    from rocmkit.pyenv import probe
-
-    if find_uv() is None or not (sources.index_urls or sources.find_links):
-        return None
-    env = probe(Path(sys.executable)) if isinstance(target, str) else target
-    try:
-        uv = UvInstaller(env)
-    except ToolError:
-        return None
-    found, result = uv.closure(
-        InstallSpec(requirements=requirements, sources=sources),
-        python_version=target if isinstance(target, str) else None,
-    )
-    return found if result.ok else None
-
-
 def refuse_unserved_in_plan(plan: Plan, with_reqs: tuple[str, ...], fallbacks: Sequence[tuple[str, bool]]) -> None:
     """``resolve``'s side of :func:`refuse_unserved_needs`: the same refusal, from the sources that
     answer now (the plan's indexes, else the user's pip sources under --fallback-index)."""
-    from rocmkit.install.base import Sources
-    from rocmkit.install.indexcheck import answers
+    from rocmkit.install.closure import sources_now
 
     if not plan.unserved or not with_reqs or not plan.python:
         return
-    # As install decides them (indexcheck.decide_sources): the plan's indexes that answer, and
-    # when torch's own does not, the user's sources that do.
-    live = [u for u in plan.index_urls if answers(u)]
-    links: list[str] = []
-    if plan.index_urls and plan.index_urls[0] not in live:
-        live += [u for u, is_index in fallbacks if is_index and u not in live and answers(u)]
-        links = [u for u, is_index in fallbacks if not is_index]
-    sources = Sources(index_urls=tuple(live), find_links=tuple(links))
-    refuse_unserved_needs(plan, with_reqs, plan.requirements, sources, plan.python, ())
+    refuse_unserved_needs(plan, with_reqs, plan.requirements, sources_now(plan, fallbacks), plan.python, ())

@@ -17,34 +17,34 @@ import json
 import platform
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from rocmkit.errors import RocmkitError, ToolError, UsageError, storage_error
 from rocmkit.install import guard, journal, lock, wheelhouse, wsl_runtime
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
 from rocmkit.install.conflict import guard_conflict, unresolvable
 from rocmkit.install.indexcheck import DEFAULT_PROBE_TIMEOUT_S, decide_sources
+from rocmkit.install.installers import InstallerChoice, choose_installer
 from rocmkit.install.pip import PipInstaller, pip_available
+from rocmkit.install.recover import recover_pending
+from rocmkit.install.recover import signals_deferred as _signals_deferred
 from rocmkit.install.sourcebuild import build_against_torch
 from rocmkit.install.sources_policy import check_source_urls, is_url
 from rocmkit.install.state import diff
-from rocmkit.install.transaction import Transaction, restore_state
-from rocmkit.install.uv import UvInstaller
+from rocmkit.install.transaction import Transaction
 from rocmkit.install.venv import find_uv
 from rocmkit.install.verify import verify
-from rocmkit.packages import canonical, parse_pin
+from rocmkit.packages import canonical, parse_pin, requirement_name
 from rocmkit.plan import Plan, WithPackage
 from rocmkit.proc.runner import CommandResult, on_child_started
 from rocmkit.pyenv import PyEnv
 from rocmkit.util.atomicio import write_text_atomic
 
-InstallerChoice = Literal["auto", "uv", "pip"]
 Echo = Callable[[str], None]
 
 
@@ -107,15 +107,6 @@ class Outcome:
         }
 
 
-def choose_installer(choice: InstallerChoice, target: PyEnv, limits: Limits) -> Installer:
-    """uv when present (fast, no pip needed in the venv), else pip; or what the user named."""
-    if choice == "uv" or (choice == "auto" and find_uv() is not None):
-        return UvInstaller(target, limits=limits)
-    if choice == "auto" and not pip_available(target):
-        raise ToolError("neither uv nor pip is available", "`pip install uv` (or pip) next to rocmkit")
-    return PipInstaller(target, limits=limits)
-
-
 def _progress(echo: Echo, show: bool) -> LineSink:
     if not show:
         return None
@@ -173,62 +164,6 @@ def _heartbeat(echo: Echo, label: str, every: float = HEARTBEAT_S, phase: str | 
 
 # One install per environment at a time (kept under its old name for callers and tests).
 _exclusive = journal.exclusive
-
-
-@contextmanager
-def _signals_deferred(echo: Echo, *, reraise: bool = True) -> Iterator[None]:
-    """While a restore runs, SIGINT/SIGTERM/SIGHUP wait: a second Ctrl-C must not leave
-    half a restore (the journal would still finish it later, but now is better).
-    ``reraise``: act on a deferred signal afterwards (not when already unwinding from one)."""
-    import signal
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-
-    def note(signum: int, _frame: object) -> None:
-        if not caught:
-            echo("rocmkit: restoring the environment first; the signal is handled after that")
-        caught.append(signum)
-
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    old = {sig: signal.signal(sig, note) for sig in sigs}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-    if caught and reraise:
-        # Restored: now the signal does what it would have done.
-        from rocmkit.errors import Terminated
-
-        raise KeyboardInterrupt if caught[0] == signal.SIGINT else Terminated(caught[0])
-
-
-def recover_for_python(python: Path, echo: Echo) -> bool:
-    """For commands that use a venv without installing (``doctor``): finish the restore
-    an install killed in it left behind, before looking at what it holds."""
-    from rocmkit.errors import LockHeldError
-    from rocmkit.pyenv import probe
-
-    # venv/bin/python -> venv: checked before starting any process (the common case: none).
-    # lexists: a journal planted as a symlink is refused (said), not skipped.
-    if not journal.present(python.parent.parent / journal.JOURNAL_NAME):
-        return False
-    target = probe(python)
-    try:
-        with _exclusive(target):
-            return recover_pending(target, choose_installer("auto", target, Limits()), echo)
-    except LockHeldError:
-        echo(f"rocmkit: an install is changing {target.prefix} right now; what is checked may change under it")
-        return False
-
-
-def recover_pending(target: PyEnv, installer: Installer, echo: Echo) -> bool:
-    """Finish the restore of an install that was killed (kill -9, OOM) in ``target``."""
-    with _signals_deferred(echo):
-        return journal.recover(target, lambda j: restore_state(installer, j.backup()), echo)
 
 
 def _workdir() -> Path:
@@ -312,9 +247,13 @@ def planned_requirements(
             echo(f"rocmkit: --no-companions: leaving out {', '.join(dropped)}")
         else:
             echo("rocmkit: --no-companions: the plan marks no companions (made by an older rocmkit?)")
-    sources, missing = checked_sources(
-        plan_sources(plan), wanted, target, opts, echo, notes, companions=plan.companions
-    )
+    kept = _kept_sources(plan, wanted, target, opts, echo, notes)
+    if kept is not None:
+        sources, missing = kept
+    else:
+        sources, missing = checked_sources(
+            plan_sources(plan), wanted, target, opts, echo, notes, companions=plan.companions
+        )
     for req in missing:
         why = f"{req} is left out: the planned index did not answer and no fallback source holds it; "
         if into:
@@ -335,6 +274,61 @@ def planned_requirements(
     # a build of it for another torch from whatever source has one.
     refuse_unserved_needs(plan, with_requirements(plan, opts), keep, sources, target, missing)
     return sources, keep, (*dropped, *missing)
+
+
+def _installed(target: PyEnv) -> dict[str, str]:
+    """{project: version} of what the environment holds now (its site folders' metadata)."""
+    from importlib import metadata
+
+    out: dict[str, str] = {}
+    for dist in metadata.distributions(path=[str(p) for p in target.site_dirs]):
+        name = dist.metadata["Name"]
+        if name:
+            out.setdefault(canonical(name), dist.version)
+    return out
+
+
+def _kept_sources(
+    plan: Plan, wanted: tuple[str, ...], target: PyEnv, opts: Options, echo: Echo, notes: list[str]
+) -> tuple[Sources, tuple[str, ...]] | None:
+    """A venv that already holds every required pin of the plan (the torch rocmkit installed,
+    kept) needs nothing from torch's index: when that index does not answer, the plan's other
+    indexes serve what is added (the guard keeps torch), and a companion built for this torch
+    that the venv lacks is left out, said. None: the ordinary index check applies."""
+    from packaging.version import InvalidVersion, Version
+
+    from rocmkit.install.indexcheck import probe_index
+
+    if not target.is_venv or len(plan.index_urls) < 2 or not plan.required:
+        return None
+    have = _installed(target)
+
+    def holds(req: str) -> bool:
+        pin = parse_pin(req)
+        if pin is None:
+            return requirement_name(req) in have
+        try:
+            return pin.project in have and Version(have[pin.project]) == Version(pin.version)
+        except InvalidVersion:
+            return False
+
+    if not all(holds(r) for r in plan.required):
+        return None
+    index, rest = plan.index_urls[0], plan.index_urls[1:]
+    probe = probe_index(index, "torch", opts.probe_timeout_s)
+    if probe.ok:
+        return None
+    check_source_urls(rest, lambda m: echo(f"rocmkit: {m}"), allow=opts.allow_insecure_index)
+    local = "+" + plan.backend
+    left = tuple(r for r in wanted if not holds(r) and local in r)
+    said = (
+        f"WARNING: {probe.describe()}; {target.prefix} holds {', '.join(r for r in wanted if holds(r))} already "
+        f"(kept), so what is added comes from {', '.join(rest)}"
+        + (f"; {', '.join(left)} (built for this torch, only on that index) is left out" if left else "")
+    )
+    echo(f"rocmkit: {said}")
+    notes.append(said)
+    return Sources(index_urls=rest), left
 
 
 def with_requirements(plan: Plan, opts: Options) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from rocmkit.errors import UsageError
 
 if TYPE_CHECKING:
     from rocmkit.install.flow import Options
+    from rocmkit.install.installers import InstallerChoice
 
 Say = Callable[[str], None]
 
@@ -85,7 +86,7 @@ class InstallRequest:
             raise UsageError(
                 "--project writes a plan into a pyproject.toml; it does not combine with an install target, "
                 "a lock or a wheelhouse",
-                "run it on its own: rocmkit install --project DIR [--with PKG] [--dry-run]",
+                "run it on its own: rocmkit export uv-project --project DIR [--with PKG] [--dry-run]",
             )
         if self.project is not None and not (self.project / "pyproject.toml").is_file():
             raise UsageError(f"--project {self.project}: no pyproject.toml there", "name the folder of a uv project")
@@ -160,7 +161,7 @@ class InstallRequest:
         from rocmkit.install.sources_policy import ALLOW_ENV
 
         return flow.Options(
-            installer=cast("flow.InstallerChoice", self.installer),
+            installer=cast("InstallerChoice", self.installer),
             dry_run=self.dry_run,
             with_packages=self.with_packages,
             guard=not self.no_guard,

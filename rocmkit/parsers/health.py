@@ -291,7 +291,7 @@ def parse_nvidia_xml(text: str) -> NvidiaHealthReport:
         bid = bus_id((g.get("id") or "").lower())
         if bid is None:
             continue
-        h = NvidiaGpuHealth(bus_id=_short_domain(bid))
+        h = NvidiaGpuHealth(bus_id=short_domain(bid))
 
         def t(path: str, node: ET.Element = g) -> str | None:
             e = node.find(path)
@@ -381,10 +381,32 @@ def _int(v: float | None) -> int | None:
     return None if v is None else int(v)
 
 
-def _short_domain(bid: str) -> str:
+def short_domain(bid: str) -> str:
     """nvidia-smi's "00000000:01:00.0" -> the kernel's "0000:01:00.0"."""
     dom, rest = bid.split(":", 1)
     return f"{int(dom, 16):04x}:{rest}"
+
+
+_NVLINK_GPU = re.compile(r"^GPU (\d{1,3}):")
+_NVLINK_LINK = re.compile(r"^\s+Link (\d{1,2}):\s*(.*?)\s*$")
+
+
+def parse_nvlink_status(text: str) -> dict[int, tuple[int, int]]:
+    """``nvidia-smi nvlink -s``: GPU index -> (links up, links listed). A link is up when it shows a
+    speed ("26.562 GB/s") above 0; "<inactive>" and "0 GB/s" are down."""
+    out: dict[int, list[bool]] = {}
+    current: int | None = None
+    for line in text.splitlines()[:4096]:
+        g = _NVLINK_GPU.match(line)
+        if g:
+            current = int(g.group(1))
+            out.setdefault(current, [])
+            continue
+        m = _NVLINK_LINK.match(line)
+        if m and current is not None:
+            speed = _num(m.group(2).removesuffix("GB/s"))
+            out[current].append(speed is not None and speed > 0)
+    return {i: (sum(links), len(links)) for i, links in out.items() if links}
 
 
 # ---- AMD: amd-smi metric --json (second source) ------------------------------------------------

@@ -74,6 +74,16 @@ def adrenalin_version(text: str | None) -> str | None:
     return value if _DRIVER.match(value) else None
 
 
+_REG_VALUE = re.compile(r"^\s*RadeonSoftwareVersion\s+REG_SZ\s+(\S+)\s*$", re.MULTILINE)
+
+
+def radeon_software_version(reg_output: str | None) -> str | None:
+    """The Adrenalin release from ``reg.exe query HKLM\\SOFTWARE\\AMD\\CN /v RadeonSoftwareVersion``
+    ("    RadeonSoftwareVersion    REG_SZ    25.5.1", CRLF lines); None for anything else."""
+    m = _REG_VALUE.search((reg_output or "")[:10000].replace("\r", ""))
+    return adrenalin_version(m.group(1)) if m else None
+
+
 def dxg_detection_on(value: str | None) -> bool:
     """ROCr reads HSA_ENABLE_DXG_DETECTION as on for ``1`` (rocm-systems#7320's table)."""
     return (value or "").strip() == "1"

@@ -23,7 +23,7 @@ from rocmkit.probes import Results, output, tool_problem
 from rocmkit.sources import PCI_DEVICES, Source
 
 T = TypeVar("T")
-COMMAND_NAMES = ("nvidia-smi-q.xml", "amd-smi-metric.json")
+COMMAND_NAMES = ("nvidia-smi-q.xml", "nvidia-smi-nvlink.txt", "amd-smi-metric.json")
 PCI_COMMAND = "pci-gpus.txt"
 
 LINK_FILES = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")
@@ -41,6 +41,7 @@ HWMON_FILES = re.compile(r"^(name|power1_cap|power1_cap_default|power1_cap_max|t
 MAX_ENTRIES = 64  # RAS blocks, firmware files, hwmon attributes: a folder with more is not amdgpu's
 # Default wait for every GPU's files; ROCMKIT_PROBE_TIMEOUT replaces it, as for the tools.
 DEFAULT_TIMEOUT_S = 5.0
+BAD_PAGE_THRESHOLD = "/sys/module/amdgpu/parameters/bad_page_threshold"
 PCIE_GEN_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
 
@@ -118,11 +119,12 @@ class Pending:
     threads: list[threading.Thread] = field(default_factory=list)
     master: threading.Thread | None = None
     listed: bool = False
+    source: Source | None = None
 
 
 def start(source: Source) -> Pending:
     """Start listing the GPUs on the PCI bus and reading each one's files; returns at once."""
-    pending = Pending(started=time.monotonic())
+    pending = Pending(started=time.monotonic(), source=source)
 
     def run() -> None:
         res = source.command(PCI_COMMAND)
@@ -166,6 +168,9 @@ def finish(pending: Pending, results: Results, timeout_s: float | None = None) -
             )
         )
     records: dict[str, GpuHealth] = {}
+    threshold = None
+    if pending.source is not None and any(g.pci.vendor == "0x1002" for g in pending.gpus):
+        threshold = ph.integer(_read(pending.source, BAD_PAGE_THRESHOLD, []))
     for g in list(pending.gpus):
         if not g.done:
             problems.append(
@@ -184,7 +189,10 @@ def finish(pending: Pending, results: Results, timeout_s: float | None = None) -
             )
             continue
         records[g.pci.bus_id] = from_files(g)
+        if g.pci.vendor == "0x1002" and threshold is not None and threshold > 0:
+            records[g.pci.bus_id] = replace(records[g.pci.bus_id], retired_pages_limit=threshold)
     _merge_nvidia(records, results, problems)
+    _merge_nvlink(records, results, problems)
     _merge_amd_smi(records, results, problems)
     _merge_rocm_smi(records, results)
     return tuple(records[k] for k in sorted(records)), problems
@@ -425,3 +433,38 @@ def _merge_rocm_smi(records: dict[str, GpuHealth], results: Results) -> None:
             clock_mhz=rec.clock_mhz if rec.clock_mhz is not None else r.clock_mhz,
             idle=rec.idle if rec.idle is not None else r.idle,
         )
+
+
+def _nvidia_buses(results: Results) -> dict[int, str]:
+    """nvidia-smi's GPU index -> bus id, from the query CSV or the table detection ran."""
+    from rocmkit.parsers import nvidia_smi
+
+    buses: dict[int, str] = {}
+    for name, parse in (("nvidia-smi-query.csv", nvidia_smi.parse_query_csv), ("nvidia-smi.txt", nvidia_smi.parse_table)):
+        res = output(results, name)
+        if res is None or not res.ok:
+            continue
+        for rec in parse(res.stdout).gpus:
+            bid = ph.bus_id(rec.pci_bus_id or "")
+            if rec.ordinal is not None and bid:
+                buses.setdefault(rec.ordinal, ph.short_domain(bid))
+    return buses
+
+
+def _merge_nvlink(records: dict[str, GpuHealth], results: Results, problems: list[Problem]) -> None:
+    res = output(results, "nvidia-smi-nvlink.txt")
+    if res is None:
+        return
+    if res.status in ("timeout", "signal"):
+        _tool_note(results, "nvidia-smi-nvlink.txt", "nvidia-smi", problems)
+        return
+    # A GPU without NVLink makes `nvidia-smi nvlink -s` print nothing or fail: not a problem.
+    text = res.stdout
+    buses = _nvidia_buses(results)
+    for index, (up, total) in ph.parse_nvlink_status(text).items():
+        bus = buses.get(index)
+        if bus is None:
+            continue
+        rec = records.get(bus) or GpuHealth(pci_bus_id=bus, vendor="nvidia")
+        records[bus] = replace(rec, sources=tuple(dict.fromkeys((*rec.sources, "nvidia-smi"))),
+                               nvlink_up=up, nvlink_total=total)

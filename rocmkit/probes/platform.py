@@ -18,6 +18,9 @@ from rocmkit.proc.runner import CommandResult
 from rocmkit.sources import LIB_DIRS, Source, lib_entries
 
 DXG_COMMAND = "rocminfo-dxg.txt"
+DRIVER_COMMAND = "windows-driver.txt"
+# What runs only on WSL2, beside the commands every machine runs.
+WSL_COMMANDS = (DXG_COMMAND, DRIVER_COMMAND)
 DRIVER_VAR = "ROCMKIT_WSL_DRIVER"
 
 
@@ -50,7 +53,11 @@ def probe(
         need_dxg = True
     problems: list[Problem] = []
     raw_driver = env.get(DRIVER_VAR)
-    driver = pp.adrenalin_version(raw_driver)
+    reg = output(results, DRIVER_COMMAND)
+    # The variable wins (it corrects what Windows says); else the registry, where interop answers.
+    driver = pp.adrenalin_version(raw_driver) if raw_driver else None
+    if not raw_driver and reg is not None and reg.ok:
+        driver = pp.radeon_software_version(reg.stdout)
     if raw_driver and driver is None:
         problems.append(
             Problem(

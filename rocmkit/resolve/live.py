@@ -445,8 +445,14 @@ def _check_torch(
             return _noted(
                 current,
                 reasons=[
-                    f"{torch_url} {seen[torch_url].detail}; no other source answered, so the plan rests on "
-                    "rocmkit's packaged data"
+                    f"{torch_url} {seen[torch_url].detail}; "
+                    + (
+                        "no other source answered"
+                        if fallbacks
+                        else "no other source was asked (--fallback-index asks your pip configuration's, as "
+                        "install does with it)"
+                    )
+                    + ", so the plan rests on rocmkit's packaged data"
                 ],
             )
         if direct:
@@ -486,21 +492,30 @@ def _check_torch(
     raise _unlisted(heard, first_pin, python, f"no source read serves torch {_torch_pin(current)}")
 
 
-def _listed(heard: Sequence[Seen], local: str | None) -> list[Version]:
-    """The releases of builds with the local label ``local`` that ``heard`` list, newest first."""
+def _listed(heard: Sequence[Seen], local: str | None, python: str) -> list[Version]:
+    """The releases of builds with the local label ``local`` for ``python`` that ``heard`` list,
+    newest first."""
     found: set[Version] = set()
     for s in heard:
-        found |= s.versions(local)
+        for text, py in s.builds:
+            with contextlib.suppress(InvalidVersion):
+                v = Version(text)
+                if v.local == local and not v.is_prerelease and py in (python, PURE):
+                    found.add(v)
     return sorted(found, reverse=True)
 
 
 def _unlisted(heard: Sequence[Seen], pin: str, python: str, why: str) -> NoPlanError:
     """The plan cannot name a build its answering sources did not list: said with what they do list."""
     local = Version(pin).local
-    listed = _listed(heard, local)
+    listed = _listed(heard, local, python)
     names = ", ".join(s.url for s in heard) or "the index"
     kind = f"+{local}" if local else "torch"
-    newest = f"the newest {kind} build listed is torch {listed[0]}" if listed else f"no {kind} build is listed"
+    newest = (
+        f"the newest {kind} build listed for Python {python} is torch {listed[0]}"
+        if listed
+        else f"no {kind} build is listed for Python {python}"
+    )
     return NoPlanError(
         f"{names} answered, but serve(s) no torch build of this kind for Python {python} that rocmkit may plan "
         f"({why}); {newest}",

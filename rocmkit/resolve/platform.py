@@ -16,7 +16,7 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix.platforms import PlatformData, WslRelease, load_platforms
 from rocmkit.plan import Plan
-from rocmkit.resolve.constraints import Constraints
+from rocmkit.resolve.constraints import AMD_CHANNELS, Constraints
 from rocmkit.resolve.explain import Notes, short_source
 
 X86 = ("x86_64", "amd64", None, "")
@@ -89,20 +89,30 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
     data = load_platforms()
     row = _wsl_release(data, machine, cons)
     lines = ", ".join(f"{r.rocm}.x" for r in data.wsl_releases)
+    installed = _line(machine.rocm.version)
     if row is None:
-        row = data.wsl_releases[0]
-        have = f"--rocm {cons.rocm}" if cons.rocm else f"ROCm {machine.rocm.version or 'unknown'} installed"
+        have = (
+            f"--rocm {cons.rocm}"
+            if cons.rocm
+            else f"ROCm {machine.rocm.version} is installed"
+            if machine.rocm.version
+            else "no ROCm is installed"
+        )
         notes.warn(
-            f"WSL2: {have}, but AMD supports ROCm on WSL2 with {lines} only (librocdxg "
-            f"{row.librocdxg}); torch uses /opt/rocm's runtime there, so install ROCm {row.rocm}"
+            f"WSL2: {have}, but AMD supports ROCm on WSL2 with {lines} and librocdxg only (older releases "
+            f"used AMD's retired WSL runtime packages); install ROCm {data.wsl_releases[0].rocm} and librocdxg"
         )
     if cons.rocm:
         return cons
+    # torch uses /opt/rocm's runtime on WSL2 (install removes the wheel's own): the wheels of the
+    # installed line, else of the newest line AMD supports there (install then asks for it).
+    line = installed or data.wsl_releases[0].rocm
     notes.why(
-        f"WSL2: ROCm {row.rocm} wheels, the line AMD supports on WSL2 (librocdxg {row.librocdxg}) and whose "
-        "runtime torch uses there in place of its bundled one"
+        f"WSL2: ROCm {line} wheels: torch uses /opt/rocm's runtime there in place of its bundled one, "
+        + (f"and ROCm {installed} is installed" if installed else "and no ROCm is installed yet")
+        + (f" (AMD supports {line}.x on WSL2 with librocdxg {row.librocdxg})" if row else "")
     )
-    return dataclasses.replace(cons, rocm=row.rocm)
+    return dataclasses.replace(cons, rocm=line)
 
 
 def cuda_build_exists(machine: Machine, torch_version: str, index: str) -> bool:
@@ -138,6 +148,14 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
             f"aarch64: CPU wheels from the cpu index; PyPI's aarch64 torch is a {data.pypi_cuda} build from "
             f"{data.pypi_cuda_from} on (matrices/platforms.toml)"
         )
+    if machine.platform.wsl and plan.channel in AMD_CHANNELS:
+        # AMD's own wheels bring ROCm as pip packages (rocm[libraries]): librocdxg must be built into
+        # that SDK, not /opt/rocm (ROCm/librocdxg README, "Build with TheRock Wheels").
+        warnings.append(
+            "WSL2: AMD's wheels bring their own ROCm SDK in the venv; build librocdxg into it "
+            "(`rocm-sdk path --root`, ROCm/librocdxg README: Build with TheRock Wheels) and export "
+            "HSA_ENABLE_DXG_DETECTION=1, or use the PyTorch ROCm wheels (--channel stable) with /opt/rocm's runtime"
+        )
     if machine.platform.wsl and plan.backend.startswith("rocm"):
         data = load_platforms()
         # A torch backend names its ROCm line ("rocm7.2"); a jax one only the major: the installed line.
@@ -168,7 +186,7 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
             driver = machine.platform.windows_driver
             if driver is None:
                 warnings.append(
-                    f"WSL2: the Windows driver is not visible from WSL; ROCm {row.rocm} needs AMD Software: "
+                    f"WSL2: the Windows driver's version was not read; ROCm {row.rocm} needs AMD Software: "
                     f"Adrenalin Edition {row.adrenalin_min} or newer (set ROCMKIT_WSL_DRIVER to check it)"
                 )
             elif _release_key(driver) < _release_key(row.adrenalin_min):

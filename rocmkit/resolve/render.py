@@ -7,8 +7,9 @@ import shlex
 from rocmkit.plan import SCHEMA, Plan, WithPackage
 
 
-def requirements_text(plan: Plan) -> str:
-    """A requirements file that pip (``-r``) and uv (``uv pip install -r``) both read."""
+def requirements_text(plan: Plan, closure: tuple[str, ...] = ()) -> str:
+    """A requirements file that pip (``-r``) and uv (``uv pip install -r``) both read; with
+    ``closure`` (``resolve --closure``), every package the install puts in, pinned."""
     lines = [f"# {SCHEMA}: backend {plan.backend}, channel {plan.channel}"]
     if plan.torch_version:
         lines[0] += f", torch {plan.torch_version}"
@@ -21,12 +22,12 @@ def requirements_text(plan: Plan) -> str:
     if plan.index_urls:
         lines.append(f"--index-url {plan.index_urls[0]}")
         lines += [f"--extra-index-url {url}" for url in plan.index_urls[1:]]
-    lines += list(plan.requirements)
+    lines += list(closure or plan.requirements)
     for package in plan.with_packages:
         if package.how == "source":
             # pip reads no per-requirement build options: say how to build it instead.
             lines.append(f"# {package.requirement}: build it against this torch: {source_build_command(package)}")
-        else:
+        elif not closure:
             lines.append(package.requirement)
     return "\n".join(lines) + "\n"
 
@@ -38,7 +39,7 @@ def source_build_command(package: WithPackage) -> str:
     return f"{head}{env + ' ' if env else ''}pip install --no-build-isolation {shlex.quote(package.requirement)}"
 
 
-def summary_text(plan: Plan) -> str:
+def summary_text(plan: Plan, closure: tuple[str, ...] = ()) -> str:
     what = f"torch {plan.torch_version}" if plan.torch_version else ", ".join(plan.requirements[:1])
     if plan.framework == "jax":
         what = f"jax {plan.jax_version}"
@@ -67,6 +68,9 @@ def summary_text(plan: Plan) -> str:
             out.append(f"  {package.requirement}  ({how.get(package.how, package.how)})")
             if package.build_env:
                 out.append("    build with " + " ".join(f"{k}={shlex.quote(v)}" for k, v in package.build_env.items()))
+    if closure:
+        out.append("Closure (everything the install puts in, as uv resolves it from these sources):")
+        out += [f"  {c}" for c in closure]
     if plan.reasons:
         out.append("Why:")
         out += [f"  - {r}" for r in plan.reasons]

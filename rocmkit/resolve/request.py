@@ -37,12 +37,15 @@ class ResolveRequest:
     fallback_index: bool = False
     venv: Path | None = None
     upgrade: bool = False
+    closure: bool = False  # --closure: also the whole closure, as uv resolves it from the sources
     build: tuple[str, ...] = ()  # --build: --with packages built from source rather than paired by wheel
     allow_redirect: tuple[str, ...] = ()  # hosts the live index check may follow a redirect to
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:
             raise UsageError(f"--format {self.fmt!r} is not one of {', '.join(FORMATS)}", "pick one")
+        if self.closure and self.fmt in ("pylock", "uv-project"):
+            raise UsageError(f"--closure and --format {self.fmt} ask for two outputs", "pass only one of them")
         if self.as_json and self.fmt not in ("summary", "json"):
             # One of the two would be silently ignored.
             raise UsageError(f"--json and --format {self.fmt} ask for two outputs", "pass only one of them")

@@ -36,30 +36,10 @@ MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
 
 
-def _depth_json(text: str) -> int:
-    """Greatest nesting of ``[`` / ``{`` outside strings (linear, no recursion)."""
-    depth = deepest = 0
-    in_str = escape = False
-    for ch in text:
-        if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
-
-
-def _depth_toml(text: str) -> int:
-    """Like :func:`_depth_json` for TOML: inline tables and arrays, both string quotes, comments."""
+def _depth(text: str, *, quotes: str = '"', comments: bool = False) -> int:
+    """Greatest nesting of ``[`` / ``{`` outside strings (linear, no recursion): one scanner for
+    JSON (double-quoted strings only) and TOML (also single-quoted literal strings, which have no
+    escapes, and ``#`` comments to the end of the line)."""
     depth = deepest = 0
     quote = ""
     escape = comment = False
@@ -73,9 +53,9 @@ def _depth_toml(text: str) -> int:
                 escape = True
             elif ch == quote:
                 quote = ""
-        elif ch in "\"'":
+        elif ch in quotes:
             quote = ch
-        elif ch == "#":
+        elif ch == "#" and comments:
             comment = True
         elif ch in "[{":
             depth += 1
@@ -134,7 +114,7 @@ def _check_size(size: int, what: str, max_bytes: int) -> None:
 def loads_json(text: str, what: str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """Parse JSON ``text`` (from ``what``, named in errors) within the limits."""
     _check_size(len(text), what, max_bytes)
-    if _depth_json(text) > max_depth:
+    if _depth(text) > max_depth:
         raise DataError(
             f"{what} nests deeper than {max_depth} levels", "pass the file rocmkit wrote, not another one"
         )
@@ -154,7 +134,7 @@ def loads_toml(
 ) -> dict[str, Any]:
     """Parse TOML ``text`` within the limits."""
     _check_size(len(text), what, max_bytes)
-    if _depth_toml(text) > max_depth:
+    if _depth(text, quotes="\"'", comments=True) > max_depth:
         raise DataError(f"{what} nests deeper than {max_depth} levels", "fix the file")
     try:
         data: dict[str, Any] = tomllib.loads(text, parse_float=_finite_toml_float)

@@ -381,6 +381,38 @@ def _shallow_problem(folder: Path) -> str | None:
     return None
 
 
+# What of a venv Python reads at start-up: its configuration, the folder of the interpreter,
+# and the library trees (site-packages, every .pth). Not uv's ``.lock`` (made 0666), nor
+# ``share``, ``include`` or ``etc``, which nothing imports.
+_VENV_READ = ("pyvenv.cfg", "bin", "lib", "lib64", "Lib", "Scripts")
+
+
+def _venv_problem(prefix: Path, pth: list[Path]) -> str | None:
+    """The venv folder (others must not add or swap what it holds) and what Python reads in it."""
+    try:
+        reason = _strict_problem(prefix, os.stat(prefix))
+    except OSError:
+        return None
+    if reason:
+        return reason
+    for name in _VENV_READ:
+        path = prefix / name
+        if not os.path.lexists(path):
+            continue
+        real = os.path.realpath(path)
+        if os.path.islink(path) and real.startswith(os.path.realpath(prefix) + os.sep):
+            continue  # lib64 -> lib: walked once, under its own name
+        if name in ("bin", "Scripts") or not os.path.isdir(path):
+            # pyvenv.cfg; the interpreter's folder (others must not swap the interpreter), not
+            # its console scripts, which no Python start reads.
+            reason = _strict_problem(path, os.stat(path))
+        else:
+            reason = _tree_problem(path, pth=pth)
+        if reason:
+            return reason
+    return None
+
+
 def _lib_problem(base: Path, skip: frozenset[str], pth: list[Path] | None) -> str | None:
     """The standard library folders under ``base`` (``lib/python3.X``, ``lib/python3``, a
     zipped ``lib/python3X.zip``), walked whole except the folders in ``skip``."""
@@ -434,7 +466,7 @@ def interpreter_problem(executable: Path) -> str | None:
     pth: list[Path] = []
     base_site = True
     if cfg is not None:
-        reason = folder_problem(prefix.parent) or _tree_problem(prefix, pth=pth)
+        reason = folder_problem(prefix.parent) or _venv_problem(prefix, pth)
         if reason:
             return reason
         base_site = cfg.get("include-system-site-packages", "false").lower() == "true"

@@ -132,3 +132,23 @@ def test_transformers_classes_when_installed() -> None:
     for m in rows(proc).values():
         assert_measured(m)
         assert m["impl"] == "transformers"
+
+
+def test_the_command_recorded_is_the_one_run_not_sys_argv(
+    faulty_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In-process (the API, a test) the command line is what main() was given: bench used to read
+    # sys.argv (here pytest's) and recorded a bare "rocmkit bench models". A real run of one model
+    # whose child crashes: the quickest real row there is.
+    import json
+
+    from rocmkit.bench.models import EXTRA_MODELS_ENV
+    from rocmkit.cli import main
+
+    monkeypatch.setenv(EXTRA_MODELS_ENV, faulty_env[EXTRA_MODELS_ENV])
+    argv = ["bench", "models", "--device", "cpu", "--models", "crashes", "--repeat", "1", "--json"]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    data = json.loads(capsys.readouterr().out)
+    assert exc.value.code == 1 and data["models"][0]["status"] != "pass"
+    assert data["command"] == "rocmkit " + " ".join(argv)

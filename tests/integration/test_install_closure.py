@@ -170,9 +170,14 @@ def test_an_empty_page_is_none_and_the_plan_lands_as_printed_then_is_kept(
     code, _, err = run_main(capsys, "install", "--venv", str(venv), "--with", "timm")
     assert code == 6 and "--with timm needs torchvision" in err, err
     assert not venv.exists()
+    # The whole closure, as uv resolves it from the sources the install uses, before installing.
+    code, out, err = run_main(capsys, "resolve", "--closure", "--json")
+    assert code == 0, err
+    closure = dict(c.split("==") for c in json.loads(out)["closure"])
     code, _, err = run_main(capsys, "install", "--venv", str(venv), "--installer", "uv")
     assert code == 0, err
     same(planned(plan), freeze(venv))
+    assert freeze(venv) == closure
     guard = (venv / "rocmkit-constraints.txt").read_text()
     assert "torch==2.13.0+cpu" in guard and "torchvision" not in guard.split("# Left out")[0].split("\n#")[-1]
 
@@ -190,6 +195,21 @@ def test_an_empty_page_is_none_and_the_plan_lands_as_printed_then_is_kept(
     assert code == 0, err
     assert "the plan keeps torch 2.13.0+cpu" in err
     same(planned(kept), freeze(venv))
+    # torch's index goes away: the venv holds the torch kept, so what is added comes from the
+    # plan's other index (PyPI here), said; nothing is fetched from anywhere else.
+    before = freeze(venv)
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", f"http://127.0.0.1:{closed_port()}/whl")
+    monkeypatch.setenv("ROCMKIT_CACHE_DIR", str(tmp_path / "cache3"))
+    make_wheel(env.root / "pypi", "tinyextra2", "1.0.0", requires=["torch"])
+    code, _, err = run_main(capsys, "install", "--venv", str(venv), "--with", "tinyextra2", "--installer", "uv")
+    assert code == 0, err
+    assert "(kept), so what is added comes from" in err
+    assert freeze(venv) == {**before, "tinyextra2": "1.0.0"}
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", base)
+    # A source that does not hold the closure is said before anything is installed.
+    code, _, err = run_main(capsys, "resolve", "--venv", str(venv), "--with", "nosuchpkg", "--closure")
+    assert code == 6, err
+    assert "the plan's closure does not resolve from" in err and "nosuchpkg" in err
     # Replacing it is asked for by name.
     code, out, err = run_main(
         capsys, "resolve", "--venv", str(venv), "--with", "tinyextra", "--upgrade", "--json"
@@ -224,7 +244,7 @@ def test_an_index_listing_only_old_builds_does_not_steer_the_plan_down(
     monkeypatch.setenv("ROCMKIT_INDEX_BASE", env.url + "/none")
     code, _, err = run_main(capsys, "resolve")
     assert code == 6, err
-    assert "no +cpu build is listed" in err
+    assert f"no +cpu build is listed for Python {PY}" in err
 
 
 def test_the_live_check_does_not_follow_a_redirect_to_another_host(
@@ -281,3 +301,33 @@ def test_install_plans_the_torch_xformers_pairs_with_as_resolve_does(
     assert code == 0, err
     assert json.loads(out)["requirements"] == plan["requirements"]
     assert "with xformers==0.0.35 (prebuilt wheel)" in err and not venv.exists()
+
+
+def test_the_doctor_remedy_for_a_mismatched_torchvision_fixes_it(
+    env: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyPI's torchvision beside a CPU torch (what issue 36 found landing): the command doctor's
+    models.companions names puts in the torchvision built for this torch."""
+    import shlex
+
+    from rocmkit.doctor.checks.models import matching_set_command
+
+    fix = env.root / "fix" / "cpu"
+    make_torch_set(fix, "2.13.0+cpu")
+    make_wheel(fix, "torchvision", TORCHVISION, requires=["torch==2.13.0"])
+    make_wheel(fix, "torchaudio", TORCHAUDIO, requires=["torch==2.13.0"])
+    venv = make_venv(tmp_path / "venv")
+    python = str(venv / "bin/python")
+    for req, index in (("torch==2.13.0+cpu", "fix/cpu"), (f"torchvision=={_REL.torchvision}", "pypi")):
+        subprocess.run(
+            [UV, "pip", "install", "-q", "--python", python, "--no-deps", req, "--index-url", env.index_url(index)],
+            check=True, timeout=120,
+        )
+    assert freeze(venv)["torchvision"] == _REL.torchvision
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", env.url + "/fix")
+    command = matching_set_command("2.13.0+cpu", prefix=str(venv))
+    assert command == f"rocmkit install --venv {venv} --torch 2.13.0 --cpu"
+    code, _, err = run_main(capsys, *shlex.split(command)[1:], "--installer", "uv")
+    assert code == 0, err
+    frozen = freeze(venv)
+    assert (frozen["torch"], frozen["torchvision"], frozen["torchaudio"]) == ("2.13.0+cpu", TORCHVISION, TORCHAUDIO)

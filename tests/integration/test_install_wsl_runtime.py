@@ -14,7 +14,8 @@ import pytest
 
 from rocmkit.install import journal, wsl_runtime
 from rocmkit.install.base import Limits
-from rocmkit.install.flow import choose_installer, recover_pending
+from rocmkit.install.installers import choose_installer
+from rocmkit.install.recover import recover_pending
 from rocmkit.install.transaction import Transaction
 from rocmkit.plan import Plan
 from rocmkit.pyenv import probe

@@ -4,6 +4,7 @@ both: `uv pip install --dry-run -r pylock.toml` and `uv lock`, against indexes o
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -153,3 +154,96 @@ def test_uv_project_tables_go_into_pyproject_and_uv_locks_them(
     # Linux takes the ROCm build from the plan's index; macOS the plain one from the default index.
     assert torches[TORCH] == server.index_url("whl/rocm6.2").rstrip("/")
     assert torches["2.5.1"] == server.index_url("pypi").rstrip("/")
+
+
+# Install's modes as verbs (`rocmkit lock`, `rocmkit wheelhouse`, `rocmkit export ...`): each
+# writes what the old flag writes, through the same request and carrying out, and the old
+# spelling still works for one release while saying the new one.
+NOTE = "(the old spelling works for one more release)"
+MINI_PROJECT = """\
+[project]
+name = "demo"
+version = "0.1.0"
+requires-python = ">={py}"
+dependencies = ["torch"]
+"""
+
+
+def test_lock_writes_what_install_lock_wrote_and_the_old_spelling_says_the_new(
+    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new, old = tmp_path / "new.lock", tmp_path / "old.lock"
+    code, _, err = run_main(capsys, "lock", str(new), *plan_args(server), "--quiet")
+    assert code == 0, err
+    assert NOTE not in err
+    code, _, err_old = run_main(capsys, "install", "--lock", str(old), *plan_args(server), "--quiet")
+    assert code == 0, err_old
+    assert f"rocmkit: note: `rocmkit install --lock {old}` is now `rocmkit lock {old}` {NOTE}" in err_old
+    text = new.read_text()
+    assert f"torch=={TORCH} \\\n    --hash=sha256:" in text and "# rocmkit-plan: " in text
+
+    def pins(lock: str) -> list[str]:  # the embedded plan says when its index was read
+        return [line for line in lock.splitlines() if not line.startswith("# rocmkit-plan")]
+
+    assert pins(text) == pins(old.read_text())
+
+
+def test_wheelhouse_fills_the_folder_install_download_only_filled(
+    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new, old = tmp_path / "new", tmp_path / "old"
+    code, _, err = run_main(capsys, "wheelhouse", str(new), *plan_args(server), "--quiet")
+    assert code == 0, err
+    code, _, err_old = run_main(
+        capsys, "install", "--download-only", "--wheelhouse", str(old), *plan_args(server), "--quiet"
+    )
+    assert code == 0, err_old
+    assert f"`rocmkit install --download-only --wheelhouse {old}` is now `rocmkit wheelhouse {old}`" in err_old
+    wheels = sorted(p.name for p in new.glob("*.whl"))
+    assert any(w.startswith("torch-2.5.1+rocm6.2-") for w in wheels)
+    assert wheels == sorted(p.name for p in old.glob("*.whl"))
+
+
+@pytest.mark.parametrize("fmt", ["pylock", "requirements", "uv-project"])
+def test_export_prints_what_resolve_format_printed(
+    fmt: str, server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [*plan_args(server), "--python", PY]
+    code, out, err = run_main(capsys, "export", fmt, *args)
+    assert code == 0, err
+    assert NOTE not in err
+    code, out_old, err_old = run_main(capsys, "resolve", *args, "--format", fmt)
+    assert code == 0, err_old
+    assert f"`rocmkit resolve --format {fmt}` is now `rocmkit export {fmt}`" in err_old
+    # uv's header names the temporary folder it resolved in.
+    same = re.compile(r"rocmkit-pylock-[^/]+")
+    assert same.sub("", out) == same.sub("", out_old) and TORCH in out
+
+
+def test_export_uv_project_writes_the_pyproject_as_install_project_did(
+    tmp_path: Path, server: IndexServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new, old = tmp_path / "new", tmp_path / "old"
+    for folder in (new, old):
+        folder.mkdir()
+        (folder / "pyproject.toml").write_text(MINI_PROJECT.format(py=PY))
+    code, _, err = run_main(capsys, "export", "uv-project", "--project", str(new), "--dry-run", *plan_args(server))
+    assert code == 0, err
+    assert "+[tool.uv.sources]" in err and (new / "pyproject.toml").read_text() == MINI_PROJECT.format(py=PY)
+    code, _, err = run_main(capsys, "export", "uv-project", "--project", str(new), *plan_args(server))
+    assert code == 0, err
+    code, _, err_old = run_main(capsys, "install", "--project", str(old), *plan_args(server), "--quiet")
+    assert code == 0, err_old
+    assert f"`rocmkit install --project {old}` is now `rocmkit export uv-project --project {old}`" in err_old
+    assert "[tool.uv.sources]" in (new / "pyproject.toml").read_text()
+    assert (new / "pyproject.toml").read_text() == (old / "pyproject.toml").read_text()
+
+
+def test_export_options_that_do_not_apply_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pyproject.toml").write_text(MINI_PROJECT.format(py=PY))
+    code, _, err = run_main(capsys, "export", "uv-project", "--project", str(tmp_path), "--python", PY, "--cpu")
+    assert code == 4 and err.startswith("error: --python does not apply to --project") and "fix: drop --python" in err
+    code, _, err = run_main(capsys, "export", "uv-project", "--dry-run", "--cpu", "--offline")
+    assert code == 4 and err.startswith("error: --dry-run goes with --project DIR")
+    code, _, err = run_main(capsys, "export", "pylock", "--closure", "--cpu")
+    assert code == 4 and "--closure" in err  # the pylock is the closure: no such option

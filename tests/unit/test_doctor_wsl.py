@@ -56,7 +56,7 @@ def test_each_failure_has_its_fix() -> None:
     assert shadow.status is Status.FAIL and shadow.remedy == "`sudo apt remove libhsa-runtime64-1 libhsakmt1` (Ubuntu's ROCm 5.7 packages)"
     old = wsl.wsl_driver(_ctx(_pf(m, windows_driver="25.3.1")))
     assert old.status is Status.FAIL and "26.2.2" in old.message and "Adrenalin" in (old.remedy or "")
-    no_bridge = wsl.wsl_runtime(_ctx(_pf(m, librocdxg=())))
+    no_bridge = wsl.wsl_runtime(_ctx(dataclasses.replace(_pf(m, librocdxg=()), gpus=())))
     assert no_bridge.status is Status.FAIL and "librocdxg" in (no_bridge.remedy or "")
     no_dxg = wsl.wsl_runtime(_ctx(_pf(m, dxg=False)))
     assert no_dxg.status is Status.FAIL and "wsl --update" in (no_dxg.remedy or "")
@@ -72,3 +72,10 @@ def test_bare_metal_checks_do_not_fail_on_wsl_and_wsl_checks_skip_elsewhere() ->
     for check in (wsl.wsl_runtime, wsl.wsl_dxg_detection, wsl.wsl_shadowing, wsl.wsl_driver, wsl.wsl_memory):
         assert check(linux).status is Status.SKIP
     assert "WSL2" not in env.device_nodes(linux).message  # Linux keeps its own verdicts
+
+
+def test_legacy_wsl_runtime_is_a_warning_not_a_failure() -> None:
+    m = load_machine(CAPTURES / "rx7900gre-gfx1100-wsl2-ubuntu24.04-rocm6.3.0-legacy-runtime")
+    r = wsl.wsl_runtime(_ctx(m))
+    assert r.status is Status.WARN and "librocdxg" in (r.remedy or "")
+    assert wsl.wsl_dxg_detection(_ctx(m)).status is Status.SKIP  # 6.3 is not known to need it

@@ -468,3 +468,46 @@ def test_detect_table_has_one_hardware_line() -> None:
     buf = io.StringIO()
     render(_machine(CAPTURES / "mi300x8-rocm-smi-stas00"), Console(file=buf, width=400, highlight=False))
     assert "hardware" not in buf.getvalue()
+
+
+def test_nvlink_real_pcie_bridge_pair_and_an_sxm_node() -> None:
+    from dataclasses import replace
+
+    m = _machine(CAPTURES / "h100pcie-x2-nvlink-bridge-555.42.02")
+    assert [(h.pci_bus_id, h.nvlink_up, h.nvlink_total) for h in m.health] == [
+        ("0000:c2:00.0", 12, 18), ("0000:d5:00.0", 12, 18)]
+    ok = _run(hardware.nvlink, m)
+    assert ok.status is Status.PASS and "nvlink_links" in ok.message  # 6 inactive links are normal here
+    one_down = replace(m, health=(replace(m.health[0], nvlink_up=11), m.health[1]))
+    assert _run(hardware.nvlink, one_down).status is Status.WARN
+    # An H100 SXM node: all 18 links must be up (matrices/sku.toml nvlink_links).
+    sxm = replace(m, gpus=tuple(replace(g, name="NVIDIA H100 80GB HBM3") for g in m.gpus))
+    r = _run(hardware.nvlink, sxm)
+    assert r.status is Status.FAIL and "12 NVLink link(s) up, H100 GPUs have 18" in r.message
+    assert ph.parse_nvlink_status("GPU 0: X\n\t Link 0: 0 GB/s\n\t Link 1: <inactive>\n") == {0: (0, 2)}
+
+
+def test_nvlink_absent_or_refused_is_no_problem(tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    shutil.copytree(CAPTURES / "h100pcie-x2-nvlink-bridge-555.42.02", cap)
+    (cap / "cmd" / "nvidia-smi-nvlink.txt").write_text("")
+    (cap / "cmd" / "nvidia-smi-nvlink.txt.rc").write_text("255\n")
+    m = _machine(cap)
+    assert m.health == () and not any("nvlink" in p.message for p in m.problems)
+    (cap / "cmd" / "nvidia-smi-nvlink.txt.rc").write_text("timeout 10\n")
+    assert any(p.source == "nvidia-smi" and "nvlink" in p.message for p in _machine(cap).problems)
+
+
+def test_amdgpu_bad_page_threshold_set_on_the_node_is_the_limit(copy: Path) -> None:
+    param = copy / "root" / "sys/module/amdgpu/parameters/bad_page_threshold"
+    param.parent.mkdir(parents=True)
+    param.write_text("2\n")
+    shutil.rmtree(copy / "root" / PCI_DEVICES.lstrip("/"))
+    shutil.copytree(CAPTURES / DEGRADED / "root" / PCI_DEVICES.lstrip("/"), copy / "root" / PCI_DEVICES.lstrip("/"))
+    shutil.copy(CAPTURES / DEGRADED / "cmd" / "pci-gpus.txt", copy / "cmd" / "pci-gpus.txt")
+    m = _machine(copy)
+    assert {h.retired_pages_limit for h in m.health} == {2}
+    r = _run(hardware.ecc, m)
+    assert "3 retired pages, at or above 2 (amdgpu.bad_page_threshold on this node)" in r.message
+    param.write_text("-1\n")  # the driver's own rule: no number to hold the count to
+    assert {h.retired_pages_limit for h in _machine(copy).health} == {None}

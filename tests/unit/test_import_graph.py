@@ -185,3 +185,14 @@ def test_only_main_imports_the_cli() -> None:
 def test_few_loose_modules_at_the_top() -> None:
     loose = sorted(p.stem for p in ROOT.glob("*.py") if p.stem not in {"__init__", "__main__"})
     assert len(loose) <= MAX_LOOSE_MODULES, f"{len(loose)} loose modules at the top: {loose}"
+
+
+def test_the_doctor_reaches_install_only_through_recover() -> None:
+    """A doctor run asks install one thing, whether a killed install left a journal to finish:
+    through ``install/recover.py`` alone, which never imports install's flow (a doctor walk used
+    to pass through flow, journal, guard, transaction, state, uv and pip for it)."""
+    doctor = {m for m in graph() if room(m) == "doctor" or m == "rocmkit.cli.doctor"}
+    used = sorted(f"{a} -> {b}" for a in doctor for b in graph()[a] if room(b) == "install")
+    assert used == ["rocmkit.cli.doctor -> rocmkit.install.recover"]
+    assert "rocmkit.install.flow" not in graph()["rocmkit.install.recover"]
+

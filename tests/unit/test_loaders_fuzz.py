@@ -378,6 +378,17 @@ def test_matrix_loader(tmp_path_factory: pytest.TempPathFactory, data: st.DataOb
 
 
 @FUZZ
+@given(data=st.data())
+def test_platforms_loader(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:
+    from rocmkit.matrix.platforms import parse_platforms
+
+    path = tmp_path_factory.mktemp("matrices") / "platforms.toml"
+    text = (REPO / "matrices" / "platforms.toml").read_text()
+    path.write_text(data.draw(mutated_text(text)), encoding="utf-8", errors="surrogatepass")
+    value_or_own_error(lambda: parse_platforms(path))
+
+
+@FUZZ
 @given(text=st.one_of(json_values.map(lambda v: f"x = {json.dumps(v)}\n"), mutated_text('a = 1\n[b]\nc = [1, 2.5]\n')))
 def test_safe_toml_loader(text: str) -> None:
     from rocmkit.util.safeload import loads_toml

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocmkit.detect import detect_machine, load_machine
 from rocmkit.machine import Machine, Platform
@@ -45,6 +47,10 @@ def test_wsl_signs_read_kernel_version_variable_and_device() -> None:
     assert pp.wsl_signs("\x00\xff" * 500, "\ufffd" * 5000, {"WSL_DISTRO_NAME": "   "}, False) == ()
     assert pp.adrenalin_version("26.2.2") == "26.2.2"
     assert pp.adrenalin_version("latest") is None and pp.adrenalin_version(None) is None
+    reg = "\r\nHKEY_LOCAL_MACHINE\\SOFTWARE\\AMD\\CN\r\n    RadeonSoftwareVersion    REG_SZ    26.3.1\r\n\r\n"
+    assert pp.radeon_software_version(reg) == "26.3.1"
+    assert pp.radeon_software_version("ERROR: The system was unable to find the specified registry key or value.") is None
+    assert pp.radeon_software_version("    RadeonSoftwareVersion    REG_SZ    ../../x\r\n") is None
 
 
 def test_radeon_capture_reaches_the_gpu_only_with_dxg_detection() -> None:
@@ -176,6 +182,11 @@ GPU_AGENT = (CAPTURES / R9700 / "cmd/rocminfo-dxg.txt").read_text()
 def _runner(calls: list[tuple[tuple[str, ...], str | None]]):  # type: ignore[no-untyped-def]
     def run(argv: tuple[str, ...], *, timeout: float, env: Mapping[str, str] | None = None) -> CommandResult:
         calls.append((tuple(argv), None if env is None else env.get("HSA_ENABLE_DXG_DETECTION")))
+        if argv and argv[0] == "reg.exe":
+            return CommandResult(
+                argv=argv, status="ok", returncode=0,
+                stdout="\r\nHKEY_LOCAL_MACHINE\\SOFTWARE\\AMD\\CN\r\n    RadeonSoftwareVersion    REG_SZ    25.9.2\r\n\r\n",
+            )  # fmt: skip
         if tuple(argv) == ("rocminfo",):
             if env is not None and env.get("HSA_ENABLE_DXG_DETECTION") == "1":
                 return CommandResult(argv=argv, status="ok", returncode=0, stdout=GPU_AGENT)
@@ -191,7 +202,10 @@ def _runner(calls: list[tuple[tuple[str, ...], str | None]]):  # type: ignore[no
     return run
 
 
-def test_live_wsl_runs_rocminfo_with_dxg_detection_and_snapshot_replays_it(tmp_path: Path) -> None:
+def test_live_wsl_runs_rocminfo_with_dxg_detection_and_snapshot_replays_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)  # an ordinary user: reg.exe is run
     root = _wsl_root(tmp_path)
     calls: list[tuple[tuple[str, ...], str | None]] = []
     env = {"WSL_DISTRO_NAME": "Ubuntu", "PATH": "/usr/bin"}
@@ -201,6 +215,8 @@ def test_live_wsl_runs_rocminfo_with_dxg_detection_and_snapshot_replays_it(tmp_p
     assert live.platform.librocdxg == ("/opt/rocm/lib/librocdxg.so.1",)
     assert live.platform.shadowing_libs == ("/usr/lib/x86_64-linux-gnu/libhsakmt.so.1",)
     assert live.platform.dxg and live.platform.gpus_need_dxg_detection
+    assert live.platform.windows_driver == "25.9.2"  # from the Windows registry, through interop
+    assert any(c[0][0] == "reg.exe" for c in calls)
     written = snapshot(LiveSource(runner=_runner([]), env=env, root=str(root)), tmp_path / "cap")
     assert "cmd/rocminfo-dxg.txt" in written and "root/opt/rocm/lib/librocdxg.so.1" in written
     assert "root/opt/rocm/lib/libamdhip64.so.7" not in written  # only the names detection reads
@@ -212,7 +228,27 @@ def test_off_wsl_rocminfo_runs_once(tmp_path: Path) -> None:
     calls: list[tuple[tuple[str, ...], str | None]] = []
     m = detect_machine(LiveSource(runner=_runner(calls), env={}, root=str(tmp_path)), environ={})
     assert [c for c in calls if c[0] == ("rocminfo",)] == [(("rocminfo",), None)]
+    assert not any(c[0][0] == "reg.exe" for c in calls)  # Windows' tools only on WSL2
     assert m.platform == Platform()
     assert "cmd/rocminfo-dxg.txt" not in snapshot(
         LiveSource(runner=_runner([]), env={}, root=str(tmp_path)), tmp_path / "c"
     )
+
+
+@given(rel=st.text(max_size=300), ver=st.text(max_size=3000), name=st.text(max_size=50), dxg=st.booleans())
+def test_wsl_signs_never_raise(rel: str, ver: str, name: str, dxg: bool) -> None:
+    signs = pp.wsl_signs(rel, ver, {"WSL_DISTRO_NAME": name}, dxg)
+    assert set(signs) <= {"kernel release", "/proc/version", "/dev/dxg", "WSL_DISTRO_NAME"}
+    assert ("/dev/dxg" in signs) == dxg
+    assert pp.shadowing({"/usr/lib/x86_64-linux-gnu": [rel, name]}) == tuple(
+        f"/usr/lib/x86_64-linux-gnu/{n}" for n in sorted([rel, name]) if n.startswith(pp.SHADOWING_PREFIXES)
+    )
+
+
+def test_root_does_not_run_windows_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    calls: list[tuple[tuple[str, ...], str | None]] = []
+    env = {"WSL_DISTRO_NAME": "Ubuntu"}
+    m = detect_machine(LiveSource(runner=_runner(calls), env=env, root=str(_wsl_root(tmp_path))), environ={})
+    assert m.platform.wsl and m.platform.windows_driver is None
+    assert not any(c[0][0] == "reg.exe" for c in calls)

@@ -103,7 +103,7 @@ def test_wsl_radeon_plan_is_rocm72_with_dxg_detection() -> None:
     assert plan.target_archs == ("gfx1201",)
     assert WSL_STEP in plan.reasons
     assert (
-        "WSL2: the Windows driver is not visible from WSL; ROCm 7.2 needs AMD Software: Adrenalin Edition 26.2.2 "
+        "WSL2: the Windows driver's version was not read; ROCm 7.2 needs AMD Software: Adrenalin Edition 26.2.2 "
         "or newer (set ROCMKIT_WSL_DRIVER to check it)"
     ) in plan.warnings
     # No amdgpu on WSL2: the kernel-driver window is not judged from the WSL kernel.
@@ -129,9 +129,11 @@ def test_wsl_strix_halo_plan_and_driver_checks() -> None:
         gpus=(dataclasses.replace(m.gpus[0], arch="gfx1030", name="AMD Radeon RX 6800"),),
         rocm=dataclasses.replace(m.rocm, version="6.4.1"),
     )
-    warned = _plan(odd).warnings
-    assert any("is not among the GPUs AMD supports on WSL2" in w for w in warned)
-    assert any("AMD supports ROCm on WSL2 with 7.2.x only" in w for w in warned)
+    odd_plan = _plan(odd)
+    assert any("is not among the GPUs AMD supports on WSL2" in w for w in odd_plan.warnings)
+    assert any("AMD supports ROCm on WSL2 with 7.2.x and librocdxg only" in w for w in odd_plan.warnings)
+    # torch uses /opt/rocm's runtime on WSL2: the installed line's wheels, not 7.2's.
+    assert odd_plan.backend.startswith("rocm6.4") and "HSA_ENABLE_DXG_DETECTION" not in odd_plan.env
 
 
 def test_cpu_and_cuda_plans_on_wsl_carry_no_rocm_step() -> None:
@@ -201,3 +203,30 @@ def test_jax_rocm_on_aarch64_is_refused_and_on_wsl_warned() -> None:
     assert plan.platform == "wsl2-x86_64" and plan.env.get("HSA_ENABLE_DXG_DETECTION") == "1"
     assert any("does not enable or validate JAX" in w for w in plan.warnings)
     assert WSL_STEP not in plan.reasons  # the runtime step is torch's
+
+
+def test_wsl_legacy_runtime_capture_plans_its_own_rocm_line() -> None:
+    # ROCm/ROCm#4198: an RX 7900 GRE on AMD's older WSL runtime (ROCm 6.3.0, no librocdxg).
+    m = load_machine(CAPTURES / "rx7900gre-gfx1100-wsl2-ubuntu24.04-rocm6.3.0-legacy-runtime")
+    assert m.platform.wsl and m.platform.librocdxg == () and [g.arch for g in m.gpus] == ["gfx1100"]
+    plan = _plan(m)
+    assert plan.platform == "wsl2-x86_64" and plan.backend == "rocm6.3" and plan.target_archs == ("gfx1100",)
+    assert plan.env == {}  # the older runtime needs no DXG variable
+    assert any("AMD supports ROCm on WSL2 with 7.2.x and librocdxg only" in w for w in plan.warnings)
+    assert WSL_STEP in plan.reasons
+
+
+def test_wsl_without_rocm_plans_the_supported_line_and_says_to_install_it() -> None:
+    from rocmkit.machine import RocmInfo
+
+    m = dataclasses.replace(load_machine(CAPTURES / STRIX), rocm=RocmInfo())
+    plan = _plan(m)
+    assert plan.backend == "rocm7.2" and plan.env == {"HSA_ENABLE_DXG_DETECTION": "1"}
+    assert any(w.startswith("WSL2: no ROCm is installed, but AMD supports ROCm on WSL2 with 7.2.x") for w in plan.warnings)
+
+
+def test_wsl_with_amds_own_channel_says_where_librocdxg_goes() -> None:
+    plan = _plan(load_machine(CAPTURES / STRIX), channel="amd")
+    assert plan.platform == "wsl2-x86_64" and plan.channel == "amd"
+    assert any("Build with TheRock Wheels" in w for w in plan.warnings)
+    assert WSL_STEP not in plan.reasons  # the step is for PyTorch's ROCm wheels with /opt/rocm's runtime

@@ -258,6 +258,8 @@ def _retired_limit(ctx: CheckContext, h: GpuHealth, memory: int | None) -> tuple
         return int(ctx.options["ecc_retired_pages_max"]), "--set ecc_retired_pages_max"
     if h.vendor == "nvidia":
         return NVIDIA_RETIRED_FAIL, "DCGM's limit"
+    if h.retired_pages_limit:
+        return h.retired_pages_limit, "amdgpu.bad_page_threshold on this node"
     if memory:
         return max(1, memory // AMD_BAD_PAGE_COVER), "amdgpu's one page per 100 MiB of VRAM"
     return None, ""
@@ -327,27 +329,43 @@ def _xgmi_fix(h: GpuHealth) -> str:
 @check(
     "hw.nvlink",
     level=0,
-    description="NVIDIA NVLink: every link nvidia-smi lists is up (DCGM nvlink)",
+    description="NVIDIA NVLink: every link the platform has is up (`nvidia-smi nvlink -s`; the count per GPU model "
+    "in matrices/sku.toml), and GPUs of a node agree (DCGM nvlink)",
 )
 def nvlink(ctx: CheckContext) -> CheckResult:
     skip = _none_skip(ctx)
     if skip:
         return skip
+    from rocmkit.doctor.sku import load_skus
+
+    sku = load_skus().for_machine(ctx.machine)
+    expected = sku.get("nvlink_links") if sku else None
+    seen = [(label, h) for label, h in gpus_checked(ctx.machine) if h.vendor == "nvidia" and h.nvlink_total]
+    if not seen:
+        return result(Status.SKIP, "no NVIDIA GPU shows NVLink links (PCIe-only cards, or `nvidia-smi nvlink -s` "
+                      "absent)")
     fails: list[str] = []
+    warns: list[str] = []
     passes: list[str] = []
     remedies: list[str] = []
-    for label, h in gpus_checked(ctx.machine):
-        if h.vendor != "nvidia" or not h.nvlink_total:
-            continue
-        if (h.nvlink_up or 0) < h.nvlink_total:
-            fails.append(f"{label}: {h.nvlink_up}/{h.nvlink_total} NVLink links up")
-            remedies.append("check `nvidia-smi nvlink -s`, the NVSwitch fabric manager (`systemctl status "
-                            "nvidia-fabricmanager`), and reseat the GPU/baseboard")
+    most = max(h.nvlink_up or 0 for _, h in seen)
+    fix = ("check `nvidia-smi nvlink -s` and `-e` (error counters), the NVSwitch fabric manager (`systemctl status "
+           "nvidia-fabricmanager`), the NVLink bridges of PCIe cards; reseat the GPU or bridge")
+    for label, h in seen:
+        up = h.nvlink_up or 0
+        if expected is not None and up < expected:
+            fails.append(f"{label}: {up} NVLink link(s) up, {sku.name if sku else ''} GPUs have {int(expected)}")
+            remedies.append(fix)
+        elif expected is None and up < most:
+            # No platform figure: the node's own GPUs are the reference (bridged pairs match).
+            warns.append(f"{label}: {up} NVLink link(s) up, other GPUs here have {most}")
+            remedies.append(fix)
         else:
-            passes.append(f"{label}: {h.nvlink_total} NVLink links up")
-    if not fails and not passes:
-        return result(Status.SKIP, "no NVIDIA GPU shows NVLink links (PCIe-only cards, or nvidia-smi -q -x absent)")
-    return _verdict("NVLink links", fails, [], passes, [], remedies, [], ctx.machine)
+            passes.append(f"{label}: {up} of {h.nvlink_total} NVLink links up")
+    note = "" if expected is not None else (
+        "no NVLink link count for this GPU model in matrices/sku.toml (nvlink_links): inactive links are "
+        "normal on PCIe cards, only the GPUs' agreement is judged")
+    return _verdict("NVLink links", fails, warns, passes, [], remedies, [], ctx.machine, note=note)
 
 
 @check(

@@ -54,6 +54,13 @@ def wsl_runtime(ctx: CheckContext) -> CheckResult:
             "install AMD Software: Adrenalin Edition with WSL support on Windows, run `wsl --update`, then "
             "`wsl --shutdown`",
         )
+    if not pf.librocdxg and any(g.visible for g in m.amd_gpus):
+        return result(
+            Status.WARN,
+            "the GPU is reached without librocdxg: AMD's older WSL runtime (ROCm 6.x's WSL packages), which "
+            "AMD no longer ships; ROCm 7.2 with librocdxg is the supported path",
+            "install ROCm 7.2 from AMD's packages and build github.com/ROCm/librocdxg (docs/platforms.md)",
+        )
     if not pf.librocdxg:
         return result(
             Status.FAIL,
@@ -126,7 +133,8 @@ def wsl_driver(ctx: CheckContext) -> CheckResult:
     if driver is None:
         return result(
             Status.SKIP,
-            f"the Windows driver is not visible from WSL; ROCm {row.rocm} needs Adrenalin {row.adrenalin_min} or newer",
+            f"the Windows driver's version was not read (no reg.exe through WSL interop, or no AMD software in "
+            f"the registry); ROCm {row.rocm} needs Adrenalin {row.adrenalin_min} or newer",
             "set ROCMKIT_WSL_DRIVER to the version AMD Software: Adrenalin Edition shows on Windows",
         )
     if _key(driver) >= _key(row.adrenalin_min):

@@ -1,0 +1,43 @@
+"""`--help` in sections (cli/sections.py) and the verbs made from install's options (cli/verbs.py)."""
+
+from __future__ import annotations
+
+import re
+
+from click.testing import CliRunner
+
+from rocmkit.cli import cli
+
+
+def _help(*args: str) -> str:
+    result = CliRunner().invoke(cli, [*args, "--help"], prog_name="rocmkit")
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_install_help_is_in_sections_with_nothing_left_over() -> None:
+    text = _help("install")
+    headings = [line[:-1] for line in text.splitlines() if line and not line[0].isspace() and line.endswith(":")]
+    assert headings == ["Target", "What to install", "Sources", "Safety", "Limits", "Output"]
+    # The old mode flags still parse (aliases for one release) but --help names the verbs instead.
+    for old in ("--lock", "--download-only", "--project"):
+        assert not re.search(rf"\s{old}\b", text), old
+    assert "`rocmkit lock`, `rocmkit wheelhouse`, `rocmkit export`" in text
+
+
+def test_lock_and_wheelhouse_take_installs_options_less_its_modes() -> None:
+    from rocmkit.cli.install import cli as install
+    from rocmkit.cli.verbs import lock, wheelhouse
+
+    modes = {"dry_run", "project", "lock_file", "from_lock", "download_only", "wheelhouse", "no_guard",
+        "no_verify", "no_compile", "break_system_packages", "allow_env"}
+    kept = [p.name for p in install.params if p.name not in modes]
+    assert [p.name for p in lock.params] == ["lock_file", *kept]
+    assert [p.name for p in wheelhouse.params] == ["folder", *kept]
+    assert "Usage: rocmkit lock [OPTIONS] FILE" in _help("lock")
+
+
+def test_export_names_its_three_formats() -> None:
+    text = _help("export")
+    assert all(f"  {fmt} " in text for fmt in ("pylock", "requirements", "uv-project"))
+    assert "--project DIR" in _help("export", "uv-project") and "--project" not in _help("export", "pylock")
