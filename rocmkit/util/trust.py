@@ -304,9 +304,6 @@ def _listing(folder: str) -> tuple[list[tuple[os.DirEntry[str], os.stat_result]]
     return out, None
 
 
-_UV_LOCK = ".lock"
-
-
 def _tree_problem(root: Path, skip: frozenset[str] = frozenset(), pth: list[Path] | None = None) -> str | None:
     """The first entry under ``root`` (itself included) that fails the strict rule; a symlink
     that leads out of ``root`` is followed once. ``.pth`` files found in a ``site-packages``
@@ -332,9 +329,6 @@ def _tree_problem(root: Path, skip: frozenset[str] = frozenset(), pth: list[Path
                     reason = _outside_problem(Path(entry.path))
                     if reason:
                         return reason
-                continue
-            if folder == real_root and entry.name == _UV_LOCK and stat.S_ISREG(est.st_mode):
-                # uv's environment lock: made 0666 for every user to take, read by nothing at start-up.
                 continue
             reason = _strict_problem(Path(entry.path), est)
             if reason:
