@@ -13,6 +13,7 @@ import pytest
 from rocmkit.detect import load_machine
 from rocmkit.resolve import Constraints, resolve
 from tests.integration.test_install_cpu_path import PY, dead_base, rk
+from tests.support.cli import last_error
 from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -76,7 +77,7 @@ def test_a_missing_required_pin_still_fails_with_exit_9(
         venv = tmp_path / "venv"
         code, _, err = rk(capsys, "--venv", str(venv), "--fallback-index")
     assert code == 9, err
-    assert f"do not hold torch=={plan.torch_version}" in err.splitlines()[-1]
+    assert f"do not hold torch=={plan.torch_version}" in last_error(err)
     assert not venv.exists()
 
 
