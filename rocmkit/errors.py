@@ -28,22 +28,67 @@ Exit codes (documented in README.md):
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+# Stands, in a fix, for the command line that failed: the CLI's printer writes it out
+# (`rocmkit install --venv .venv`), so that the fix is a command to copy. See `rerun`.
+RERUN = "\x00rerun"
+# The longest line an error may print (its message, then each fix): what a terminal shows whole.
+MAX_LINE = 160
+
+
+def rerun(*extra: str) -> str:
+    """A fix that is the failed command again, with ``extra`` options (``--fallback-index``)."""
+    return " ".join((RERUN, *extra))
+
+
+def _flat(text: str) -> str:
+    # One line whatever the text quotes (a parser's multi-line error, a file's text).
+    return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
+
+
+def _command(fix: str, again: str | None = None) -> str:
+    """``fix`` as printed: one command in backticks bare, to copy; :func:`rerun` written out as
+    ``again`` (the command line), or in words when it is not known."""
+    if len(fix) > 2 and fix[0] == fix[-1] == "`" and "`" not in fix[1:-1]:
+        fix = fix[1:-1]
+    if RERUN in fix:
+        if again is not None:
+            return fix.replace(RERUN, again)
+        extra = fix.replace(RERUN, "").strip()
+        return f"run it again with {extra}" if extra else "run it again"
+    return fix
 
 
 class RocmkitError(Exception):
-    """Base of every error the user is meant to read."""
+    """Base of every error the user is meant to read.
+
+    ``fix`` is one fix or several, the most likely first; each is printed on its own
+    ``fix:`` line, best a command to copy (:func:`rerun` for "the same command, plus ...")."""
 
     exit_code = 4
 
-    def __init__(self, message: str, fix: str | None = None) -> None:
+    def __init__(self, message: str, fix: str | Sequence[str] | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.fix = fix
+        self.fixes: tuple[str, ...] = (fix,) if isinstance(fix, str) else tuple(fix or ())
+        # The fixes as one phrase, for a one-line report (a doctor check's remedy).
+        self.fix = "; or ".join(_command(f) for f in self.fixes) or None
+
+    def lines(self, argv: Sequence[str] | None = None) -> list[str]:
+        """What the CLI prints: ``error: ...`` (what is wrong), then one ``fix: ...`` per fix.
+        ``argv`` (the command's arguments) fills in :func:`rerun` fixes."""
+        import shlex
+
+        again = "rocmkit " + shlex.join(argv) if argv else None
+        out = [f"error: {_flat(self.message)}"]
+        out += [f"fix: {_flat(_command(f, again))}" for f in self.fixes]
+        return out
 
     def one_line(self) -> str:
+        """The error and its fixes in one line, for a report or a log line."""
         text = f"error: {self.message} (fix: {self.fix})" if self.fix else f"error: {self.message}"
-        # One line whatever the message quotes (a parser's multi-line error, a file's text).
-        return re.sub(r"\s*[\r\n]+\s*", " ", text)
+        return _flat(text)
 
 
 class UsageError(RocmkitError):

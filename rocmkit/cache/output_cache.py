@@ -37,9 +37,10 @@ if TYPE_CHECKING:
 
 SCHEMA = "rocmkit.output-cache/1"
 COMMANDS = ("detect", "resolve")
-# Never cached: a capture is another machine (read it again), and help is not an answer.
-# --fresh is not replayed, but what it prints is stored for the next run.
-_NEVER = ("--capture", "-h", "--help")
+# Never cached: a capture is another machine (read it again), help is not an answer, and
+# --output writes a file (a replay would not). --fresh is not replayed, but what it prints is
+# stored for the next run.
+_NEVER = ("--capture", "-h", "--help", "--output")
 FRESH = "--fresh"
 
 # Set by the running command through cacheable(): when its inputs were detected, and until
@@ -78,7 +79,7 @@ def output_key(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
     """The key of ``argv``'s output, or None where it is never cached."""
     if not argv or argv[0] not in COMMANDS:
         return None
-    if any(a in _NEVER or a.startswith("--capture=") for a in argv):
+    if any(a in _NEVER or a.startswith(("--capture=", "--output=")) for a in argv):
         return None
     import hashlib
 

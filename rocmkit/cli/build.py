@@ -106,4 +106,4 @@ def cli(req: BuildRequest) -> None:
         f"{len(outcome.skipped)} already done)"
     )
     OUT.lines([str(wheel) for wheel in sorted(Path(recipe.wheelhouse).glob("*.whl"))])
-    OUT.message(f"other nodes: rocmkit install --wheelhouse {recipe.wheelhouse}")
+    OUT.message(f"next: rocmkit install --wheelhouse {recipe.wheelhouse} --venv V   # here and on other nodes")

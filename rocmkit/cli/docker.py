@@ -26,6 +26,8 @@ def cli() -> None:
 @click.option("--gfx", metavar="LIST", help="ROCm: comma-separated gfx archs to install for (e.g. gfx90a,gfx942).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
     help="Write NAME.Dockerfile files here. Without --rocm/--cuda/--cpu: every image in the matrix.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the one Dockerfile to this file (whole, or not at all) instead of stdout.")
 @click.option(
     "--check", is_flag=True, help="Write nothing; exit 1 if the files in --out differ from the generator."
 )
@@ -43,6 +45,7 @@ def render_cmd(req: RenderRequest) -> None:
     rocmkit docker render --rocm 6.2 --gfx gfx942      one Dockerfile on stdout
     rocmkit docker render --cuda 12.8 --torch 2.11     a CUDA image (the cu128 wheels)
     rocmkit docker render --cpu                        a CPU image
+    rocmkit docker render --cpu --output Dockerfile    written whole to a file (a failed redirect leaves none)
     rocmkit docker render --out docker --check         are the committed files current?
     """
     from rocmkit.containers.dockerfile import stale_files
@@ -50,6 +53,11 @@ def render_cmd(req: RenderRequest) -> None:
 
     rendered = req.rendered(Session() if req.this_machine else None, say=OUT.message)
     out = req.out
+    if req.output is not None:
+        text = next(iter(rendered.values()))
+        OUT.file(req.output, text)
+        OUT.message(f"wrote {req.output}; next: {_build_line(text)}")
+        return
     if out is None:
         OUT.data(next(iter(rendered.values())), nl=False)
         return
@@ -67,3 +75,10 @@ def render_cmd(req: RenderRequest) -> None:
     for name, text in rendered.items():
         OUT.file(out / name, text)
         OUT.message(f"wrote {out / name}")
+    if len(rendered) == 1:
+        OUT.message(f"next: {_build_line(next(iter(rendered.values())))}")
+
+
+def _build_line(text: str) -> str:
+    """The `docker build` line the Dockerfile's own comment gives (from the checkout's root)."""
+    return next(line.strip("# ") for line in text.splitlines() if line.startswith("#   docker build "))

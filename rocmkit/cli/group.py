@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -146,6 +147,16 @@ def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: Trace
     sys.stderr.write(redact_text("".join(traceback.format_exception(kind, exc, tb))))
 
 
+def print_error(exc: RocmkitError, argv: Sequence[str]) -> None:
+    """The one error printer: what is wrong on one line, then a ``fix:`` line per fix, the
+    failed command line written into the fixes that rerun it (rocmkit.errors.rerun)."""
+    from rocmkit.util.redact import redact_text
+
+    # Errors end up in CI logs: a mirror's user:token in a URL never does.
+    for line in exc.lines(argv):
+        OUT.message(redact_text(line))
+
+
 def run(argv: list[str] | None = None) -> Any:
     """Runs the CLI and turns rocmkit's errors into one line and an exit code."""
     from rocmkit.util.ticker import shared
@@ -162,10 +173,7 @@ def run(argv: list[str] | None = None) -> Any:
         # The command line, for a command that records it (bench): cli.request.command_line.
         return cli.main(args=args, prog_name="rocmkit", standalone_mode=False, obj={"argv": tuple(args)})
     except RocmkitError as exc:
-        from rocmkit.util.redact import redact_text
-
-        # Errors end up in CI logs: a mirror's user:token in a URL never does.
-        OUT.message(redact_text(exc.one_line()))
+        print_error(exc, sys.argv[1:] if argv is None else argv)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         OUT.message("error: interrupted")
@@ -194,7 +202,7 @@ def run(argv: list[str] | None = None) -> Any:
             )
         if error is None:
             raise
-        OUT.message(error.one_line())
+        print_error(error, sys.argv[1:] if argv is None else argv)
         sys.exit(error.exit_code)
     finally:
         tick.release()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
     "(the closure with wheel URLs and hashes; asks the index); uv-project: the [tool.uv] index and "
     "sources tables of a pyproject.toml.",
 )
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the plan (in --format or --json) to this file, whole or not at all, instead of stdout.")
 @request(ResolveRequest)
 def cli(req: ResolveRequest) -> None:
     """Pick the torch, torchvision, torchaudio and Triton builds, the index and the
@@ -112,22 +115,22 @@ def cli(req: ResolveRequest) -> None:
             from rocmkit.install.pylock import pylock_text
 
             python = plan.python or f"{sys.version_info.major}.{sys.version_info.minor}"
-            OUT.data(pylock_text(plan, python=python, offline=req.offline), nl=False)
+            _emit(req, pylock_text(plan, python=python, offline=req.offline))
         else:
             from rocmkit.companions.export import uv_project_text
 
-            OUT.data(uv_project_text(plan), nl=False)
+            _emit(req, uv_project_text(plan))
         for warning in plan.warnings:
             OUT.warning(warning)
     elif req.as_json or req.fmt == "json":
         extra = {"closure": list(closure), "closure_sources": list(closure_from)} if req.closure else {}
-        OUT.json({**plan.to_dict(), **extra})
+        _emit(req, json.dumps({**plan.to_dict(), **extra}, indent=2) + "\n")
     elif req.fmt == "requirements":
-        OUT.data(requirements_text(plan, closure), nl=False)
+        _emit(req, requirements_text(plan, closure))
         for warning in plan.warnings:
             OUT.warning(warning)
     else:
-        OUT.data(summary_text(plan, closure, closure_from), nl=False)
+        _emit(req, summary_text(plan, closure, closure_from))
 
 
 def planned(req: ResolveRequest, session: Session) -> Plan:
@@ -189,3 +192,13 @@ def _closure(req: ResolveRequest, session: Session, plan: Plan) -> tuple[tuple[s
     from rocmkit.install.indexcheck import user_fallbacks
 
     return plan_closure(plan, user_fallbacks() if req.fallback_index else ())
+
+
+def _emit(req: ResolveRequest, text: str) -> None:
+    """The plan to stdout, or with --output to that file (renamed into place: a failed run
+    leaves no empty file, as a failed `> FILE` would)."""
+    if req.output is None:
+        OUT.data(text, nl=False)
+        return
+    OUT.file(req.output, text)
+    OUT.message(f"wrote {req.output}")

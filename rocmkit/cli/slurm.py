@@ -154,10 +154,12 @@ def config_cmd(req: ConfigRequest) -> None:
             from rocmkit.errors import UntrustedError
 
             raise UntrustedError(
-                f"refusing to write the hook scripts slurmd runs as root into {req.folder}: {unsafe}, "
-                "so that user could replace them and run code as root",
-                "make the folder root's and writable by root alone (chown root, chmod go-w), pick "
-                "another --dir, or pass --force if you accept that",
+                f"refusing to write the hook scripts slurmd runs as root into {req.folder}: {unsafe} "
+                "(that user could replace them)",
+                (
+                    f"chown root {req.folder} && chmod go-w {req.folder}",
+                    "pick another --dir, or pass --force if you accept that",
+                ),
             )
         if unsafe:
             OUT.warning(f"--force: writing root-run hooks into {req.folder}, although {unsafe}")
@@ -165,6 +167,8 @@ def config_cmd(req: ConfigRequest) -> None:
             OUT.file(req.folder / name, text, mode=0o755, fix="run as root")
             OUT.message(f"wrote {req.folder / name}")
     OUT.data(conf_lines(cfg, prolog=req.as_prolog), nl=False)
+    if req.write:
+        OUT.message("next: add the lines above to slurm.conf on every node, then: scontrol reconfigure")
 
 
 @cli.command("task")

@@ -42,4 +42,5 @@ def cli(dest: Path, force: bool) -> None:
     health.finish(health.start(recorder), {}, overrides.probe_timeout_s)
     written = snapshot(source, dest, extra_files=extra, recorded=recorder)
     OUT.message(f"wrote {len(written)} files to {dest}")
+    OUT.message(f"next: rocmkit detect --capture {dest}   # what rocmkit reads from it (attach the folder to a report)")
     OUT.data(str(dest))

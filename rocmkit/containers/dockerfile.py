@@ -40,8 +40,23 @@ _RUN_WHY = {
 }
 
 
-def render_dockerfile(spec: ImageSpec, images: Images, *, syntax: bool = False) -> str:
+# Where a Dockerfile is saved, relative to the checkout's root: the committed files are docker/NAME.
+COMMITTED = "docker/{filename}"
+
+
+def render_dockerfile(
+    spec: ImageSpec, images: Images, *, syntax: bool = False, saved_as: str | None = COMMITTED
+) -> str:
+    """The Dockerfile of ``spec``. Its build line names the file as it is saved (``saved_as``,
+    a template of ``{filename}``), or, for text printed to stdout (None), the Dockerfile that
+    ``docker build`` reads by default: a comment never names a file that is not there."""
     base = images.base(spec.kind, spec.base_release)
+    if saved_as is None:
+        where = "with this text saved there as Dockerfile"
+        build = f"docker build{_platform_flag(spec)} -t rocmkit:{spec.name} ."
+    else:
+        where = "the build context is the rocmkit source"
+        build = f"docker build{_platform_flag(spec)} -f {saved_as.format(filename=spec.filename)} -t rocmkit:{spec.name} ."
     status = "confirmed" if base.confirmed else "UNCONFIRMED tag: check that it exists before you rely on it"
     lines = [
         *([SYNTAX_LINE] if syntax else []),
@@ -49,8 +64,8 @@ def render_dockerfile(spec: ImageSpec, images: Images, *, syntax: bool = False) 
         f"# Image {spec.name}: {_what(spec, base.version)}.",
         f"# Base image: {status}; sources {', '.join(base.sources)} in matrices/{FILE}.",
         "#",
-        "# Build from the root of a rocmkit checkout (the build context is the rocmkit source):",
-        f"#   docker build{_platform_flag(spec)} -f docker/{spec.filename} -t rocmkit:{spec.name} .",
+        f"# Build from the root of a rocmkit checkout ({where}):",
+        f"#   {build}",
         f"# Run ({_RUN_WHY[spec.kind]}):",
         f"#   docker run --rm {_run_flags(spec, images)} rocmkit:{spec.name}",
         *_platform_notes(spec),
@@ -176,9 +191,9 @@ def build_doctor_command() -> str:
     return " \\\n    ".join(["rocmkit doctor --level 0 --image-build", *rows])
 
 
-def render_all(images: Images, *, syntax: bool = False) -> dict[str, str]:
+def render_all(images: Images, *, syntax: bool = False, saved_as: str | None = COMMITTED) -> dict[str, str]:
     """File name -> content for every ``[[image]]`` row."""
-    return {spec.filename: render_dockerfile(spec, images, syntax=syntax) for spec in images.specs}
+    return {spec.filename: render_dockerfile(spec, images, syntax=syntax, saved_as=saved_as) for spec in images.specs}
 
 
 def stale_files(out_dir: Path, rendered: dict[str, str], *, complete: bool = False) -> list[str]:

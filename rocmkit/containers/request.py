@@ -29,12 +29,15 @@ class RenderRequest:
     torch: str | None = None
     gfx: str | None = None  # comma-separated
     out: Path | None = None
+    output: Path | None = None  # one Dockerfile, written whole or not at all
     check: bool = False
     syntax: bool = False
 
     def __post_init__(self) -> None:
         if self.out is None and self.check:
             raise UsageError("--check needs --out DIR", "name the folder that holds the Dockerfiles")
+        if self.out is not None and self.output is not None:
+            raise UsageError("--out DIR and --output FILE name two places to write", "pass only one of them")
         named = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]
         if len(named) > 1:
             raise UsageError(f"{' and '.join(named)} name different images", "choose one of them")
@@ -54,6 +57,16 @@ class RenderRequest:
         """Nothing named: the image for this machine, on stdout."""
         return not self.one_image and self.out is None
 
+    @property
+    def saved_as(self) -> str | None:
+        """The file the build line names, as the user named it (``--out DIR``: DIR/NAME with DIR
+        a folder at the checkout's root, as docker/ is); None for stdout."""
+        if self.output is not None:
+            return str(self.output)
+        if self.out is not None:
+            return f"{self.out.name}/{{filename}}"
+        return None
+
     def rendered(self, session: Session | None = None, say: Say | None = None) -> dict[str, str]:
         """File name -> Dockerfile text: the one image asked for, every image in the matrix
         (``--out`` alone), or, with nothing named, the image for ``session``'s machine
@@ -65,12 +78,12 @@ class RenderRequest:
 
                 session = Session()
             spec = machine_spec(images, session, say=say)
-            return {spec.filename: render_dockerfile(spec, images, syntax=self.syntax)}
+            return {spec.filename: render_dockerfile(spec, images, syntax=self.syntax, saved_as=self.saved_as)}
         if not self.one_image:
-            return render_all(images, syntax=self.syntax)
+            return render_all(images, syntax=self.syntax, saved_as=self.saved_as)
         gfx = self.gfx.split(",") if self.gfx is not None else None
         spec = choose_spec(images, rocm=self.rocm, cuda=self.cuda, cpu=self.cpu, torch=self.torch, gfx=gfx)
-        return {spec.filename: render_dockerfile(spec, images, syntax=self.syntax)}
+        return {spec.filename: render_dockerfile(spec, images, syntax=self.syntax, saved_as=self.saved_as)}
 
 
 def machine_spec(images: Images, session: Session, *, say: Say | None = None) -> ImageSpec:

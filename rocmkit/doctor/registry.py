@@ -259,7 +259,7 @@ def check_option_values(options: Mapping[str, object], checks: Iterable[Check]) 
             try:
                 option.parse(options[key], "cpu")
             except UsageError as exc:
-                raise UsageError(exc.message.replace("kernel option", "--set", 1), exc.fix) from None
+                raise UsageError(exc.message.replace("kernel option", "--set", 1), exc.fixes) from None
 
 
 def check_modules(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ def read_report(path: Path) -> Report:
     try:
         return Report.from_dict(data)
     except DataError as exc:
-        raise DataError(f"{path}: {exc.message}", exc.fix) from exc
+        raise DataError(f"{path}: {exc.message}", exc.fixes) from exc
 
 
 def _is_report(path: Path) -> bool:

@@ -72,7 +72,17 @@ def _run(req: InstallRequest, prepared: Prepared, say: Say) -> Outcome:
         for req_line in outcome.left_out:
             add = flow.add_later_command(req_line, plan, target, outcome.installer)
             say(f"rocmkit: WARNING: {req_line} was not installed; add it later with: {add}")
+        say(f"rocmkit: next: {doctor_command(target.venv, target.executable, plan.framework)}")
     return outcome
+
+
+def doctor_command(venv: Path | None, python: Path, framework: str) -> str:
+    """The check that proves an install: the next command to run after it."""
+    import shlex
+
+    where = f"--venv {shlex.quote(str(venv))}" if venv is not None else f"--python {shlex.quote(str(python))}"
+    framework_opt = f" --framework {framework}" if framework != "torch" else ""
+    return f"rocmkit doctor {where}{framework_opt} --level 2"
 
 
 # A uv project's pyproject.toml is a few KiB; one far larger is not one to edit.
@@ -97,6 +107,7 @@ def read_pyproject(path: Path) -> str:
 def _write_project(folder: Path, plan: Plan, dry_run: bool, say: Say) -> Outcome:
     """The plan's index and sources written into ``folder/pyproject.toml`` (a diff on a dry run)."""
     import difflib
+    import shlex
 
     from rocmkit.companions.export import apply_to_pyproject
     from rocmkit.install import flow
@@ -116,7 +127,8 @@ def _write_project(folder: Path, plan: Plan, dry_run: bool, say: Say) -> Outcome
             say(line)
     elif diff:
         write_text_atomic(path, after)
-        say(f"rocmkit: wrote the plan's index and sources into {path} (then: uv lock, uv sync)")
+        say(f"rocmkit: wrote the plan's index and sources into {path}")
+        say(f"rocmkit: next: cd {shlex.quote(str(folder))} && uv lock && uv sync")
     else:
         say(f"rocmkit: {path} already holds the plan")
     for package in plan.with_packages:

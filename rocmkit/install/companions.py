@@ -107,11 +107,12 @@ def refuse_unserved_needs(
     other = f"; {where} would give {project} {found}, a build for another torch" if found else ""
     asked = ",".join(via)
     raise NoPlanError(
-        f"--with {asked} needs {project}, and no source the install uses serves {build}, the build for "
-        f"torch {plan.torch_version}{other}",
-        f"serve {build} from one of {where}"
-        + (f" (the plan's index {plan.index_urls[0]} has it when it answers)" if plan.index_urls else "")
-        + f"; or install without --with {asked}",
+        f"--with {asked} needs {project}, and no source the install uses serves {build}{other}",
+        (
+            f"serve {build} from one of {where}"
+            + (f" (the plan's index {plan.index_urls[0]} has it when it answers)" if plan.index_urls else ""),
+            f"install without --with {asked}",
+        ),
     )
 
 

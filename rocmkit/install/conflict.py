@@ -72,11 +72,11 @@ def guard_conflict(
     what = ", ".join(asked) or "the requested packages"
     where = ", ".join(str(f) for f in guard_files)
     return ToolError(
-        f"{step}: {what} cannot be installed beside the guard's {', '.join(named)} ({where}); "
-        f"the installer says: {_reason(text)}",
-        f"ask for a version of {what} that works with {named[0]} (e.g. --with '{asked[0] if asked else 'PKG'}<X'), "
-        "or move this environment to the torch it needs with `rocmkit install --torch X.Y` "
-        "(the guard is rewritten for it)",
+        f"{step}: {what} cannot be installed beside the guard's {', '.join(named)} ({where}): {_reason(text)}",
+        (
+            f"ask for a version of {what} that works with {named[0]}: --with '{asked[0] if asked else 'PKG'}<X'",
+            "rocmkit install --torch X.Y   # move this environment to the torch it needs (and its guard)",
+        ),
     )
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
-from rocmkit.errors import UsageError
+from rocmkit.errors import UsageError, rerun
 from rocmkit.packages import canonical, parse_pin
 from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
@@ -57,9 +57,9 @@ class Kept:
         """``plan`` (made from :meth:`constraints`), refused when it would not keep this torch."""
         if plan.torch_version != self.torch:
             raise UsageError(
-                f"{self.prefix} holds torch {self.torch}, which rocmkit installed, and the plan for it now "
-                f"names torch {plan.torch_version or '(none)'}: keeping it would change it",
-                "pass --upgrade to replace it with what rocmkit plans now, or make another venv",
+                f"{self.prefix} holds torch {self.torch} (rocmkit's install); the plan now names torch "
+                f"{plan.torch_version or '(none)'}",
+                (rerun("--upgrade") + "   # replace it with what rocmkit plans now", "make another venv"),
             )
         return dataclasses.replace(plan, reasons=(self.reason(), *plan.reasons))
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmkit.errors import RocmkitError, ToolError, UsageError, storage_error
+from rocmkit.errors import NetworkError, RocmkitError, ToolError, UsageError, storage_error
 from rocmkit.install import guard, journal, lock, wheelhouse, wsl_runtime
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
 from rocmkit.install.conflict import guard_conflict, unresolvable
@@ -255,16 +255,17 @@ def planned_requirements(
             plan_sources(plan), wanted, target, opts, echo, notes, companions=plan.companions
         )
     for req in missing:
-        why = (
-            f"WARNING: {req} is left out: the planned index did not answer and no fallback source holds it; "
-        )
+        why = f"{req} is left out: the planned index did not answer and no fallback source holds it; "
         if into:
-            why += f"{into} will lack it (make it again once {', '.join(plan.index_urls)} answers)"
+            why = f"WARNING: {why}{into} will lack it (make it again once {', '.join(plan.index_urls)} answers)"
+            echo(f"rocmkit: {why}")
         else:
-            why += "installing the required packages without it. Add it later with: " + add_later_command(
+            # The warning, with the command that adds it later, is the install's last word (said
+            # once: the same warning before and after pip's output read as two problems).
+            echo(f"rocmkit: {why}installing the required packages without it (the end says how to add it)")
+            why = f"WARNING: {why}installing the required packages without it. Add it later with: " + add_later_command(
                 req, plan, target, installer
             )
-        echo(f"rocmkit: {why}")
         notes.append(why)
     keep = tuple(r for r in wanted if r not in missing)
     from rocmkit.install.companions import refuse_unserved_needs
@@ -375,6 +376,7 @@ def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Echo)
         raise ToolError(f"could not resolve the lock: {result.describe()}")
     write_text_atomic(path, lock.render(entries, sources, plan))
     echo(f"rocmkit: wrote {path} ({len(entries)} packages, with hashes)")
+    echo(f"rocmkit: next: rocmkit install --from-lock {path} --venv V   # here or on any node like this one")
     return Outcome(
         messages=tuple(notes),
         action="locked",
@@ -395,9 +397,13 @@ def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, 
     check_fits(plan, target)
     pip = PipInstaller(target, limits=opts.limits)
     notes: list[str] = []
-    sources, reqs, left_out = planned_requirements(
-        plan, target, opts, echo, notes, pip.name, into=f"the wheelhouse {folder}"
-    )
+    try:
+        sources, reqs, left_out = planned_requirements(
+            plan, target, opts, echo, notes, pip.name, into=f"the wheelhouse {folder}"
+        )
+    except NetworkError as exc:
+        # Its fixes, less "download on a connected node": that is what failed here.
+        raise NetworkError(exc.message, tuple(f for f in exc.fixes if "--download-only" not in f)) from None
     _say_not_locked(plan, f"the wheelhouse {folder}", echo, notes)
     tags = wheelhouse.platform_tags(plan, platform.machine())
     spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources, platforms=tags)
@@ -408,9 +414,8 @@ def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, 
     )
     with _heartbeat(echo, "pip download"):
         lock_path = wheelhouse.download(pip, spec, plan, folder, on_line=_progress(echo, opts.show_output))
-    echo(
-        f"rocmkit: wheelhouse ready: {folder} (install with: rocmkit install --wheelhouse {folder} --venv V)"
-    )
+    echo(f"rocmkit: wheelhouse ready: {folder}")
+    echo(f"rocmkit: next: rocmkit install --wheelhouse {folder} --venv V   # offline, on each node")
     return Outcome(
         messages=tuple(notes),
         action="downloaded",
@@ -634,7 +639,7 @@ def _journaled(
         message = exc.message + (
             "; environment restored exactly" if report.exact else "; " + report.describe()
         )
-        raise type(exc)(message, exc.fix) from exc
+        raise type(exc)(message, exc.fixes) from exc
     after = tx.after_state()
     changed = diff(tx.before, after)
     tx.commit()

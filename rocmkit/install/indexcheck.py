@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocmkit.errors import NetworkError
+from rocmkit.errors import NetworkError, rerun
 from rocmkit.install.base import Sources
 from rocmkit.packages import canonical, parse_pin, requirement_name
 from rocmkit.pkgindex.http import http_get, reach
@@ -36,6 +36,12 @@ DEFAULT_PROBE_TIMEOUT_S = 5.0
 PYPI_SIMPLE = "https://pypi.org/simple"
 FALLBACK_FLAG = "--fallback-index"
 FALLBACK_ENV = "ROCMKIT_FALLBACK_INDEX"
+# Where else the planned builds can come from when their index does not answer: the fixes of
+# that error after --fallback-index, each a command to copy (`--download-only` drops the last).
+ELSEWHERE = (
+    rerun("--index-base", "https://MIRROR/whl") + "   # a mirror of download.pytorch.org/whl",
+    "rocmkit install --download-only --wheelhouse DIR   # on a connected node; then here: --wheelhouse DIR",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,13 +239,11 @@ def decide_sources(
         return SourceDecision(sources=sources, probes=probes)
     if not fallback:
         raise NetworkError(
-            f"package index {failed[0].describe()}; rocmkit does not take the planned builds "
-            "from another source unless asked",
-            "check the network or proxy; or point rocmkit at a mirror with --index-base URL "
-            f"(ROCMKIT_INDEX_BASE); or pass {FALLBACK_FLAG} ({FALLBACK_ENV}=1) to take the exact "
-            "planned builds from your pip configuration's sources, if one holds them; or, on a "
-            "connected node, run `rocmkit install --download-only --wheelhouse DIR` and install "
-            "here with `--wheelhouse DIR`",
+            f"package index {failed[0].describe()}; the planned builds come from no other source unless asked",
+            (
+                rerun(FALLBACK_FLAG) + "   # the same builds from your own pip sources, if they hold them",
+                *ELSEWHERE,
+            ),
         )
     user = user if user is not None else read_pip_config()
     bad = {p.url for p in failed}
@@ -298,9 +302,7 @@ def decide_sources(
     raise NetworkError(
         f"package index {first.describe()}, and your pip configuration's "
         f"sources ({searched}) do not hold {', '.join(lacking) or 'the planned wheels'}",
-        "check the network or proxy; or point rocmkit at a mirror with --index-base URL "
-        "(ROCMKIT_INDEX_BASE); or, on a connected node, run `rocmkit install --download-only "
-        "--wheelhouse DIR` and install here with `--wheelhouse DIR`",
+        ELSEWHERE,
     )
 
 
@@ -312,8 +314,10 @@ def _no_index(sources: Sources, user: UserPipConfig | None, fallback: bool) -> S
         raise NetworkError(
             "the plan names no package index; pip or uv would take torch from their own default "
             "source (PyPI's torch for Linux is a CUDA build)",
-            "re-resolve the plan (`rocmkit resolve --json > plan.json`), or pass --index-base URL, "
-            f"or pass {FALLBACK_FLAG} ({FALLBACK_ENV}=1) to install from your pip configuration's sources",
+            (
+                "rocmkit resolve --json --output plan.json   # a new plan, with its index",
+                rerun(FALLBACK_FLAG) + "   # install from your pip configuration's sources",
+            ),
         )
     user = user if user is not None else read_pip_config()
     indexes = tuple(dict.fromkeys((user.index_url or PYPI_SIMPLE, *user.extra_index_urls)))

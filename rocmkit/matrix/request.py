@@ -117,4 +117,11 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         from rocmkit.util.paths import stamp_overlay
 
         stamp_overlay(target)
-        message(f"rocmkit now reads its data from {target} (remove it to go back to the shipped data)")
+        import shlex
+
+        # Said on stdout, where the diff is: every later command now plans from this data.
+        data(
+            f"\nrocmkit now reads its data from {target}, not the data it shipped with: every later "
+            f"command plans from it.\nTo go back to the shipped data: rm -r {shlex.quote(str(target))}\n"
+        )
+    message("next: rocmkit resolve   # the plan from the new data")

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rocmkit.errors import NetworkError
+from rocmkit.errors import NetworkError, rerun
 
 if TYPE_CHECKING:
     from http.client import HTTPResponse
@@ -89,9 +89,12 @@ def _redirect_guard(allowed: frozenset[str] | None) -> Any:
                 fp.close()
             if refused:
                 raise NetworkError(
-                    f"{redact_text(req.full_url)} redirected (HTTP {code}) to another host, {host} "
-                    f"({redact_text(newurl)}); rocmkit does not follow it unless asked",
-                    f"pass --allow-redirect {host} if you trust that host, or point rocmkit at it directly",
+                    f"{redact_text(req.full_url)} redirected (HTTP {code}) to another host, {host}: "
+                    "not followed unless asked",
+                    (
+                        f"{rerun('--allow-redirect', host)}   # if you trust that host",
+                        "point rocmkit at that host directly (--index-base URL)",
+                    ),
                 )
             if old.scheme == "https" and new.scheme != "https":
                 raise NetworkError(

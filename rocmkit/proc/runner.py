@@ -64,7 +64,7 @@ class CommandResult:
 
     def describe(self) -> str:
         """One line for a problem report: what ran and how it ended."""
-        cmd = " ".join(self.argv)
+        cmd = _shown(self.argv)
         if self.status == "ok":
             return f"`{cmd}` succeeded"
         if self.status == "absent":
@@ -89,6 +89,14 @@ class CommandResult:
             "stderr": self.stderr[-4000:],
             "error": self.error,
         }
+
+
+def _shown(argv: tuple[str, ...] | list[str]) -> str:
+    """The command for a message: the program's name, not its path, and a long argument list cut
+    short (an error line stays readable; the report's ``argv`` keeps it whole)."""
+    words = [os.path.basename(argv[0]), *argv[1:]] if argv else []
+    cmd = " ".join(words)
+    return cmd if len(cmd) <= 80 else " ".join(words[:4]) + f" ... ({len(words) - 1} arguments)"
 
 
 def _last_line(text: str) -> str:

@@ -17,7 +17,7 @@ nightlies: AMD's versioning.md), since torch itself names the ROCm it was built 
 
 from __future__ import annotations
 
-from rocmkit.errors import NoPlanError
+from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Channel, Matrix
 from rocmkit.matrix.model import release_key
@@ -83,11 +83,14 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         return _all_archs(machine, m, cons, notes, python, chan, index, legacy, torch)
     if not usable:
         what = join(sorted({g.arch or "unknown" for g in gpus}))
+        # The first few of its targets: the whole list (30 and more) is no line to read.
+        some = join(list(offered)[:6]) + (f" and {len(offered) - 6} more" if len(offered) > 6 else "")
         raise NoPlanError(
-            f"AMD's {chan.name} wheels select device code by gfx target, and this machine has {what} "
-            f"(device packages exist for: {join(offered)})",
-            "set ROCMKIT_GFX=gfxNNNN (or ROCM_BOOTSTRAP_FORCE_GFX_ARCH) for the target machine, "
-            "or use --channel stable",
+            f"AMD's {chan.name} wheels have device code per gfx target: none for {what} (they have {some})",
+            (
+                "ROCMKIT_GFX=gfxNNNN rocmkit resolve   # or ROCM_BOOTSTRAP_FORCE_GFX_ARCH: plan for the target GPU",
+                rerun("--channel", "stable"),
+            ),
         )
     archs = sorted({g.arch or "" for g in usable})
     extras = ",".join(f"device-{a}" for a in archs)

@@ -131,8 +131,8 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     if passed and not refused:
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
         raise NoPlanError(
-            f"{what}'s CUDA builds for Python {python} ({join(passed)}) are not yet confirmed: only "
-            "upstream's build lists name them, and --strict-data plans only confirmed builds",
+            f"{what}'s CUDA builds for Python {python} ({join(passed)}) are not yet "
+            "confirmed (--strict-data): only build lists name them",
             "drop --strict-data to plan one (install falls back if the index lacks it), or name one with --cuda",
         )
     fix = "update the NVIDIA driver" if driver else "check `nvidia-smi`"

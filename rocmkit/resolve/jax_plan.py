@@ -155,7 +155,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
         hi = max((Version(b.python_max) for _, b in spans), default=None)
         raise NoPlanError(
             f"no jax release has {plugin.plugin} wheels for Python {python}"
-            + (f" with jaxlib >= {plugin.min_jaxlib} (the first that knows {plugin.module})" if plugin.min_jaxlib else ""),
+            + (f" with jaxlib >= {plugin.min_jaxlib} (for {plugin.module})" if plugin.min_jaxlib else ""),
             f"use a Python between {lo} and {hi} (--python X.Y, or a venv made with it)" if lo and hi
             else f"matrices/jax.toml lists no {plugin.plugin} build; run `rocmkit matrix refresh --write`",
         )

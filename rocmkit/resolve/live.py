@@ -38,7 +38,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from rocmkit.errors import NetworkError, NoPlanError
+from rocmkit.errors import NetworkError, NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease
 from rocmkit.packages import canonical, requirement_name
@@ -517,11 +517,12 @@ def _unlisted(heard: Sequence[Seen], pin: str, python: str, why: str) -> NoPlanE
         else f"no {kind} build is listed for Python {python}"
     )
     return NoPlanError(
-        f"{names} answered, but serve(s) no torch build of this kind for Python {python} that rocmkit may plan "
-        f"({why}); {newest}",
-        (f"to install it, name it: --torch {listed[0].public}; or p" if listed else "P")
-        + f"oint --index-base at an index that serves the planned build (torch {pin}); or plan from "
-        "rocmkit's data with --offline if the index will serve it later",
+        f"{names} serve(s) no torch build of this kind for Python {python} that rocmkit may plan ({why}); {newest}",
+        (
+            *([rerun("--torch", str(listed[0].public)) + "   # install the one it lists"] if listed else []),
+            rerun("--index-base", "URL") + f"   # an index that serves torch {pin}",
+            rerun("--offline") + "   # plan from rocmkit's data, if the index will serve it later",
+        ),
     )
 
 
@@ -555,11 +556,12 @@ def _within_window(
         return
     names = ", ".join(s.url for s in heard)
     raise NoPlanError(
-        f"{names} answered, and the newest build of this kind it lists for Python {python} is torch {pin}, "
-        f"{below} release series below the torch {base} rocmkit plans: past the support window of "
-        f"{WINDOW_SERIES} series, so it is not planned unasked",
-        f"to install it anyway, name it: --torch {_series(pin)}; or point --index-base at an index that "
-        f"serves torch {base}",
+        f"the newest build of this kind it lists for Python {python} is torch {pin} ({names}), {below} series "
+        f"below torch {base}: past the support window ({WINDOW_SERIES} series)",
+        (
+            rerun("--torch", _series(pin)) + "   # install it anyway",
+            rerun("--index-base", "URL") + f"   # an index that serves torch {base}",
+        ),
     )
 
 

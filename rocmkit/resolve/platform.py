@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rocmkit.errors import NoPlanError
+from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix.platforms import PlatformData, WslRelease, load_platforms
 from rocmkit.plan import Plan
@@ -76,9 +76,8 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
                 else "a ROCm build was asked for on aarch64"
             )
             raise NoPlanError(
-                f"{what}, and no ROCm build of torch or jax is published for aarch64 (PyTorch builds ROCm "
-                "for x86_64 Linux only, the jax ROCm plugins have x86_64 wheels only: matrices/platforms.toml)",
-                "use --cpu for CPU aarch64 wheels, or build torch for ROCm from source (`rocmkit build`)",
+                f"{what}: no ROCm build for aarch64 (PyTorch's and the jax ROCm plugins have x86_64 wheels only)",
+                (rerun("--cpu") + "   # CPU aarch64 wheels", "rocmkit build   # torch for ROCm, from source"),
             )
         notes.why(
             "aarch64 host: only builds published for linux-aarch64 are considered (matrices/platforms.toml)"

@@ -40,6 +40,7 @@ class ResolveRequest:
     closure: bool = False  # --closure: also the whole closure, as uv resolves it from the sources
     build: tuple[str, ...] = ()  # --build: --with packages built from source rather than paired by wheel
     allow_redirect: tuple[str, ...] = ()  # hosts the live index check may follow a redirect to
+    output: Path | None = None  # --output FILE: the plan written there, whole or not at all
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:

@@ -99,8 +99,8 @@ def _stable(
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
         if passed:
             raise NoPlanError(
-                f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet confirmed: only "
-                "upstream's build lists name them, and --strict-data plans only confirmed builds",
+                f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet "
+                "confirmed (--strict-data): only build lists name them",
                 "drop --strict-data to plan one (install falls back if the index lacks it), or name one with "
                 "--rocm X.Y",
             )

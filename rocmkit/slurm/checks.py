@@ -191,12 +191,15 @@ def run_quick(opts: QuickOptions, names: Sequence[str] | None = None) -> Outcome
             if res.returncode == UntrustedError.exit_code:
                 # The doctor refused what it found on the node (a tampered install journal, a
                 # folder others can write): the node's fault, named by the doctor's own line.
-                said = res.stderr.strip().splitlines()[-1:] or ["a file or folder it will not trust"]
+                lines = res.stderr.strip().splitlines()
+                # Its last error: the `error: ...` line and the `fix: ...` lines under it, as one.
+                start = max((i for i, line in enumerate(lines) if line.startswith("error: ")), default=len(lines) - 1)
+                said = " ".join(lines[start:]) or "a file or folder it will not trust"
                 findings.append(
                     Finding(
                         check="untrusted",
                         status=Status.ERROR,
-                        message=f"the doctor refused to run on this node: {said[0][:300]}",
+                        message=f"the doctor refused to run on this node: {said[:300]}",
                         remedy="follow the fix in that line, then rerun `rocmkit slurm healthcheck --no-drain`",
                     )
                 )

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torch pins Triton {pin} ({args.pin_file})", flush=True)
         checkout(args.repo, pin, args.dest)
     except RocmkitError as exc:
-        print(exc.one_line(), file=sys.stderr, flush=True)
+        print("\n".join(exc.lines()), file=sys.stderr, flush=True)
         return exc.exit_code
     return 0
 

@@ -362,7 +362,7 @@ def run_recipe(
                 _write_state(build_dir, recipe, records)
                 raise InterruptedStateError(
                     f"build interrupted during step {index + 1}/{total} ({step.name}); "
-                    f"{index} step(s) done are kept in {state_path(build_dir)}",
+                    f"steps done are kept: {state_path(build_dir)}",
                     f"run {resume_command} to resume at {step.name}",
                 ) from None
             succeeded = result.ok or (result.status == "failed" and result.returncode in step.ok_codes)

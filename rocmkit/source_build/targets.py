@@ -93,8 +93,7 @@ def _known(archs: Sequence[str], matrix: Matrix) -> None:
         ccs = sorted({g.compute_capability for g in matrix.nvidia_gpus}, key=_cc_key)
         if cc is not None and ccs and not _cc_key(ccs[0]) <= _cc_key(cc) <= _cc_key(ccs[-1]):
             raise UsageError(
-                f"--arch {arch} is not a compute capability of any NVIDIA GPU rocmkit knows "
-                f"({ccs[0]} to {ccs[-1]} in matrices/nvidia.toml)",
+                f"--arch {arch} is not a compute capability rocmkit knows ({ccs[0]} to {ccs[-1]})",
                 "use the GPU's own, e.g. --arch 9.0 (H100) or 8.6",
             )
 

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             f"rocmkit: wrote {lock}: {len(entries)} wheels; other nodes: rocmkit install --wheelhouse {folder}"
         )
     except RocmkitError as exc:
-        print(exc.one_line(), file=sys.stderr, flush=True)
+        print("\n".join(exc.lines()), file=sys.stderr, flush=True)
         return exc.exit_code
     return 0
 

@@ -27,8 +27,11 @@ def _rocmkit(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 def _one_line(res: subprocess.CompletedProcess[str], code: int, said: str) -> None:
     assert res.returncode == code, res.stderr[-2000:]
     assert "Traceback" not in res.stderr
-    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and said in errors[0] and "(fix: " in errors[0], res.stderr[-2000:]
+    lines = res.stderr.splitlines()
+    errors = [i for i, ln in enumerate(lines) if ln.startswith("error:")]
+    # One error line, then its fix lines.
+    assert len(errors) == 1 and said in lines[errors[0]], res.stderr[-2000:]
+    assert lines[errors[0] + 1 :] and all(ln.startswith("fix: ") for ln in lines[errors[0] + 1 :]), res.stderr[-2000:]
 
 
 @pytest.mark.parametrize(

@@ -45,10 +45,14 @@ def test_bare_render_on_this_cpu_machine_offline(tmp_path: Path) -> None:
     assert f"RUN rocmkit install --venv /opt/rocmkit --cpu --torch {torch}\n" in res.stdout
     assert f"# Image cpu-torch{torch}: torch {torch}, CPU wheels.\n" in res.stdout
     assert bool(plan["fallback"]) == ("is not yet seen on an index" in res.stderr), res.stderr
-    # --out writes the same file, and --check then finds it current.
+    # --out writes the same file, but for its build line, which names the file it is.
     out = tmp_path / "out"
     assert _rocmkit(env, tmp_path, "docker", "render", "--cpu", "--torch", torch, "--out", str(out)).returncode == 0
-    assert (out / f"cpu-torch{torch}.Dockerfile").read_text() == res.stdout
+    written = (out / f"cpu-torch{torch}.Dockerfile").read_text()
+    assert f"#   docker build -t rocmkit:cpu-torch{torch} .\n" in res.stdout
+    assert written == res.stdout.replace(
+        "(with this text saved there as Dockerfile)", "(the build context is the rocmkit source)"
+    ).replace("docker build -t", f"docker build -f out/cpu-torch{torch}.Dockerfile -t")
 
 
 def test_bare_render_on_this_cpu_machine_follows_the_index(tmp_path: Path) -> None:

@@ -139,7 +139,8 @@ def test_no_readable_report_leaves_doctor_unknown_and_says_why(
     broken.write_text("{not json")
     res = rocmkit("fleet", "labels", str(broken), "--apply-to-node", "gpu-7", env=env)
     assert res.code == 5 and "Traceback" not in res.stderr
-    said, error = res.stderr.strip().splitlines()
+    said, error, *fixes = res.stderr.strip().splitlines()
+    assert all(f.startswith("fix: ") for f in fixes)
     assert said == "rocmkit: node gpu-7 labelled rocmkit.io/doctor=unknown"
     assert error.startswith(f"error: {broken} is not valid JSON")
     labels = server.patches[-1][2]["metadata"]["labels"]

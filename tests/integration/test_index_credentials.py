@@ -26,7 +26,7 @@ from rocmkit.plan import Plan
 from rocmkit.pyenv import this_python
 from rocmkit.util.redact import conceal, forget_credentials
 from tests.conftest import DATA, REPO
-from tests.support.cli import CliResult, rocmkit
+from tests.support.cli import CliResult, last_error, rocmkit
 from tests.support.pkgindex import IndexServer, make_torch_set
 from tests.support.recorded_index import RecordedIndex
 
@@ -246,7 +246,7 @@ def test_matrix_refresh_compare_and_its_errors(server: IndexServer, tmp_path: Pa
         "matrix", "refresh", "--index", _base(server, "nope"), "--only", "rocm6.2", "--timeout", "5"
     )
     assert bad.code == 9
-    assert bad.stderr.splitlines()[-1].startswith(
+    assert last_error(bad.stderr).startswith(
         f"error: http://{USER}:***@127.0.0.1:{server.port}/whl/rocm6.2/torch/ refused rocmkit (HTTP 401)"
     )
     _no_token(res, bad, under=tmp_path)

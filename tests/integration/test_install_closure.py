@@ -27,9 +27,8 @@ from rocmkit.install.wheelhouse import LOCK_NAME, lock_from_folder
 from rocmkit.matrix import load_matrix
 from rocmkit.plan import Plan
 from rocmkit.util.paths import matrices_dir, shipped_matrices_dir
-from tests.integration.test_install_cpu_path import closed_port
-from tests.support.cli import keep_user_config_out, run_main
-from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
+from tests.support.cli import keep_user_config_out, last_error, run_main
+from tests.support.pkgindex import IndexServer, closed_port, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -131,13 +130,13 @@ def test_a_with_package_needing_a_build_no_source_serves_is_refused_before_anyth
     before = snapshot(venv)
     code, _, err = run_main(capsys, "resolve", "--fallback-index", "--with", "timm")
     assert code == 6, err
-    said = err.strip().splitlines()[-1]
+    said = last_error(err)
     assert f"--with timm needs torchvision, and no source the install uses serves torchvision=={TORCHVISION}" in said
     assert f"would give torchvision {_REL.torchvision}, a build for another torch" in said, err
-    assert "or install without --with timm" in said
+    assert "\nfix: install without --with timm" in said
     code, _, err = run_main(capsys, "install", "--venv", str(venv), "--with", "timm", "--fallback-index")
     assert code == 6, err
-    assert err.strip().splitlines()[-1] == said
+    assert last_error(err) == said
     assert snapshot(venv) == before
     # Without --with timm the same sources install torch, said as resolve says it.
     code, out, err = run_main(capsys, "resolve", "--fallback-index", "--json")

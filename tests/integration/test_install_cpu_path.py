@@ -17,20 +17,14 @@ from pathlib import Path
 import pytest
 
 from rocmkit.detect import load_machine
+from rocmkit.errors import MAX_LINE
 from rocmkit.resolve import Constraints, resolve
-from tests.support.cli import keep_user_config_out, run_main
-from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
+from tests.support.cli import keep_user_config_out, last_error, run_main
+from tests.support.pkgindex import IndexServer, closed_port, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
-def closed_port() -> int:
-    """A 127.0.0.1 port with nothing listening (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -57,7 +51,11 @@ def test_cpu_plan_with_unreachable_index_says_which_and_what_to_do(
     assert "rocmkit: plan cpu: torch==" in err
     assert f"error: package index {dead_base}/cpu did not answer (connection refused)" in err
     assert "--index-base" in err and "--wheelhouse" in err and "--fallback-index" in err
-    assert len(err.strip().splitlines()[-1]) < 800  # one line, not a traceback
+    _, fallback, *_ = last_error(err).splitlines()
+    # The useful fix first, as a command to copy; no line a terminal cannot show whole.
+    assert fallback.startswith(f"fix: rocmkit install --venv {venv} --fallback-index"), err
+    # (The venv's path is the user's own: here pytest's, 60 characters longer than .venv.)
+    assert all(len(line.replace(str(venv), ".venv")) <= MAX_LINE for line in last_error(err).splitlines()), err
     assert not venv.exists()  # made by this run, removed again
 
 

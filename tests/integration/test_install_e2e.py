@@ -25,7 +25,7 @@ import pytest
 from rocmkit.install.state import diff, snapshot
 from rocmkit.plan import Plan
 from rocmkit.pyenv import probe
-from tests.support.cli import keep_user_config_out, run_main
+from tests.support.cli import keep_user_config_out, last_error, run_main
 from tests.support.pkgindex import PLATFORM_TAG, IndexServer, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -444,7 +444,7 @@ def test_a_failing_install_into_an_empty_venv_leaves_it_as_it_was(
     bad = plan_62(tmp_path, server, index="whl/missing-dep")
     code, _, err = rk(capsys, "--venv", str(venv), "--plan", str(bad), "--installer", "uv")
     assert code == 7, err
-    last = err.strip().splitlines()[-1]
+    last = last_error(err)
     assert last.startswith("error: uv could not resolve the planned packages: ") and "nosuchdep" in last, last
     assert "guard" not in last  # the plan's own closure, not the guard, is why
     assert "environment restored exactly" in last

@@ -21,7 +21,7 @@ import pytest
 
 from rocmkit.plan import Plan
 from rocmkit.util.paths import matrices_dir, shipped_matrices_dir
-from tests.support.cli import keep_user_config_out, run_main
+from tests.support.cli import keep_user_config_out, last_error, run_main
 from tests.support.pkgindex import IndexServer, make_torch_recording_sdist, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -192,6 +192,6 @@ def test_the_guard_pins_no_companion_that_was_left_out(
     monkeypatch.delenv("PIP_FIND_LINKS")
     code, _, err = rk(capsys, "install", "--venv", str(venv), "--plan", str(plan_file(tmp_path, server)), "--with", "timmish")
     assert code == 7, err
-    last = err.strip().splitlines()[-1]
+    last = last_error(err)
     assert f"timmish cannot be installed beside the guard's torch=={TORCH}" in last, last
     assert "fix: " in last and "rocmkit install --torch" in last

@@ -11,6 +11,7 @@ from rocmkit.cli import main
 from rocmkit.errors import NetworkError
 from rocmkit.matrix import load_matrix
 from rocmkit.matrix.refresh import compare
+from tests.support.cli import last_error
 from tests.support.pkgindex import IndexServer, make_torch_set, make_wheel
 
 pytestmark = pytest.mark.integration
@@ -90,4 +91,4 @@ def test_refresh_cli_json_and_unreachable_index(tmp_path: Path, capsys: pytest.C
     with pytest.raises(SystemExit) as info:
         main(["matrix", "refresh", "--index", url + "/whl", "--only", "cpu", "--timeout", "2"])
     out, err = capsys.readouterr()
-    assert info.value.code == 9 and err.count("\n") >= 1 and "does not answer" in err.strip().splitlines()[-1]
+    assert info.value.code == 9 and err.count("\n") >= 1 and "does not answer" in last_error(err)

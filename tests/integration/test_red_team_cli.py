@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.plan import Plan
-from tests.support.cli import rocmkit
+from tests.support.cli import last_error, rocmkit
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def test_install_with_a_companion_that_contradicts_the_plan(with_: str, says: st
     args = ("install", "--dry-run", "--plan", str(path), "--venv", str(tmp_path / "v"))
     res = rocmkit(*args, "--with", with_)
     assert res.code == 4, res.stderr
-    assert says in res.stderr.strip().splitlines()[-1] and "Traceback" not in res.stderr
+    assert says in last_error(res.stderr) and "Traceback" not in res.stderr
     fits = rocmkit(*args, "--with", "torch>=2.5")
     assert fits.code == 0, fits.stderr
 

@@ -26,11 +26,22 @@ class CliResult:
     stderr: str
 
     def one_line_error(self) -> str:
-        """The single ``error: ...`` line on stderr (asserting there is exactly one, no traceback)."""
+        """The error on stderr: its one ``error: ...`` line (what is wrong) and the ``fix: ...``
+        lines after it, joined by newlines; asserting that shape, and no traceback."""
         lines = self.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: "), self.stderr
+        assert lines and lines[0].startswith("error: "), self.stderr
+        assert all(line.startswith("fix: ") for line in lines[1:]), self.stderr
         assert "Traceback" not in self.stderr
-        return lines[0]
+        return "\n".join(lines)
+
+
+def last_error(stderr: str) -> str:
+    """The last error on ``stderr`` (after any progress lines): its ``error: ...`` line and the
+    ``fix: ...`` lines under it, joined by newlines."""
+    lines = stderr.strip().splitlines()
+    start = max((i for i, line in enumerate(lines) if line.startswith("error: ")), default=len(lines) - 1)
+    assert all(line.startswith("fix: ") for line in lines[start + 1 :]), stderr
+    return "\n".join(lines[start:])
 
 
 def rocmkit(*args: str, env: Mapping[str, str | None] | None = None) -> CliResult:

@@ -530,3 +530,12 @@ def make_torch_recording_sdist(dest_dir: Path, name: str = "recordtorch", versio
             info.mtime = 1704067200
             tf.addfile(info, io.BytesIO(data))
     return out
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port with nothing listening (bound, then released): a dead index."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

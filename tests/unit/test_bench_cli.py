@@ -36,8 +36,8 @@ def test_list_names_the_five_models(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_model_is_one_line_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["bench", "models", "--models", "mlp,gpt5"], capsys)
     assert code == 4 and out == ""
-    assert err.startswith("error: unknown model 'gpt5' (fix: choose from distilgpt2,")
-    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("error: unknown model 'gpt5'\nfix: choose from distilgpt2,")
+    assert len(err.strip().splitlines()) == 2
 
 
 def test_output_folder_is_checked_before_running(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

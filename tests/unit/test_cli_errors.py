@@ -89,9 +89,9 @@ def test_doctor_report_paths_that_cannot_be_written() -> None:
         "doctor", "--capture", capture, "--level", "0", "--prom", "/proc/rocmkit-cannot-write-here.prom"
     )
     assert res.code == 4 and "Traceback" not in res.stderr
-    # After the checks' progress lines, the one error line.
-    last = res.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: cannot write /proc/rocmkit-cannot-write-here.prom")
+    # After the checks' progress lines, the error line and its fix.
+    error, fix = res.stderr.strip().splitlines()[-2:]
+    assert error.startswith("error: cannot write /proc/rocmkit-cannot-write-here.prom") and fix.startswith("fix: ")
 
 
 def test_doctor_missing_capture_is_exit_4() -> None:
@@ -130,8 +130,8 @@ def test_fleet_missing_and_corrupt_reports(tmp_path: Path) -> None:
     res = rocmkit("fleet", "summarize", str(tmp_path / "missing.json"))
     assert res.code == 4 and res.stdout == ""
     assert res.one_line_error() == (
-        f"error: {tmp_path / 'missing.json'} does not exist (fix: pass report files or folders "
-        "written by `rocmkit doctor --json`)"
+        f"error: {tmp_path / 'missing.json'} does not exist\n"
+        "fix: pass report files or folders written by `rocmkit doctor --json`"
     )
     bad = tmp_path / "bad.json"
     bad.write_text("{")

@@ -37,9 +37,9 @@ def test_check_bad_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
     code, out, err = run(capsys, "matrix", "check", "--dir", str(tmp_path))
     assert code == 5 and out == ""
     assert err.strip() == (
-        "error: torch.toml: release '2.5.1': unknown key 'torchaudo' (did you mean 'torchaudio'?) "
-        "(fix: allowed keys are confirmed, not_built, not_built_sources, note, python_max, python_min, released, "
-        "sources, torchaudio, torchvision, unconfirmed, variants, version)"
+        "error: torch.toml: release '2.5.1': unknown key 'torchaudo' (did you mean 'torchaudio'?)\n"
+        "fix: allowed keys are confirmed, not_built, not_built_sources, note, python_max, python_min, released, "
+        "sources, torchaudio, torchvision, unconfirmed, variants, version"
     )
 
 

@@ -134,6 +134,6 @@ def test_cli_exit_5_lists_what_is_not_stated(tmp_path: Path, capsys: pytest.Capt
     assert info.value.code == 5
     assert "not stated: channels.toml nightly torch_min 2.13.0.dev0" in out
     assert err.strip() == (
-        "error: 1 facts are not stated by the sources they cite (fix: correct them (or their sources) "
-        "and run `rocmkit matrix refresh --write`)"
+        "error: 1 facts are not stated by the sources they cite\n"
+        "fix: correct them (or their sources) and run `rocmkit matrix refresh --write`"
     )

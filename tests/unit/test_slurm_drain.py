@@ -152,7 +152,7 @@ def test_a_doctor_that_refuses_the_node_is_a_finding_not_unchecked(monkeypatch: 
     from rocmkit.proc.runner import CommandResult
     from rocmkit.slurm import checks
 
-    line = "error: the install journal /v/rocmkit-journal.json is writable by others (fix: remove it)"
+    line = "error: the install journal /v/rocmkit-journal.json is writable by others\nfix: remove it"
 
     def refused(argv: list[str], **_: object) -> CommandResult:
         return CommandResult(argv=tuple(argv), status="failed", returncode=13, stderr=line + "\n")
@@ -161,5 +161,5 @@ def test_a_doctor_that_refuses_the_node_is_a_finding_not_unchecked(monkeypatch: 
     outcome = checks.run_quick(checks.QuickOptions(), names=["env.shm"])
     assert not outcome.unchecked
     (finding,) = outcome.findings
-    assert finding.check == "untrusted" and line in finding.message
+    assert finding.check == "untrusted" and line.replace("\n", " ") in finding.message
     assert drain_reason(outcome.findings) == "rocmkit: untrusted"
