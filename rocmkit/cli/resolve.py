@@ -137,7 +137,7 @@ def planned(req: ResolveRequest, session: Session) -> Plan:
     """The plan install would carry out for the same options (before its --with packages)."""
     import dataclasses
 
-    from rocmkit.install.existing import decide
+    from rocmkit.install.decision import decide
 
     cons = req.constraints()
     if req.venv is not None:
