@@ -627,7 +627,7 @@ def _journaled(
         for step in report.steps:
             echo(f"rocmkit:   {step}")
         echo(f"rocmkit: {report.describe()}")
-        if report.exact:
+        if report.restored:
             tx.discard_backups()
         else:
             echo(
