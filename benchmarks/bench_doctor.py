@@ -1,6 +1,12 @@
 """Time `rocmkit doctor` per level: the fork server against one child per check, cold and warm.
 
     python benchmarks/bench_doctor.py [--levels 0,1,2] [--repeat 1] [--backend cpu]
+    python benchmarks/bench_doctor.py --baseline DIR [--repeat 2]   # level 2 against another tree
+
+``--baseline DIR`` (a checkout of an earlier commit: ``git worktree add DIR 5ba11a0``) times
+level 2 only, cold then warm, this tree against DIR's rocmkit in the same run and interleaved
+(old cold, new cold, old warm, new warm per round), so a machine others load slows both
+alike; it prints each run, the ratios new/old, and the per-check times of the last round.
 
 Each run is a fresh process, as a user or a Slurm prolog starts it. "cold" uses an
 empty ROCMKIT_CACHE_DIR (no detection cache, empty Triton and inductor caches);
@@ -64,12 +70,68 @@ def _hit_rate(report: dict[str, Any] | None) -> str:
     )
 
 
+def _tree_doctor(tree: Path, cache: Path, work: Path, *extra: str) -> tuple[float, int, dict[str, Any] | None]:
+    """The doctor of ``tree`` (its rocmkit first on the path; run from ``work``, since the
+    folder a ``python -m`` starts in comes before PYTHONPATH)."""
+    env = {**os.environ, "ROCMKIT_CACHE_DIR": str(cache), "PYTHONPATH": str(tree)}
+    for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "ROCMKIT_OFFLINE"):
+        env.pop(var, None)
+    env["ROCMKIT_OFFLINE"] = "1"  # the plan from the packaged data: no index in the timing
+    argv = [sys.executable, "-m", "rocmkit", "doctor", "--level", "2", "--json", *extra]
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=work, timeout=1800, check=False)
+    took = time.perf_counter() - start
+    report = json.loads(proc.stdout) if proc.stdout.startswith("{") else None
+    return took, proc.returncode, report
+
+
+def against(baseline: Path, repeat: int, extra: tuple[str, ...]) -> int:
+    """Level 2, cold and warm, this tree against ``baseline``, interleaved."""
+    trees = {"old": baseline.resolve(), "new": REPO}
+    walls: dict[str, list[float]] = {f"{t} {k}": [] for t in trees for k in ("cold", "warm")}
+    last: dict[str, dict[str, Any] | None] = {}
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
+    print(f"old = {trees['old']}, new = {trees['new']}; doctor --level 2 --json {' '.join(extra)}")
+    for rnd in range(1, repeat + 1):
+        with tempfile.TemporaryDirectory(prefix="rocmkit-bench-") as tmp:
+            work = Path(tmp)
+            for kind in ("cold", "warm"):
+                for tree, path in trees.items():
+                    took, code, report = _tree_doctor(path, work / f"cache-{tree}", work, *extra)
+                    walls[f"{tree} {kind}"].append(took)
+                    last[f"{tree} {kind}"] = report
+                    verdict = report["verdict"] if report else "no report"
+                    print(f"  round {rnd} {tree} {kind}: {took:7.1f} s (exit {code}, {verdict}), "
+                          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"\n{'':10} {'old (s)':>9} {'new (s)':>9} {'new/old':>8}   runs old | new")
+    for kind in ("cold", "warm"):
+        old, new = statistics.median(walls[f"old {kind}"]), statistics.median(walls[f"new {kind}"])
+        runs = f"{' '.join(f'{v:.1f}' for v in walls[f'old {kind}'])} | {' '.join(f'{v:.1f}' for v in walls[f'new {kind}'])}"
+        print(f"level 2 {kind:4} {old:9.1f} {new:9.1f} {new / old:8.2f}   {runs}")
+    names = [n for k in last for n in _durations(last[k])]
+    order = sorted(set(names), key=lambda n: -max(_durations(last[k]).get(n, 0.0) for k in last))
+    print("\nper check, last round (s; checks overlap: two run at once on two cores)")
+    print(f"{'check':28} {'old cold':>9} {'new cold':>9} {'old warm':>9} {'new warm':>9}")
+    for name in order[:14]:
+        row = [_durations(last[k]).get(name) for k in ("old cold", "new cold", "old warm", "new warm")]
+        print(f"{name:28} " + " ".join(f"{v:9.2f}" if v is not None else f"{'-':>9}" for v in row))
+    for kind in ("cold", "warm"):
+        for r in (last.get(f"new {kind}") or {}).get("results", ()):
+            if r["name"].startswith("compile."):
+                print(f"new {kind} {r['name']}: {r['status']}: {r['message'][:150]}")
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--levels", default="0,1,2")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--backend", default=None, help="pass --backend to the doctor (default: detected)")
+    ap.add_argument("--baseline", type=Path, help="another rocmkit tree: level 2 cold and warm against it")
     args = ap.parse_args()
+    if args.baseline is not None:
+        return against(args.baseline, args.repeat, ("--backend", args.backend) if args.backend else ())
     levels = [int(x) for x in args.levels.split(",")]
     backend = ("--backend", args.backend) if args.backend else ()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")

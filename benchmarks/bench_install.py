@@ -194,14 +194,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"torch {version}, {args.rounds} rounds, uv {uv_version[1] if len(uv_version) > 1 else '?'}"
         f", PYTHONDONTWRITEBYTECODE {'set' if dont_write else 'unset'}, {os.cpu_count()} CPUs"
     )
-    print(f"{'':44} {'median':>8} {'best':>8}")
+    print(f"{'':44} {'median':>8} {'best':>8}   runs")
     for label, values in rows.items():
-        print(f"{label:44} {statistics.median(values):7.2f}s {min(values):7.2f}s")
-    uv = statistics.median(rows["uv pip install"])
-    checked = statistics.median(rows["uv pip install + import torch"])
+        runs = " ".join(f"{v:.2f}" for v in values)
+        print(f"{label:44} {statistics.median(values):7.2f}s {min(values):7.2f}s   {runs}")
+    # Both floors, each with its runs: the ratio of each round (the tools ran back to back in
+    # it, so a load that comes and goes moves both), then the ratio of the medians.
     for label in ("rocmkit install", "rocmkit install --no-verify"):
         mine = statistics.median(rows[label])
-        print(f"ratio {label} / uv pip install: {mine / uv:.2f}   / uv + import torch: {mine / checked:.2f}")
+        for floor, peer in (("uv pip install", rows["uv pip install"]),
+                            ("uv pip install + import torch", rows["uv pip install + import torch"])):
+            per_round = [m / p for m, p in zip(rows[label], peer, strict=True)]
+            print(f"ratio {label} / {floor}: {mine / statistics.median(peer):.2f} (medians); rounds "
+                  + " ".join(f"{r:.2f}" for r in per_round))
     if args.cold:
         cold = rows["rocmkit install, cold cache"][0] / rows["uv pip install, cold cache"][0]
         print(f"ratio rocmkit install / uv pip install, cold cache: {cold:.2f}")

@@ -98,7 +98,8 @@ def _path(cache_dir: Path, key: str) -> Path:
     return cache_dir / FOLDER / f"{key}.json"
 
 
-def _when(stamp: float) -> str:
+def when_text(stamp: float) -> str:
+    """A stored time as the report says it: ``2026-12-07T03:40:12Z``."""
     return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
@@ -116,7 +117,7 @@ def reused(cache_dir: Path, key: str, *, now: float | None = None) -> list[Check
         return None
     if not results or any(r.status is not Status.PASS for r in results):
         return None
-    when = _when(stored_at)
+    when = when_text(stored_at)
     note = f" [verdict reused from {when}: same torch, Triton, inductor settings, GPU and driver; --fresh reruns it]"
     return [
         replace(r, message=r.message + note, duration_s=0.0, details={**r.details, "reused_from": when, "stack_key": key})

@@ -255,16 +255,17 @@ def planned_requirements(
             plan_sources(plan), wanted, target, opts, echo, notes, companions=plan.companions
         )
     for req in missing:
-        why = (
-            f"WARNING: {req} is left out: the planned index did not answer and no fallback source holds it; "
-        )
+        why = f"{req} is left out: the planned index did not answer and no fallback source holds it; "
         if into:
-            why += f"{into} will lack it (make it again once {', '.join(plan.index_urls)} answers)"
+            why = f"WARNING: {why}{into} will lack it (make it again once {', '.join(plan.index_urls)} answers)"
+            echo(f"rocmkit: {why}")
         else:
-            why += "installing the required packages without it. Add it later with: " + add_later_command(
+            # The warning, with the command that adds it later, is the install's last word (said
+            # once: the same warning before and after pip's output read as two problems).
+            echo(f"rocmkit: {why}installing the required packages without it (the end says how to add it)")
+            why = f"WARNING: {why}installing the required packages without it. Add it later with: " + add_later_command(
                 req, plan, target, installer
             )
-        echo(f"rocmkit: {why}")
         notes.append(why)
     keep = tuple(r for r in wanted if r not in missing)
     from rocmkit.install.companions import refuse_unserved_needs
@@ -626,7 +627,7 @@ def _journaled(
         for step in report.steps:
             echo(f"rocmkit:   {step}")
         echo(f"rocmkit: {report.describe()}")
-        if report.exact:
+        if report.restored:
             tx.discard_backups()
         else:
             echo(

@@ -22,7 +22,7 @@ from packaging.version import Version
 from rocmkit import arch as gfx
 from rocmkit.errors import DataError
 from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, rows
-from rocmkit.matrix.model import Fact
+from rocmkit.matrix.model import Fact, PythonSpan
 
 FILE = "jax.toml"
 _TOP = ("schema", "sources", "plugin", "plugin_archs", "route", "fix", "release", "torch_xla", "torch_xla_gpu")
@@ -78,26 +78,16 @@ class KnownFix(Fact):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PluginBuild:
+class PluginBuild(PythonSpan):
     family: str
     version: str  # "0.10.2" or "0.9.1.post6": the newest build of the release for these Pythons
-    python_min: str
-    python_max: str
-
-    def supports_python(self, python: str) -> bool:
-        return Version(self.python_min) <= Version(python) <= Version(self.python_max)
 
 
 @dataclass(frozen=True, kw_only=True)
-class JaxRelease(Fact):
+class JaxRelease(Fact, PythonSpan):  # the Pythons of jaxlib's CPython wheels
     version: str  # jax and jaxlib ("0.10.2")
-    python_min: str  # jaxlib's CPython wheels
-    python_max: str
     released: dt.date | None = None
     plugins: tuple[PluginBuild, ...] = ()
-
-    def supports_python(self, python: str) -> bool:
-        return Version(self.python_min) <= Version(python) <= Version(self.python_max)
 
     def build(self, family: str, python: str) -> PluginBuild | None:
         """The newest plugin build of ``family`` for this release and Python (rows are newest first)."""
@@ -105,13 +95,8 @@ class JaxRelease(Fact):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TorchXlaRelease(Fact):
+class TorchXlaRelease(Fact, PythonSpan):
     version: str
-    python_min: str
-    python_max: str
-
-    def supports_python(self, python: str) -> bool:
-        return Version(self.python_min) <= Version(python) <= Version(self.python_max)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,5 +1,6 @@
 """The dashboard suites for real on this CPU: HF models built from transformers configs and compiled,
-a run killed with -9 and resumed, shards merged, and compare on a real run.
+a run killed with -9 and resumed, shards merged, and compare on a real run (the TIMM model:
+test_bench_timm.py, a file of its own so that xdist runs it beside these, not after them).
 
 One real HF run (3 models of PyTorch's list at tiny, plus two that cannot be built) is shared by
 the tests that only read its rows, so the compiles happen once.
@@ -282,48 +283,6 @@ def test_a_run_killed_with_sigkill_resumes_and_shards_merge_to_the_same_rows(tmp
     doc = json.loads(merged.stdout)
     assert [untimed(m) for m in doc["models"]] == [untimed(r) for r in after]
     assert (doc["summary"]["passed"], doc["summary"]["total"]) == (2, 2)
-
-
-# The Python whose timm imports: scripts/test.sh makes .venv-timm (torch 2.13.0+cpu, PyPI's
-# torchvision 0.28.0 and timm; tests/support/timm_env says why torchvision needs a hand there);
-# TIMM_TEST_PYTHON names another (not ROCMKIT_*: the test fixtures clear those).
-TIMM_PYTHON_ENV = "TIMM_TEST_PYTHON"
-TIMM_VENV = Path(__file__).resolve().parents[2] / ".venv-timm"
-
-
-def _timm_python() -> tuple[str, str | None]:
-    made = TIMM_VENV / "bin" / "python"
-    python = os.environ.get(TIMM_PYTHON_ENV) or (str(made) if made.exists() else sys.executable)
-    proc = subprocess.run(
-        [python, "-c", "import timm"], capture_output=True, text=True, timeout=300, check=False
-    )
-    if proc.returncode == 0:
-        return python, None
-    last = (proc.stderr.strip().splitlines() or ["?"])[-1]
-    return python, (
-        f"timm does not import in {python} ({last[:160]}); scripts/test.sh makes .venv-timm where it "
-        f"does, or set {TIMM_PYTHON_ENV} to a Python that has it"
-    )
-
-
-@pytest.mark.slow
-def test_one_timm_model_for_real() -> None:
-    python, why = _timm_python()
-    if why:
-        skip_or_fail(why)
-    # rocmkit runs here; the model runs in the TIMM Python (`bench models --python`, as the
-    # doctor and install take it), which needs torch and timm but not rocmkit's dependencies.
-    proc = subprocess.run(
-        [sys.executable, "-m", "rocmkit", "bench", "models", "--suite", "timm", "--device", "cpu", "--models",
-         "mobilenetv2_100", "--repeat", "3", "--threads", "1", "--mode", "train", "--json", "--python", python],
-        capture_output=True, text=True, timeout=1500, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (m,) = json.loads(proc.stdout)["models"]
-    assert m["status"] == "pass" and m["impl"].startswith("timm ") and m["accuracy"]["ok"]
-    assert m["batch_size"] == 2 and m["accuracy"]["tolerance"] == 1e-2  # training
-    if python != sys.executable:
-        assert f"measuring the Python at {python}" in proc.stderr
 
 
 @pytest.mark.slow

@@ -29,19 +29,31 @@ def _check(tmp_path: Path, **options: object) -> CheckResult:
     return r
 
 
-def test_inductor_trains_like_eager_on_the_cpu(tmp_path: Path) -> None:
-    r = _check(tmp_path, **{"compile.models": "convnet", "compile.steps": 3})
+def test_inductor_trains_like_eager_on_the_cpu_and_the_pass_is_reused(tmp_path: Path) -> None:
+    r = _check(tmp_path, **{"compile.steps": 3})
     assert r.status is Status.PASS, r.message
     assert r.name == "compile.correctness" and r.level == 2
-    (run,) = r.details["runs"]
-    assert run["mode"] == "default" and run["loss"]["ok"] and run["grad_norm"]["ok"]
+    (run,) = r.details["runs"]  # level 2: the one small model
+    assert run["model"] == "mini" and run["mode"] == "default" and run["loss"]["ok"] and run["grad_norm"]["ok"]
     assert len(run["curves"]["compiled"]["loss"]) == 3
     # No CUDA/HIP graphs on a CPU: reduce-overhead is said to be left out, not silently dropped.
     assert "reduce-overhead not run" in r.message
+    # The same stack again: the verdict is reused, not compiled again, and says so.
+    again = _check(tmp_path, **{"compile.steps": 3})
+    assert again.status is Status.PASS and again.details["reused_from"].endswith("Z")
+    assert "[verdict reused from " in again.message and again.duration_s == 0.0
 
 
 def test_a_compiled_model_with_a_wrong_gradient_fails_at_step_0(tmp_path: Path) -> None:
-    r = _check(tmp_path, **{"compile.backend": f"{BAD}:wrong_relu_grad", "compile.steps": 4})
+    # Level 2's one small model catches it...
+    small = _check(tmp_path, **{"compile.backend": f"{BAD}:wrong_relu_grad", "compile.steps": 4})
+    assert small.status is Status.FAIL, small.message
+    assert "mini mode=default diverged from eager at step 0" in small.message
+    (run,) = small.details["runs"]
+    assert run["grad_norm"]["first_bad_step"] == 0
+    # ...and so do level 3's two.
+    r = _check(tmp_path, **{"compile.backend": f"{BAD}:wrong_relu_grad", "compile.steps": 4,
+                            "compile.models": "transformer,convnet"})
     assert r.status is Status.FAIL, r.message
     assert "transformer mode=default diverged from eager at step 0" in r.message
     assert "convnet mode=default diverged" in r.message

@@ -106,3 +106,20 @@ def test_a_bad_row_is_one_error_naming_the_file(tmp_path: Path, old: str, new: s
         parse_jax(_broken(tmp_path, old, new))
     assert info.value.message.startswith("jax.toml: ")
     assert said in info.value.message
+
+
+def test_one_python_rule_for_torch_jax_plugins_and_torch_xla() -> None:
+    # matrix/model.PythonSpan: minor versions, ends included, for every release table (jaxdata
+    # had its own copy comparing whole versions, so 3.12.4 fell outside a row ending at 3.12).
+    from rocmkit.matrix.jaxdata import JaxRelease, PluginBuild, TorchXlaRelease
+    from rocmkit.matrix.model import TorchRelease
+
+    rows = (
+        JaxRelease(version="0.10.2", python_min="3.11", python_max="3.12"),
+        PluginBuild(family="rocm7", version="0.10.2", python_min="3.11", python_max="3.12"),
+        TorchXlaRelease(version="2.9.0", python_min="3.11", python_max="3.12"),
+        TorchRelease(version="2.9.0", torchvision=None, torchaudio=None, python_min="3.11", python_max="3.12"),
+    )
+    for row in rows:
+        assert row.supports_python("3.11") and row.supports_python("3.12") and row.supports_python("3.12.4")
+        assert not row.supports_python("3.10") and not row.supports_python("3.13")

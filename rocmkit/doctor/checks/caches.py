@@ -286,11 +286,47 @@ def _step(python: str, device: str, env: dict[str, str], timeout: float) -> tupl
         return None, "the child wrote no timing"
 
 
+# Where rocmkit notes that it compiled the step into the jobs' caches (--warm-caches, or a
+# level-2 run that found them filled): only then does a warm start from them say something.
+FILLED_FOLDER = "filled-caches"
+
+
+def _filled_key(python: str, dirs: Mapping[str, str]) -> str:
+    import hashlib
+    import json
+
+    facts = [python, dirs.get("TRITON_CACHE_DIR"), dirs.get("TORCHINDUCTOR_CACHE_DIR")]
+    return hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:32]
+
+
+def _filled_at(cache_dir: Path, key: str) -> float | None:
+    """When rocmkit compiled the step into these caches (for this Python), or None."""
+    import json
+
+    from rocmkit.util.trust import load_cached
+
+    try:
+        return float(json.loads(load_cached(cache_dir / FILLED_FOLDER / f"{key}.json") or b"{}")["at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _note_filled(cache_dir: Path, key: str) -> None:
+    import contextlib
+    import json
+
+    from rocmkit.util.trust import store_cached
+
+    with contextlib.suppress(OSError):
+        store_cached(cache_dir / FILLED_FOLDER / f"{key}.json", json.dumps({"at": time.time()}).encode())
+
+
 @check(
     "compile.cache_speed",
     level=2,
-    description="One compiled training step cold vs warm, in two fresh processes sharing the compile caches: "
-    "a warm start must reuse them (with --warm-caches: fills the caches the jobs use)",
+    description="A fresh process starts warm from the jobs' compile caches (level 2, once they are filled); "
+    "one compiled training step cold vs warm in two fresh processes (level 3, or --warm-caches: fills the "
+    "caches the jobs use)",
     needs=("torch",),
     timeout_s=900.0,
     options={"caches.warm": "fill the jobs' own caches (set by --warm-caches)"},
@@ -302,9 +338,13 @@ def cache_speed(ctx: CheckContext) -> CheckResult:
     python = str(ctx.python.executable) if ctx.python is not None else sys.executable
     device = "cuda" if ctx.backend in ("rocm", "cuda") else "cpu"
     fill = bool(ctx.options.get("caches.warm"))
+    jobs = {c.variable: str(c.path) for c in cache_dirs(env, miopen=False)}
+    filled_key = _filled_key(python, jobs)
+    if not fill and ctx.level < 3:
+        return _warm_start(ctx, python, device, env, jobs, filled_key)
     scratch: tempfile.TemporaryDirectory[str] | None = None
     if fill:
-        dirs = {c.variable: str(c.path) for c in cache_dirs(env)}
+        dirs = jobs
         for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
             Path(dirs[var]).mkdir(mode=0o700, parents=True, exist_ok=True)
         child = {**env, "TRITON_CACHE_DIR": dirs["TRITON_CACHE_DIR"], "TORCHINDUCTOR_CACHE_DIR": dirs["TORCHINDUCTOR_CACHE_DIR"]}
@@ -326,6 +366,8 @@ def cache_speed(ctx: CheckContext) -> CheckResult:
     if cold is None or warm is None:
         return result(Status.ERROR, f"the compiled step did not run: {err or err2}",
                       "run it by hand: python -c 'import torch; torch.compile(torch.nn.Linear(2, 2))(torch.ones(2))'")
+    if fill:
+        _note_filled(ctx.cache_dir, filled_key)  # later level-2 runs judge a warm start from them
     ratio = warm["step_s"] / cold["step_s"] if cold["step_s"] > 0 else 1.0
     figures = (
         Figure(name="compiled_step.cold", value=round(cold["step_s"], 3), unit="s"),
@@ -347,3 +389,56 @@ def cache_speed(ctx: CheckContext) -> CheckResult:
         )
     return result(Status.PASS, f"{head}; the warm start loaded all {warm['hits']:.0f} graph(s) from the cache"
                   + (" (filled for later jobs)" if fill else ""), figures=figures, **details)
+
+
+FILL_REMEDY = (
+    "`rocmkit doctor --warm-caches` fills the jobs' caches and measures cold vs warm (in a Slurm prolog or "
+    "the image build); `rocmkit doctor --level 3` measures it in a private cache"
+)
+
+
+def _warm_start(
+    ctx: CheckContext, python: str, device: str, env: Mapping[str, str], jobs: Mapping[str, str], key: str
+) -> CheckResult:
+    """Level 2: a job's warm start, judged in the caches the jobs use, where rocmkit compiled
+    the step into them before; nothing compiled cold (that experiment is level 3's and
+    --warm-caches')."""
+    from rocmkit.util.trust import folder_problem
+
+    where = f"the jobs' caches ({jobs['TORCHINDUCTOR_CACHE_DIR']}, {jobs['TRITON_CACHE_DIR']})"
+    for path in (jobs["TORCHINDUCTOR_CACHE_DIR"], jobs["TRITON_CACHE_DIR"]):
+        # Compiled code in a folder another user can write is never loaded (env.caches fails it).
+        problem = folder_problem(_existing(Path(path)))
+        if problem is not None:
+            return result(Status.SKIP, f"not judged: {path} is not safe to load compiled code from ({problem})",
+                          "see env.caches for the fix", where=where)
+    filled = _filled_at(ctx.cache_dir, key)
+    if filled is None or not all(Path(p).is_dir() for p in jobs.values()):
+        return result(Status.SKIP, f"not judged: rocmkit has not compiled its step into {where} yet",
+                      FILL_REMEDY, where=where)
+    child = {**env, **jobs}
+    for var in ("TRITON_ALWAYS_COMPILE", "TORCHINDUCTOR_FORCE_DISABLE_CACHES"):
+        child.pop(var, None)
+    started = time.monotonic()
+    warm, err = _step(python, device, child, 420.0)
+    if warm is None:
+        return result(Status.ERROR, f"the compiled step did not run: {err}",
+                      "run it by hand: python -c 'import torch; torch.compile(torch.nn.Linear(2, 2))(torch.ones(2))'")
+    from rocmkit.doctor.verdicts import when_text
+
+    when = when_text(filled)
+    figures = (Figure(name="compiled_step.warm", value=round(warm["step_s"], 3), unit="s"),)
+    details: dict[str, Any] = {"warm": warm, "filled": False, "filled_at": when, "where": where,
+                               "duration_s_inner": round(time.monotonic() - started, 2)}
+    if warm["misses"] > 0 or warm["hits"] == 0:
+        return result(
+            Status.WARN,
+            f"a fresh process compiled the step again ({warm['misses']:.0f} graph(s) missed {where}, "
+            f"filled {when}): a job's start there compiles everything",
+            "check that env.caches passes (a persistent, private cache folder) and that "
+            "TORCHINDUCTOR_FORCE_DISABLE_CACHES and TRITON_ALWAYS_COMPILE are unset, then "
+            + FILL_REMEDY.split(";", 1)[0],
+            figures=figures, **details,
+        )
+    return result(Status.PASS, f"a fresh process started warm from {where}: all {warm['hits']:.0f} graph(s) "
+                  f"of the step filled {when} loaded ({warm['step_s']:.1f} s)", figures=figures, **details)

@@ -4,16 +4,20 @@ A compiled model can be fast and still wrong: ``mode="reduce-overhead"`` (CUDA/H
 silently degraded training on ROCm (pytorch#187715: ``cudagraph_trees`` has no HIP guard;
 on CUDA, pytorch#118228). The speedup checks compare one forward; this one trains.
 
-A small transformer block and a small conv net train a few steps from the same seeded
-weights and batches three ways: eager in the working precision (AMP where the device has
-it), compiled in each mode, and eager in fp64 (the reference). The loss and the global
+At level 2 one small model holding the ops of both others (a convolution, batch norm, ReLU,
+layer norm, self-attention: ``mini``), at level 3 a small transformer block and a small conv
+net, train a few steps from the same seeded weights and batches three ways: eager in the
+working precision (AMP where the device has it), compiled (mode ``default`` at level 2, every
+mode at level 3), and eager in fp64 (the reference). Each model is one compile of its forward
+and its backward, most of the check's time, hence one model at level 2. A pass depends only on
+the software stack and is reused while it stays (``stack_verdict``, doctor/verdicts.py). The loss and the global
 gradient norm of every step form two curves; ``rocmkit.doctor.curves`` judges each compiled
 curve against eager with ``torch._dynamo.utils.same``'s rule (allclose at the harness's
 training tolerance, else the fp64 RMSE rule) and names the step the divergence began.
 
 Options (``--set``): ``compile.steps`` (default 6; 30 at level 3), ``compile.models``
-(``transformer,convnet``), ``compile.modes`` (default ``default``, plus ``reduce-overhead``
-where CUDA/HIP graphs exist), ``compile.amp`` (``auto``: bf16 on a GPU that has it, else
+(``mini`` at level 2, ``transformer,convnet`` at level 3), ``compile.modes`` (default
+``default``; at level 3 ``reduce-overhead`` too where CUDA/HIP graphs exist), ``compile.amp`` (``auto``: bf16 on a GPU that has it, else
 fp16; ``off``), ``compile.backend`` (``inductor``, or ``module:function`` naming a dynamo
 backend: a site's own compiler, or the test suite's deliberately wrong one).
 """
@@ -31,7 +35,10 @@ from rocmkit.doctor.result import CheckResult, Figure, Status
 from rocmkit.proc.result_file import say_phase
 
 NAME = "compile.correctness"
-MODELS = ("transformer", "convnet")
+MODELS = ("mini", "transformer", "convnet")
+# level -> the models trained: at level 2 one small model holding the ops of both others (each
+# model is a compile, the cost of the check); at level 3 the transformer block and the conv net.
+LEVEL_MODELS = {2: ("mini",), 3: ("transformer", "convnet")}
 STEPS = {2: 6, 3: 30}  # level -> training steps
 GRAPH_MODES = ("reduce-overhead",)  # modes that need CUDA/HIP graphs
 ISSUES = {
@@ -149,7 +156,33 @@ def _models(torch: Any) -> dict[str, Callable[[], tuple[Any, Callable[[int, Any]
 
         return model, batch
 
-    return {"transformer": block, "convnet": convnet}
+    class Mini(nn.Module):  # type: ignore[misc,name-defined]  # torch is imported in the child only
+        """Level 2's one model: the ops of both others in one small graph (a compile each
+        forward and backward costs most of the check): a convolution, batch norm (its running
+        statistics are a mutation inductor must keep), ReLU, then the image's positions as
+        tokens through a layer norm and one head of self-attention, a residual, a classifier."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+            self.norm = nn.LayerNorm(8)
+            self.qkv = nn.Linear(8, 24)
+            self.head = nn.Linear(8, 10)
+
+        def forward(self, x: Any) -> Any:
+            tokens = torch.relu(self.bn(self.conv(x))).flatten(2).transpose(1, 2)
+            q, k, v = self.qkv(self.norm(tokens)).chunk(3, dim=-1)
+            attended = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            return self.head((tokens + attended).mean(dim=1))
+
+    def mini() -> tuple[Any, Callable[[int, Any], tuple[Any, Any]]]:
+        def batch(i: int, g: Any) -> tuple[Any, Any]:
+            return torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g)
+
+        return Mini(), batch
+
+    return {"mini": mini, "transformer": block, "convnet": convnet}
 
 
 def _train(torch: Any, model: Any, batches: list[tuple[Any, Any]], *, step_fn: Any, device: str,
@@ -209,7 +242,8 @@ def correctness(ctx: CheckContext) -> CheckResult:
     device = "cuda" if gpu else "cpu"
     opts = ctx.options
     steps = int(opts.get("compile.steps", STEPS.get(ctx.level, STEPS[3] if ctx.level > 3 else STEPS[2])))
-    names = [n.strip() for n in str(opts.get("compile.models", ",".join(MODELS))).split(",") if n.strip()]
+    default_models = LEVEL_MODELS[3] if ctx.level >= 3 else LEVEL_MODELS[2]
+    names = [n.strip() for n in str(opts.get("compile.models", ",".join(default_models))).split(",") if n.strip()]
     unknown = [n for n in names if n not in MODELS]
     if unknown or steps < 1:
         return result(
