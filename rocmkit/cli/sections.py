@@ -62,7 +62,8 @@ class SectionedCommand(click.Command):
             # --help comes last, with the output options (it is one).
             if isinstance(param, click.Option) and record is not None and param is not help_option:
                 rows[param.name or ""] = record
-        last = self.sections and list(self.sections)[-1]
+        headings = list(self.sections)
+        last = headings[-1] if headings else None
         for heading, names in self.sections.items():
             records = [rows.pop(name) for name in names if name in rows]
             if heading == last and help_option is not None and (record := help_option.get_help_record(ctx)):
