@@ -53,7 +53,7 @@ def test_jax_extras_are_the_ones_jax_declares() -> None:
 def test_arch_lists_are_the_code_objects_read_from_the_wheels() -> None:
     jd = load_jax(REPO / "matrices")
     for row in jd.archs:
-        folder = _wheel(f"{jd.plugin(row.family).module}-{row.version}")  # type: ignore[union-attr]
+        folder = _wheel(f"{jd.plugin(row.family).module}-{row.version}")
         assert set(row.archs) == set((folder / "hip_code_objects.txt").read_text().split())
 
 
@@ -72,11 +72,11 @@ def test_system_libraries_are_what_the_rocm7_wheels_link() -> None:
 def test_releases_pin_one_version_and_newest_post_per_python() -> None:
     jd = load_jax(REPO / "matrices")
     r = next(r for r in jd.releases if r.version == "0.9.1")
-    assert r.build("rocm7", "3.11") is not None and r.build("rocm7", "3.11").version == "0.9.1.post6"  # type: ignore[union-attr]
+    assert r.build("rocm7", "3.11") is not None and r.build("rocm7", "3.11").version == "0.9.1.post6"
     # 0.10.1.post1 was published for CPython 3.12 only: 3.11 keeps 0.10.1.
     r = next(r for r in jd.releases if r.version == "0.10.1")
-    assert r.build("rocm7", "3.12").version == "0.10.1.post1"  # type: ignore[union-attr]
-    assert r.build("rocm7", "3.11").version == "0.10.1"  # type: ignore[union-attr]
+    assert r.build("rocm7", "3.12").version == "0.10.1.post1"
+    assert r.build("rocm7", "3.11").version == "0.10.1"
     assert jd.releases[-1].version == "0.12.1" and jd.releases[-1].build("rocm7", "3.12") is None
 
 

@@ -171,7 +171,7 @@ def _suite() -> dict[str, Any]:
         dtype="fp32",
         size="tiny",
         repeat=5,
-        models=(ModelResult(name="mlp", status="pass", speedup=1.5),),  # type: ignore[arg-type]
+        models=(ModelResult(name="mlp", status="pass", speedup=1.5),),
         versions={"torch": "2.13.0"},
     ).to_dict()
     return data
