@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     "sources tables of a pyproject.toml.",
 )
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the plan (in --format or --json) to this file, whole or not at all, instead of stdout.")
+    help="Write the output to this file (whole, or not at all: no empty file on failure) instead of stdout.")
 @request(ResolveRequest)
 def cli(req: ResolveRequest) -> None:
     """Pick the torch, torchvision, torchaudio and Triton builds, the index and the

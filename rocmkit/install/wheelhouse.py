@@ -90,7 +90,7 @@ def open_wheelhouse(folder: Path) -> LockFile:
     if not lock.is_file():
         raise DataError(
             f"{folder} is not a rocmkit wheelhouse (no {LOCK_NAME})",
-            "make one with `rocmkit install --download-only --wheelhouse DIR`",
+            "rocmkit wheelhouse DIR   # on a connected node, then install from it",
         )
     parsed = parse(lock)
     missing = [e.name for e in parsed.entries if not any(folder.glob(f"*{e.version}*.whl"))]

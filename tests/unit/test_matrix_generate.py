@@ -281,6 +281,9 @@ def test_refresh_without_dir_writes_an_overlay_that_show_names(
         assert code == 0, err
         overlay = tmp_path / "data" / "matrices"
         assert f"wrote {overlay / 'torch.toml'}" in err and "+version = \"2.16.0\"" in out
+        # The switch of data source is said where the data goes (stdout), with the way back.
+        assert f"rocmkit now reads its data from {overlay}, not the data it shipped with" in out
+        assert f"To go back to the shipped data: rm -r {overlay}\n" in out
         # Every data file is in the overlay (it is a whole data folder), and the shipped data is untouched.
         assert sorted(p.name for p in overlay.glob("*.toml")) == sorted(shipped)
         assert {p.name: p.read_bytes() for p in shipped_matrices_dir().glob("*.toml")} == shipped
