@@ -196,6 +196,6 @@ def test_the_doctor_reaches_install_only_through_recover() -> None:
     to pass through flow, journal, guard, transaction, state, uv and pip for it)."""
     doctor = {m for m in graph() if room(m) == "doctor" or m == "rocmkit.cli.doctor"}
     used = sorted(f"{a} -> {b}" for a in doctor for b in graph()[a] if room(b) == "install")
-    assert used == ["rocmkit.cli.doctor -> rocmkit.install.recover"]
+    assert used == ["rocmkit.doctor.prepare -> rocmkit.install.recover"]
     assert "rocmkit.install.flow" not in graph()["rocmkit.install.recover"]
 
