@@ -243,6 +243,8 @@ def probe_script() -> Path:
 UNTRUSTED_FLAG = "--allow-untrusted-python"
 # Interpreters (by their environment's real path) the user chose to run anyway, this run.
 _ACCEPTED: set[str] = set()
+# Interpreters (as given) that passed the check in this process.
+_PASSED: set[str] = set()
 
 
 def untrusted_problem(python: str | Path) -> str | None:
@@ -259,9 +261,15 @@ def untrusted_problem(python: str | Path) -> str | None:
     if found is None:
         return None  # not found: the probe says so
     prefix, _ = interpreter_prefix(Path(found))
-    if os.path.realpath(prefix) in (os.path.realpath(sys.prefix), *_ACCEPTED):
+    key = os.path.realpath(prefix)
+    if key in (os.path.realpath(sys.prefix), *_ACCEPTED) or found in _PASSED:
         return None
-    return interpreter_problem(Path(found))
+    problem = interpreter_problem(Path(found))
+    if problem is None:
+        # Once it passed, only root or its owner can change what was checked: the next probe
+        # of it in this process (an install probes before and after) need not walk it again.
+        _PASSED.add(found)
+    return problem
 
 
 def check_trusted(python: str | Path, on_untrusted: Callable[[str], None] | None = None) -> None:

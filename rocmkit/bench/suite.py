@@ -19,13 +19,13 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from rocmkit.bench import noise, runlog
+from rocmkit.bench import history, noise, runlog
 from rocmkit.bench.forks import ModelForks, preload_for
 from rocmkit.bench.harness import Dtype, HarnessOptions, Mode
 from rocmkit.bench.models import Impl, select
@@ -93,26 +93,55 @@ def typical_s(durations: list[float]) -> float | None:
     return statistics.median(learnt) if learnt else None
 
 
-def eta_s(durations: list[float], left: int, elapsed: float = 0.0) -> float | None:
-    """Seconds left for ``left`` models (the one running included, ``elapsed`` seconds into it),
-    at :func:`typical_s` each; None until that is learnt. A model running past the typical time
-    counts as about to end, so the estimate falls while one runs, never grows."""
+def each_s(
+    durations: list[float], left: int, *, seen: Sequence[float | None] = (), ahead: Sequence[float | None] = ()
+) -> list[float] | None:
+    """The time of each of the ``left`` models to run (the running one first): a model's own
+    time in an earlier run here (``ahead``, bench/history.py) scaled by how this run compares
+    with that one on the models done (``seen``: their earlier times, beside ``durations``);
+    else :func:`typical_s`. None while a model has neither."""
     typical = typical_s(durations)
-    if typical is None:
-        return None
+    pairs = [(d, s) for d, s in list(zip(durations, seen, strict=False))[1:] if s]
+    ratio = sum(d for d, _ in pairs) / sum(s for _, s in pairs) if pairs else 1.0
+    each = [(a * ratio if a else typical) for a in (*ahead[:left], *([None] * (left - len(ahead))))]
+    return None if any(e is None for e in each) else [e for e in each if e is not None]
+
+
+def eta_s(
+    durations: list[float],
+    left: int,
+    elapsed: float = 0.0,
+    *,
+    seen: Sequence[float | None] = (),
+    ahead: Sequence[float | None] = (),
+) -> float | None:
+    """Seconds left for ``left`` models (the one running included, ``elapsed`` seconds into it),
+    at :func:`each_s` each; None until that is known. A model running past its time counts as
+    about to end, so the estimate falls while one runs, never grows."""
     if left <= 0:
         return 0.0
-    return max(typical - elapsed, 0.0) + typical * (left - 1)
-
-
-def eta_text(durations: list[float], left: int, started: float) -> str | None:
-    """The status line's ETA ("ETA 1 min 10 s") for a model started at ``started``; None
-    before one is learnt."""
-    typical = typical_s(durations)
-    if typical is None:
+    each = each_s(durations, left, seen=seen, ahead=ahead)
+    if each is None:
         return None
+    return max(each[0] - elapsed, 0.0) + sum(each[1:])
+
+
+def eta_text(
+    durations: list[float],
+    left: int,
+    started: float,
+    *,
+    seen: Sequence[float | None] = (),
+    ahead: Sequence[float | None] = (),
+) -> str | None:
+    """The status line's ETA ("ETA 1 min 10 s") for a model started at ``started``; None
+    before one is known."""
+    each = each_s(durations, left, seen=seen, ahead=ahead)
+    if not each:
+        return None
+    typical = each[0]
     elapsed = time.monotonic() - started
-    seconds = eta_s(durations, left, elapsed) or 0.0
+    seconds = eta_s(durations, left, elapsed, seen=seen, ahead=ahead) or 0.0
     if elapsed <= typical:
         return f"ETA {ticker.duration_text(seconds)}"
     # Past the typical time nobody knows how long this one takes: say what is known.
@@ -400,10 +429,15 @@ def run_suite(
             runlog.start(opts.results, header)
         todo = [s for s in specs if s.name not in done]
         rows: list[ModelResult] = []
+        # Each model's time in earlier runs with these settings: the ETA's starting point.
+        setting = f"{opts.suite}|{device}|{size}|{opts.mode}|{opts.compile_mode}|{opts.threads}|{opts.isolation}"
+        earlier = history.load(cache)
+        before_s = [earlier.get(history.key(setting, s.name)) for s in todo]
         for i, spec in enumerate(todo, start=1):
             durations = [r.duration_s for r in rows]
+            ahead, seen = before_s[i - 1 :], before_s[: i - 1]
             if on_start is not None:
-                eta = eta_s(durations, len(todo) - i + 1)
+                eta = eta_s(durations, len(todo) - i + 1, seen=seen, ahead=ahead)
                 on_start(Progress(name=spec.name, index=i, total=len(todo), done_before=len(done), eta_s=eta))
             folder = work / f"{i:04d}-{_slug(spec.name)}"
             folder.mkdir()
@@ -413,7 +447,7 @@ def run_suite(
             args = ["run", str(job), str(out)]
             before = noise.sample()
             # The status line's ETA, learnt from the models done and how long this one has run.
-            eta_now = partial(eta_text, durations, len(todo) - i + 1, time.monotonic())
+            eta_now = partial(eta_text, durations, len(todo) - i + 1, time.monotonic(), seen=seen, ahead=ahead)
             with ticker.shared().task(f"model {i}/{len(todo)} {spec.name}", detail=eta_now):
                 forked = forks.run(args, timeout_s=timeout) if forks is not None else None
                 if forked is None:
@@ -432,6 +466,8 @@ def run_suite(
             if opts.results is not None:
                 runlog.append_row(opts.results, row, run=header.get("run"))
             rows.append(row)
+            if row.duration_s > 0:
+                history.save(cache, {history.key(setting, row.name): row.duration_s})
             if on_result is not None:
                 on_result(row)
     all_rows = {**done, **{r.name: r for r in rows}}

@@ -9,6 +9,7 @@ import click
 
 from rocmkit.bench.request import BenchRequest, CompareRequest, MergeRequest
 from rocmkit.cli.request import OUT, command_line, request
+from rocmkit.cli.sections import BENCH_SECTIONS, SectionedCommand
 
 
 @click.group(name="bench")
@@ -16,7 +17,7 @@ def cli() -> None:
     """Benchmarks: torch.compile vs eager on a built-in model set."""
 
 
-@cli.command(name="models")
+@cli.command(name="models", cls=SectionedCommand, sections=BENCH_SECTIONS)
 @click.option("--suite", "suite_name", type=click.Choice(["builtin", "huggingface", "timm"]), default="builtin",
     show_default=True, help="builtin (5 models), or PyTorch's dashboard lists: huggingface (55), timm (18).")
 @click.option("--results", "results_path", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -14,6 +14,7 @@ import click
 
 from rocmkit.arch import BACKENDS
 from rocmkit.cli.request import OUT, request
+from rocmkit.cli.sections import DOCTOR_SECTIONS, SectionedCommand
 from rocmkit.doctor.request import DoctorRequest
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def _health_stale(capture: object, picked: Iterable[Check], detected_at: float |
     return capture is None and wanted and (detected_at is None or time.time() - detected_at > HEALTH_FRESH_S)
 
 
-@click.command("doctor")
+@click.command("doctor", cls=SectionedCommand, sections=DOCTOR_SECTIONS)
 @click.option("--level", "-l", type=click.IntRange(0, 3), default=1, show_default=True,
     help="0 static facts (seconds), 1 quick device smoke, 2 kernels and performance, 3 models and multi-GPU.")
 @click.option(

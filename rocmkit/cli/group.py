@@ -179,8 +179,11 @@ def run(argv: list[str] | None = None) -> Any:
         OUT.message("error: interrupted")
         sys.exit(INTERRUPTED_EXIT)
     except click.UsageError as exc:
-        # A bad argument is bad input like any other (exit 4); 2 means "doctor: warnings".
-        exc.show()
+        # A bad argument is bad input like any other (exit 4; 2 means "doctor: warnings"), and
+        # reads like every other error: what is wrong, then the fix (the command's help).
+        where = exc.ctx.command_path if exc.ctx is not None else "rocmkit"
+        message = exc.format_message().rstrip(".").replace(". (Did you mean", " (did you mean")
+        print_error(UsageError(message[:1].lower() + message[1:], f"{where} --help   # what it takes"), ())
         sys.exit(UsageError.exit_code)
     except click.ClickException as exc:
         exc.show()

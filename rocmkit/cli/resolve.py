@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     "sources tables of a pyproject.toml.",
 )
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the plan (in --format or --json) to this file, whole or not at all, instead of stdout.")
+    help="Write the output to this file (whole, or not at all: no empty file on failure) instead of stdout.")
 @request(ResolveRequest)
 def cli(req: ResolveRequest) -> None:
     """Pick the torch, torchvision, torchaudio and Triton builds, the index and the
@@ -107,7 +107,7 @@ def cli(req: ResolveRequest) -> None:
         until = None if session.offline or session.fresh_until == float("inf") else session.fresh_until
         output_cache.cacheable(session.detected_at, until=until)
     plan = _with_resolved(req, session, plan)
-    closure = _closure(req, session, plan)
+    closure, closure_from = _closure(req, session, plan)
     if req.fmt in ("pylock", "uv-project"):
         if req.fmt == "pylock":
             import sys
@@ -123,21 +123,21 @@ def cli(req: ResolveRequest) -> None:
         for warning in plan.warnings:
             OUT.warning(warning)
     elif req.as_json or req.fmt == "json":
-        data = {**plan.to_dict(), "closure": list(closure)} if req.closure else plan.to_dict()
-        _emit(req, json.dumps(data, indent=2) + "\n")
+        extra = {"closure": list(closure), "closure_sources": list(closure_from)} if req.closure else {}
+        _emit(req, json.dumps({**plan.to_dict(), **extra}, indent=2) + "\n")
     elif req.fmt == "requirements":
         _emit(req, requirements_text(plan, closure))
         for warning in plan.warnings:
             OUT.warning(warning)
     else:
-        _emit(req, summary_text(plan, closure))
+        _emit(req, summary_text(plan, closure, closure_from))
 
 
 def planned(req: ResolveRequest, session: Session) -> Plan:
     """The plan install would carry out for the same options (before its --with packages)."""
     import dataclasses
 
-    from rocmkit.install.existing import decide
+    from rocmkit.install.decision import decide
 
     cons = req.constraints()
     if req.venv is not None:
@@ -178,10 +178,11 @@ def _with_resolved(req: ResolveRequest, session: Session, plan: Plan) -> Plan:
     return plan
 
 
-def _closure(req: ResolveRequest, session: Session, plan: Plan) -> tuple[str, ...]:
-    """--closure: everything an install of the plan puts in, as uv resolves it (else empty)."""
+def _closure(req: ResolveRequest, session: Session, plan: Plan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--closure: everything an install of the plan puts in, as uv resolves it, and the sources
+    it was resolved from (else empty)."""
     if not req.closure:
-        return ()
+        return (), ()
     if session.offline:
         raise UsageError(
             "--closure asks the indexes what an install would put in, and resolve is offline",

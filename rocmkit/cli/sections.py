@@ -29,6 +29,24 @@ INSTALL_SECTIONS: Sections = {
 }
 
 
+# `rocmkit doctor`: which checks, on what, how they run, and the reports.
+DOCTOR_SECTIONS: Sections = {
+    "Which checks": ("level", "only", "skip", "framework", "backend", "settings", "list_only"),
+    "What is checked": ("capture", "venv", "python_path", "allow_untrusted_python", "image_build"),
+    "How they run": ("isolation", "jobs", "timeout_scale", "fresh", "warm_caches", "strict"),
+    "Reports": ("as_json", "output_format", "junit", "prom", "verbose", "quiet"),
+}
+
+# `rocmkit bench models`: which models, how they are measured, where, and what is written.
+BENCH_SECTIONS: Sections = {
+    "Which models": ("suite_name", "models", "shard_text", "list_only", "size", "impl"),
+    "How they are measured": (
+        "mode", "dtype", "repeat", "warmup", "compile_mode", "cosine", "threads", "timeout_s", "isolation",
+    ),
+    "Where": ("device", "venv", "python_path"),
+    "Results": ("results_path", "resume", "load_path", "as_json", "csv_path", "html_path", "svg_path", "md_path"),
+}
+
 class SectionedCommand(click.Command):
     """``click.command(..., cls=SectionedCommand, sections={...})``."""
 
@@ -44,7 +62,8 @@ class SectionedCommand(click.Command):
             # --help comes last, with the output options (it is one).
             if isinstance(param, click.Option) and record is not None and param is not help_option:
                 rows[param.name or ""] = record
-        last = self.sections and list(self.sections)[-1]
+        headings = list(self.sections)
+        last = headings[-1] if headings else None
         for heading, names in self.sections.items():
             records = [rows.pop(name) for name in names if name in rows]
             if heading == last and help_option is not None and (record := help_option.get_help_record(ctx)):

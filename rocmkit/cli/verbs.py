@@ -101,8 +101,6 @@ wheelhouse = derived(
 
 # resolve's options that choose an output: an export verb is the output.
 _RESOLVE_OUTPUTS = ("fmt", "as_json")
-# resolve's options that have no meaning for install --project (the pyproject is the target).
-_NOT_FOR_A_PROJECT = ("python", "offline", "fresh", "closure", "venv")
 # resolve's option names where install's differ.
 _INSTALL_NAME = {"torch_version": "torch"}
 
@@ -117,15 +115,19 @@ def _export(fmt: str) -> Callable[..., None]:
                 raise UsageError("--dry-run goes with --project DIR", "add --project DIR, or drop --dry-run")
             ctx.invoke(_resolve(), fmt=fmt, **params)
             return
-        for name in _NOT_FOR_A_PROJECT:
-            if given(ctx, name):
+        # resolve's options install has no use for here (the pyproject is the target): said when
+        # given, else left out; found from the two commands, so a new option of either is covered.
+        takes = {p.name for p in _install().params}
+        mapped: dict[str, Any] = {}
+        for name, value in params.items():
+            if _INSTALL_NAME.get(name, name) in takes:
+                mapped[_INSTALL_NAME.get(name, name)] = value
+            elif given(ctx, name):
                 flag = "--" + name.replace("_", "-")
                 raise UsageError(
                     f"{flag} does not apply to --project (the project's pyproject.toml is written)",
                     f"drop {flag}",
                 )
-            params.pop(name, None)
-        mapped = {_INSTALL_NAME.get(k, k): v for k, v in params.items()}
         ctx.invoke(_install(), project=project, dry_run=dry_run, quiet=True, **mapped)
 
     run.__doc__ = _HELP[fmt]
@@ -139,7 +141,7 @@ _RESOLVE_SECTIONS: Sections = {
     ),
     "Sources": ("index_base", "offline", "fresh", "fallback_index", "allow_redirect"),
     "Project": ("project", "dry_run"),
-    "Output": (),
+    "Output": ("output",),
 }
 
 _HELP = {

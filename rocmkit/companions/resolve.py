@@ -282,10 +282,13 @@ def resolve_with(
         warnings += warn
         env.update(run_env)
     index_urls = plan.index_urls
-    if pypi not in index_urls and any(p.how != "index" and p.index_url == pypi for p in packages):
+    from_pypi = any(p.how != "index" and p.index_url == pypi for p in packages)
+    # Other packages (timm, transformers) come from the plan's indexes; a plan with torch's index
+    # alone (an older CPU release, which pins no interpreter Triton) gets PyPI after it too.
+    plain = any(p.how == "index" for p in packages) and len(index_urls) < 2
+    if pypi not in index_urls and (from_pypi or plain):
         # A library PyTorch's index does not carry comes from PyPI, ranked after it: torch's
-        # pins carry a local label (+rocm7.2) that PyPI's builds never have. (Other packages
-        # come from the plan's indexes, as before: a CPU plan's include PyPI.)
+        # pins carry a local label (+rocm7.2) that PyPI's builds never have.
         index_urls = (*index_urls, pypi)
     return dataclasses.replace(
         plan,

@@ -142,7 +142,7 @@ class ForkServer(ForkClient):
             ]
         proc = CommandResult(
             argv=("fork", chk.name),
-            status=status,  # type: ignore[arg-type]  # ok/failed/signal/timeout/overflow/error
+            status=status,
             returncode=outcome.returncode,
             stderr=output,
             duration_s=round(elapsed, 3),

@@ -73,9 +73,10 @@ def _uv_reason(text: str) -> str:
     return ": ".join(part for part in (error, causes[-1] if causes else "") if part) or (said[-1] if said else "")
 
 
-def plan_closure(plan: Plan, fallbacks: Sequence[tuple[str, bool]]) -> tuple[str, ...]:
+def plan_closure(plan: Plan, fallbacks: Sequence[tuple[str, bool]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``name==version`` of everything an install of ``plan`` (and its prebuilt ``--with``
-    packages) would put in; NoPlanError, before anything is installed, when it does not resolve."""
+    packages) would put in, and the sources it was resolved from (masked); NoPlanError, before
+    anything is installed, when it does not resolve."""
     from rocmkit.util.redact import redact_text
 
     sources = sources_now(plan, fallbacks)
@@ -88,4 +89,5 @@ def plan_closure(plan: Plan, fallbacks: Sequence[tuple[str, bool]]) -> tuple[str
             "an install would fail the same way: check the index (--index-base), or --fallback-index "
             "to use your pip configuration's sources",
         )
-    return tuple(f"{name}=={version}" for name, (version, _) in sorted(found.items()))
+    pins = tuple(f"{name}=={version}" for name, (version, _) in sorted(found.items()))
+    return pins, tuple(redact_text(u) for u in (*sources.index_urls, *sources.find_links))

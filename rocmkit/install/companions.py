@@ -65,6 +65,41 @@ def check_against_plan(with_packages: tuple[str, ...], plan: Plan) -> None:
             )
 
 
+# A companion a --with package needs that no source serves: (project, the planned requirement,
+# the --with packages that pull it in, the version another source would give, or None).
+Need = tuple[str, str, tuple[str, ...], str | None]
+
+
+def unserved_need(
+    plan: Plan,
+    with_reqs: tuple[str, ...],
+    installing: tuple[str, ...],
+    sources: Sources,
+    target: PyEnv | str,
+    left_out: tuple[str, ...] = (),
+) -> Need | None:
+    """The first companion this install leaves out (``left_out``, or the plan's ``unserved``) that a
+    ``with_reqs`` package needs. The closure is uv's (``uv pip compile`` against the sources the
+    install really uses); without uv, or when uv cannot resolve it, the packages known to import
+    torchvision."""
+    from rocmkit.install.closure import closure_of
+    from rocmkit.packages import canonical, requirement_name
+
+    missing = {str(name): r for r in (*left_out, *plan.unserved) if (name := requirement_name(r)) is not None}
+    if not missing or not with_reqs:
+        return None
+    wanted = {canonical(requirement_name(r) or r) for r in with_reqs}
+    closure, _ = closure_of(installing + with_reqs, sources, target)
+    for project, build in missing.items():
+        if closure is not None and project in closure:
+            version, via = closure[project]
+            return project, build, tuple(v for v in via if v in wanted) or tuple(sorted(wanted)), version
+        known = tuple(sorted(wanted & NEEDS_TORCHVISION))
+        if closure is None and project == "torchvision" and known:
+            return project, build, known, None
+    return None
+
+
 def refuse_unserved_needs(
     plan: Plan,
     with_reqs: tuple[str, ...],
@@ -76,33 +111,13 @@ def refuse_unserved_needs(
     """Refuse, before anything changes, a ``--with`` package that needs a companion this install
     leaves out (no source it uses serves the build for this torch): installed anyway, it would pull
     that companion from another source, built for another torch (PyPI's CUDA torchvision beside a
-    CPU torch: ``operator torchvision::nms does not exist``), and every import of it would fail.
-
-    The closure is uv's (``uv pip compile`` against the sources this install really uses); without
-    uv, or when uv cannot resolve it, the packages known to import torchvision."""
+    CPU torch: ``operator torchvision::nms does not exist``), and every import of it would fail."""
     from rocmkit.errors import NoPlanError
-    from rocmkit.packages import canonical, requirement_name
 
-    missing = {str(name): r for r in (*left_out, *plan.unserved) if (name := requirement_name(r)) is not None}
-    if not missing or not with_reqs:
+    need = unserved_need(plan, with_reqs, installing, sources, target, left_out)
+    if need is None:
         return
-    wanted = {canonical(requirement_name(r) or r) for r in with_reqs}
-    from rocmkit.install.closure import closure_of
-
-    closure, _ = closure_of(installing + with_reqs, sources, target)
-    needs: dict[str, tuple[tuple[str, ...], str | None]] = {}  # project -> (pulled in by, version)
-    for project in missing:
-        if closure is not None and project in closure:
-            version, via = closure[project]
-            needs[project] = (tuple(v for v in via if v in wanted) or tuple(sorted(wanted)), version)
-        elif closure is None and project == "torchvision":
-            known = tuple(sorted(wanted & NEEDS_TORCHVISION))
-            if known:
-                needs[project] = (known, None)
-    if not needs:
-        return
-    project, (via, found) = next(iter(needs.items()))
-    build = missing[project]
+    project, build, via, found = need
     where = ", ".join((*sources.index_urls, *sources.find_links)) or "the sources"
     other = f"; {where} would give {project} {found}, a build for another torch" if found else ""
     asked = ",".join(via)

@@ -403,7 +403,7 @@ def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, 
         )
     except NetworkError as exc:
         # Its fixes, less "download on a connected node": that is what failed here.
-        raise NetworkError(exc.message, tuple(f for f in exc.fixes if "--download-only" not in f)) from None
+        raise NetworkError(exc.message, tuple(f for f in exc.fixes if not f.startswith("rocmkit wheelhouse "))) from None
     _say_not_locked(plan, f"the wheelhouse {folder}", echo, notes)
     tags = wheelhouse.platform_tags(plan, platform.machine())
     spec = InstallSpec(requirements=(*reqs, *with_requirements(plan, opts)), sources=sources, platforms=tags)
@@ -627,7 +627,7 @@ def _journaled(
         for step in report.steps:
             echo(f"rocmkit:   {step}")
         echo(f"rocmkit: {report.describe()}")
-        if report.exact:
+        if report.restored:
             tx.discard_backups()
         else:
             echo(

@@ -37,10 +37,10 @@ PYPI_SIMPLE = "https://pypi.org/simple"
 FALLBACK_FLAG = "--fallback-index"
 FALLBACK_ENV = "ROCMKIT_FALLBACK_INDEX"
 # Where else the planned builds can come from when their index does not answer: the fixes of
-# that error after --fallback-index, each a command to copy (`--download-only` drops the last).
+# that error after --fallback-index, each a command to copy (a wheelhouse download drops the last).
 ELSEWHERE = (
     rerun("--index-base", "https://MIRROR/whl") + "   # a mirror of download.pytorch.org/whl",
-    "rocmkit install --download-only --wheelhouse DIR   # on a connected node; then here: --wheelhouse DIR",
+    "rocmkit wheelhouse DIR   # on a connected node; then here: rocmkit install --wheelhouse DIR",
 )
 
 

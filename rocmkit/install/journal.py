@@ -192,6 +192,7 @@ class Journal:
     uid: int = field(default_factory=os.geteuid)
     boot: str | None = field(default_factory=_boot_id)
     venv_id: tuple[int, int] | None = None
+    listing: str | None = None  # sha256 of the venv's file list from before, in the workdir
     _sealed: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -217,6 +218,7 @@ class Journal:
             },
             "wheels": {k: str(v) for k, v in self.wheels.items()},
             "children": [{"pid": pid, "start": start} for pid, start in self.children],
+            "listing": self.listing,
         }
 
     @classmethod
@@ -252,6 +254,7 @@ class Journal:
                 uid=_int(data["uid"]),
                 boot=None if data["boot"] is None else _text(data["boot"]),
                 venv_id=None if venv is None else (_int(venv["dev"]), _int(venv["ino"])),
+                listing=None if data.get("listing") is None else _text(data["listing"]),
             )
         except (AttributeError, KeyError, TypeError, ValueError, DataError) as exc:
             raise JournalRefused(
@@ -259,7 +262,9 @@ class Journal:
             ) from exc
 
     def backup(self) -> Backup:
-        return Backup(folder=self.workdir, state=self.before, wheels=self.wheels, file_bytes=self.files)
+        return Backup(
+            folder=self.workdir, state=self.before, wheels=self.wheels, file_bytes=self.files, listing=self.listing
+        )
 
     @property
     def seal_path(self) -> Path:
@@ -478,7 +483,7 @@ def recover(target: PyEnv, restore: Callable[[Journal], Any], echo: Echo) -> boo
     """Finish the restore an interrupted install left, if it left one; True when it did.
 
     ``restore(journal)`` puts the environment back and returns a report with
-    ``exact`` and ``describe()`` (:func:`rocmkit.install.transaction.restore_state`).
+    ``restored`` and ``describe()`` (:func:`rocmkit.install.transaction.restore_state`).
     Call with the environment's lock held. A journal rocmkit refuses raises
     :class:`JournalRefused` before anything is stopped or written."""
     journal = read(target)
@@ -490,8 +495,10 @@ def recover(target: PyEnv, restore: Callable[[Journal], Any], echo: Echo) -> boo
     )
     stop_leftovers(journal, echo)
     report = restore(journal)
+    for step in getattr(report, "steps", ()):
+        echo(f"rocmkit:   {step}")
     echo(f"rocmkit: {report.describe()}")
-    if not report.exact:
+    if not report.restored:
         raise ToolError(
             f"the interrupted install in {target.prefix} could not be undone exactly: {report.describe()}",
             f"the journal {journal.path} and backups in {journal.workdir} are kept; fix the environment "

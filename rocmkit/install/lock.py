@@ -85,9 +85,21 @@ def _plan_digest(plan_json: str, pins: list[str]) -> str:
     return hashlib.sha256((plan_json.strip() + "\n" + "\n".join(pins)).encode()).hexdigest()
 
 
+TRUST_FIX = (
+    "keep locks in a folder only root can write (chown root, chmod go-w the file and its folders), "
+    "or install as the user who wrote it"
+)
+
+
 def parse(path: Path, *, allow_env: frozenset[str] = frozenset()) -> LockFile:
+    """The lock at ``path``. Its digest ties the plan line to the pins (an edit of one alone, a
+    cut or a mix is refused) but is no signature: whoever can write the file can rewrite it. So
+    as root a lock another user could have written is refused (exit 13) before it is read."""
     from rocmkit.errors import UsageError
     from rocmkit.util.safeload import loads_json, read_text
+    from rocmkit.util.trust import check_file_as_root
+
+    check_file_as_root(path, "the lock", TRUST_FIX)
 
     try:
         text = read_text(path, f"lock file {path}", max_bytes=MAX_LOCK_BYTES)

@@ -217,7 +217,7 @@ def _plan(
         framework=req.framework,
         jax=req.jax_version,
     )
-    from rocmkit.install.existing import decide
+    from rocmkit.install.decision import decide
     from rocmkit.resolve.live import seen_lines
 
     # Where pip will look when the planned index does not answer: the user's own sources, only

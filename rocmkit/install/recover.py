@@ -11,18 +11,17 @@ that undoes the change, :mod:`rocmkit.install.transaction`). The install flow us
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit.install import journal
+from rocmkit.install.journal import Echo
 
 if TYPE_CHECKING:
     from rocmkit.install.base import Installer
     from rocmkit.pyenv import PyEnv
-
-Echo = Callable[[str], None]
 
 
 def recover_for_python(python: Path, echo: Echo) -> bool:

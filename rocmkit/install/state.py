@@ -326,6 +326,7 @@ class Backup:
     state: EnvState
     wheels: dict[str, Path]  # canonical name -> backup wheel
     file_bytes: dict[str, bytes | None]
+    listing: str | None = None  # sha256 of the venv's file list from before (LISTING_NAME), if taken
 
     def write_manifest(self) -> Path:
         path = self.folder / "state-before.json"
@@ -346,7 +347,70 @@ def make_backup(
     file_bytes = {str(p): (p.read_bytes() if p.is_file() else None) for p in managed_files}
     backup = Backup(folder=folder, state=state, wheels=wheels, file_bytes=file_bytes)
     backup.write_manifest()
+    if wheels:
+        meta = {name: installer_files(state.dists[name], target) for name in wheels}
+        write_text_atomic(folder / INSTALLER_FILES_NAME, json.dumps(meta) + "\n", mode=0o600)
     return backup
+
+
+# What an installer writes on its own, and differently (pip's and uv's INSTALLER, RECORD and
+# launchers differ): kept from before, put back after a distribution is reinstalled from its
+# backup, so that a restore is byte for byte.
+INSTALLER_FILES_NAME = "installer-files.json"
+_REWRITTEN = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "uv_cache.json")
+
+
+def installer_files(dist: Dist, target: PyEnv) -> dict[str, str | None]:
+    """``dist``'s installer-written files (relative to the prefix) and their bytes (base64;
+    None: absent): the dist-info's own notes and the console scripts."""
+    if dist.dist_info is None:
+        return {}
+    info = Path(dist.dist_info)
+    prefix = target.prefix.resolve()
+    paths = [info / name for name in _REWRITTEN]
+    paths += [prefix / "bin" / name for name in sorted(_entry_point_scripts(info))]
+    out: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            rel = path.resolve().relative_to(prefix).as_posix()
+        except (ValueError, OSError):
+            continue
+        try:
+            out[rel] = base64.b64encode(path.read_bytes()).decode("ascii") if path.is_file() else None
+        except OSError:
+            continue
+    return out
+
+
+def put_back_installer_files(backup: Backup, target: PyEnv, names: tuple[str, ...]) -> None:
+    """After ``names`` were reinstalled from their backups: their installer-written files as they
+    were before (written, or removed where there was none). Only paths inside the prefix."""
+    import os
+
+    from rocmkit.util.trust import load_cached
+
+    raw = load_cached(backup.folder / INSTALLER_FILES_NAME)
+    if raw is None:
+        return
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        return
+    prefix = target.prefix.resolve()
+    for name in names:
+        files = meta.get(name) if isinstance(meta, dict) else None
+        if not isinstance(files, dict):
+            continue
+        for rel, data in files.items():
+            if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
+                continue
+            path = prefix / rel
+            if not os.path.realpath(path.parent).startswith(str(prefix) + os.sep):
+                continue
+            if data is None:
+                path.unlink(missing_ok=True)
+            elif isinstance(data, str) and path.parent.is_dir():
+                write_bytes_atomic(path, base64.b64decode(data))
 
 
 def restore_files(backup: Backup) -> None:
@@ -357,3 +421,199 @@ def restore_files(backup: Backup) -> None:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_bytes_atomic(path, data)
+
+
+# -- the venv's files, one by one ------------------------------------------------------------
+
+LISTING_NAME = "files-before.json"
+LISTING_SCHEMA = "rocmkit.files/1"
+# What a wheel install writes under a venv (pip's and uv's schemes), and uv's lock file: a new
+# entry there after an interrupted install is that install's. Elsewhere it is left alone.
+INSTALLER_TREES = frozenset({"bin", "lib", "lib64", "include", "share", "etc", "man", "Lib", "Scripts", "Include"})
+INSTALLER_FILES = frozenset({".lock"})
+# Files an installer rewrites, hashed (they are small); every other file is compared by size.
+_HASHED_UNDER = (".dist-info", ".egg-info")
+_HASH_MAX = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listing:
+    """Every entry of a venv: ``rel -> ("d",) | ("l", target) | ("f", size, sha256 or "")``.
+    Byte-code (``__pycache__``, ``*.pyc``) is left out: any import writes it, it is not content."""
+
+    root: str
+    entries: dict[str, tuple[Any, ...]]
+
+    def to_json(self) -> bytes:
+        data = {"schema": LISTING_SCHEMA, "root": self.root, "entries": {k: list(v) for k, v in self.entries.items()}}
+        return (json.dumps(data, separators=(",", ":")) + "\n").encode()
+
+
+def _hashed(rel: str) -> bool:
+    parts = rel.split("/")
+    return parts[0] in ("bin", "Scripts") or len(parts) == 1 or any(p.endswith(_HASHED_UNDER) for p in parts[:-1])
+
+
+SKIP_NAMES = frozenset({"rocmkit-journal.json"})
+
+
+def list_files(prefix: Path) -> Listing:
+    """The venv's entries now, each with its kind, size and (for the files an installer
+    rewrites: metadata, scripts, the venv's own top-level files) its sha256. A torch venv is
+    ~15k entries: a stat each and ~0.5k small files hashed."""
+    import os
+    import stat
+
+    root = os.path.realpath(prefix)
+    entries: dict[str, tuple[Any, ...]] = {}
+    todo = [root]
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as it:
+                found = list(it)
+        except OSError:
+            continue
+        for entry in found:
+            if entry.name == "__pycache__" or entry.name.endswith(".pyc"):
+                continue
+            rel = entry.path[len(root) + 1 :]
+            if rel in SKIP_NAMES:
+                continue  # the journal itself: written after the list, gone after the restore
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                entries[rel] = ("d",)
+                todo.append(entry.path)
+            elif stat.S_ISLNK(st.st_mode):
+                entries[rel] = ("l", os.readlink(entry.path))
+            elif stat.S_ISREG(st.st_mode):
+                digest = ""
+                if st.st_size <= _HASH_MAX and _hashed(rel):
+                    try:
+                        digest = _file_hash(Path(entry.path)) or ""
+                    except OSError:
+                        digest = ""
+                entries[rel] = ("f", st.st_size, digest)
+            else:
+                entries[rel] = ("?",)
+    return Listing(root=root, entries=entries)
+
+
+def save_listing(folder: Path, listing: Listing) -> str:
+    """Write ``listing`` into the install's private folder; its sha256 (for the journal)."""
+    data = listing.to_json()
+    write_bytes_atomic(folder / LISTING_NAME, data, mode=0o600)
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_listing(folder: Path, digest: str) -> Listing | None:
+    """The listing :func:`save_listing` wrote, when it is there, unchanged (``digest``) and
+    rocmkit's (the trust rule); None otherwise."""
+    from rocmkit.util.trust import load_cached
+
+    raw = load_cached(folder / LISTING_NAME, max_bytes=256 << 20)
+    if raw is None or hashlib.sha256(raw).hexdigest() != digest:
+        return None
+    try:
+        data = json.loads(raw)
+        entries = {str(k): tuple(v) for k, v in data["entries"].items()}
+        return Listing(root=str(data["root"]), entries=entries)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileCheck:
+    """How the venv's files compare with the listing from before, once leftovers are removed."""
+
+    checked: bool = True  # False: no listing to compare with
+    removed: tuple[str, ...] = ()  # new entries the interrupted install left, now removed
+    differ: tuple[str, ...] = ()  # "<rel> changed" / "<rel> missing" / "<rel> left alone (...)"
+
+    def said(self, limit: int = 8) -> str:
+        more = f", +{len(self.differ) - limit} more" if len(self.differ) > limit else ""
+        return f"{len(self.differ)} differ ({', '.join(self.differ[:limit])}{more})"
+
+
+def _ours_new(rel: str, own: frozenset[str]) -> bool:
+    top = rel.split("/", 1)[0]
+    if "/" in rel:
+        return top in INSTALLER_TREES
+    # uv's lock, and a temporary file of rocmkit's own atomic writes of its files here.
+    return rel in INSTALLER_FILES or any(rel.startswith(f".{name}.") and rel.endswith(".tmp") for name in own)
+
+
+def remove_leftovers(prefix: Path, before: Listing, own: tuple[str, ...] = ()) -> list[str]:
+    """Remove what an interrupted install left that was not there before (a package unpacked
+    without its dist-info, pip's ``~name`` stash of what it was replacing, uv's ``.lock``), in
+    the trees an installer writes and owned by this user; the entries removed."""
+    import os
+    import shutil
+
+    names = frozenset(own)
+    now = list_files(prefix)
+    removed: list[str] = []
+    for rel in sorted(now.entries.keys() - before.entries.keys()):
+        if any(rel.startswith(r + "/") for r in removed) or not _ours_new(rel, names):
+            continue  # inside a new folder already removed; or not the installer's to remove
+        path = Path(now.root) / rel
+        try:
+            if os.lstat(path).st_uid != os.geteuid():
+                continue
+            if now.entries[rel][0] == "d":
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        removed.append(rel)
+    return removed
+
+
+def compare_files(prefix: Path, before: Listing, removed: tuple[str, ...] = ()) -> FileCheck:
+    """Which entries of the venv differ from ``before``, each named with how."""
+    after = list_files(prefix)
+    differ: list[str] = []
+    kinds = {"f": "a file", "d": "a folder", "l": "a link", "?": "special"}
+    for rel in sorted(after.entries.keys() | before.entries.keys()):
+        was, now_is = before.entries.get(rel), after.entries.get(rel)
+        if was == now_is:
+            continue
+        if now_is is None:
+            differ.append(f"{rel} missing")
+        elif was is None:
+            differ.append(f"{rel} left alone (not there before, not the installer's)")
+        elif was[0] != now_is[0]:
+            differ.append(f"{rel} is {kinds.get(now_is[0], now_is[0])}, was {kinds.get(was[0], was[0])}")
+        elif was[0] == "f" and was[2] and now_is[2] and was[1] == now_is[1]:
+            differ.append(f"{rel} rewritten")
+        else:
+            differ.append(f"{rel} changed")
+    return FileCheck(removed=removed, differ=tuple(differ))
+
+
+def restore_links(before: Listing, names: tuple[str, ...]) -> None:
+    """Managed files that were symlinks are put back as the same links (the guard's bytes
+    were written as regular files)."""
+    import os
+
+    root = Path(before.root)
+    for name in names:
+        path = Path(name)
+        try:
+            rel = str(path.parent.resolve().relative_to(root) / path.name)
+        except ValueError:
+            continue
+        rel = rel.removeprefix("./")
+        entry = before.entries.get(rel)
+        if entry is None or entry[0] != "l":
+            continue
+        tmp = path.parent / f".{path.name}.rocmkit-link.tmp"
+        tmp.unlink(missing_ok=True)
+        os.symlink(str(entry[1]), tmp)
+        os.replace(tmp, path)

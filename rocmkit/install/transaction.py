@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmkit.install.base import Changes, Installer, InstallSpec, Sources
@@ -19,24 +19,58 @@ from rocmkit.install.journal import Journal, journal_path
 from rocmkit.install.state import (
     Backup,
     EnvState,
+    FileCheck,
     StateDiff,
+    compare_files,
     diff,
+    list_files,
+    load_listing,
     make_backup,
+    put_back_installer_files,
+    remove_leftovers,
     restore_files,
+    restore_links,
+    save_listing,
     snapshot,
 )
 
 
 @dataclass(frozen=True, kw_only=True)
 class RestoreReport:
-    exact: bool
     remaining: StateDiff
     steps: tuple[str, ...]
+    files: FileCheck = field(default_factory=lambda: FileCheck(checked=False))
+
+    @property
+    def restored(self) -> bool:
+        """Every distribution and guard file as recorded (what the journal's restore can do)."""
+        return self.remaining.empty
+
+    @property
+    def exact(self) -> bool:
+        """Restored, and every file of the venv as it was (names, kinds, sizes, and the bytes
+        of the files an installer rewrites)."""
+        return self.restored and self.files.checked and not self.files.differ
 
     def describe(self) -> str:
+        gone = ""
+        if self.files.removed:
+            shown = ", ".join(self.files.removed[:3]) + (", ..." if len(self.files.removed) > 3 else "")
+            gone = f"; removed {len(self.files.removed)} entries the interrupted install had left ({shown})"
+        if not self.restored:
+            files = f"; files: {self.files.said()}" if self.files.differ else ""
+            return f"the environment could NOT be fully restored: {self.remaining.describe()}{files}{gone}"
         if self.exact:
-            return "the environment was restored exactly to its recorded state"
-        return f"the environment could NOT be fully restored: {self.remaining.describe()}"
+            return f"the environment was restored exactly to its recorded state (every file as it was){gone}"
+        if not self.files.checked:
+            return (
+                "the environment's distributions and guard files were restored to their recorded state; "
+                f"its files were not compared one by one (no file list from before){gone}"
+            )
+        return (
+            "the environment's distributions and guard files were restored to their recorded state, "
+            f"not every file as it was: {self.files.said()}{gone}"
+        )
 
 
 def restore_state(installer: Installer, backup: Backup) -> RestoreReport:
@@ -47,6 +81,18 @@ def restore_state(installer: Installer, backup: Backup) -> RestoreReport:
     managed = tuple(Path(p) for p in backup.file_bytes)
     steps: list[str] = []
     restore_files(backup)
+    before = None
+    removed: list[str] = []
+    own = tuple(Path(p).name for p in backup.file_bytes)
+    if backup.listing is not None and target.is_venv:
+        before = load_listing(backup.folder, backup.listing)
+    if before is not None:
+        restore_links(before, tuple(backup.file_bytes))
+        # What the installer unpacked before it was stopped (a package with no dist-info yet,
+        # pip's ~name stash, whose dist-info still names the old version) is no distribution
+        # to restore: only the file list from before shows it. Gone first, so the list of
+        # distributions below is the venv's own.
+        removed += remove_leftovers(target.prefix, before, own)
     current = diff(backup.state, snapshot(target, managed))
     if current.added:
         names = tuple(d.name for d in current.added)
@@ -64,8 +110,13 @@ def restore_state(installer: Installer, backup: Backup) -> RestoreReport:
         )
         result = installer.install(spec)
         steps.append(f"reinstalled {', '.join(pins)} from backups: {result.describe()}")
+        put_back_installer_files(backup, target, tuple(d.name for d in wanted if d.name in backup.wheels))
+    files = FileCheck(checked=False)
+    if before is not None:
+        removed += remove_leftovers(target.prefix, before, own)  # the restore's own (uv's .lock)
+        files = compare_files(target.prefix, before, tuple(removed))
     remaining = diff(backup.state, snapshot(target, managed))
-    return RestoreReport(exact=remaining.empty, remaining=remaining, steps=tuple(steps))
+    return RestoreReport(remaining=remaining, steps=tuple(steps), files=files)
 
 
 class Transaction:
@@ -88,8 +139,13 @@ class Transaction:
         self.managed_files = managed_files
         workdir.mkdir(parents=True, exist_ok=True)
         self.before: EnvState = snapshot(self.target, managed_files)
+        # Every file of the venv (names, kinds, sizes, the metadata's bytes): a restore then
+        # removes what an installer stopped mid-unpack left, and says what is not as it was.
+        listing = save_listing(workdir, list_files(self.target.prefix)) if self.target.is_venv else None
         # The managed files are saved at once: they are rewritten before the dry run.
-        self._backup: Backup = make_backup(self.target, self.before, set(), workdir, managed_files)
+        self._backup: Backup = dataclasses.replace(
+            make_backup(self.target, self.before, set(), workdir, managed_files), listing=listing
+        )
         self.journal = Journal(
             path=journal_path(self.target),
             prefix=str(self.target.prefix),
@@ -98,6 +154,7 @@ class Transaction:
             workdir=workdir,
             before=self.before,
             files=dict(self._backup.file_bytes),
+            listing=listing,
         )
         self.journal.save()
 
@@ -106,7 +163,9 @@ class Transaction:
         names = {name for name, _ in (*changes.install, *changes.remove) if name in self.before.dists}
         backup = make_backup(self.target, self.before, names, self.workdir)
         # Keep the managed files' bytes from before: they have been rewritten since.
-        self._backup = dataclasses.replace(backup, file_bytes=self._backup.file_bytes)
+        self._backup = dataclasses.replace(
+            backup, file_bytes=self._backup.file_bytes, listing=self._backup.listing
+        )
         self.journal.wheels = dict(backup.wheels)
         self.journal.at("backed-up")
         return self._backup
@@ -136,7 +195,7 @@ class Transaction:
         and the next run tries again)."""
         self.journal.at("restoring")
         report = restore_state(self.installer, self._backup)
-        if report.exact:
+        if report.restored:
             self.journal.close()
         return report
 

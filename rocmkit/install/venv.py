@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from rocmkit.errors import ToolError, UnsafeEnvironmentError, UsageError
+from rocmkit.errors import ToolError, UnsafeEnvironmentError, UsageError, rerun
 from rocmkit.proc.runner import run, which
 from rocmkit.pyenv import PyEnv, probe, venv_interpreter
 
@@ -59,7 +59,7 @@ def base_interpreter(base_python: str | None, env: Mapping[str, str] | None = No
         return Path(exe)
     raise UsageError(
         f"--python {base_python}: no such Python on this machine",
-        f"install it (`uv python install {base_python}`), or pass another version or a path",
+        (f"uv python install {base_python}", "pass another version, or the path of a python"),
     )
 
 
@@ -95,7 +95,10 @@ def select_target(
         if not active:
             raise UsageError(
                 "no target environment: no virtual environment is active",
-                "pass --venv PATH (made if missing), activate a venv, or pass --interpreter PATH",
+                (
+                    rerun("--venv", ".venv") + "   # made if missing",
+                    "source .venv/bin/activate   # or activate another venv, then run it again",
+                ),
             )
         venv = Path(active)
     if venv is not None:
@@ -119,6 +122,6 @@ def select_target(
     if marker is not None and not break_system_packages:
         raise UnsafeEnvironmentError(
             f"{python} is an externally managed system Python (PEP 668 marker {marker})",
-            "install into a venv with --venv PATH, or pass --break-system-packages if you mean it",
+            (rerun("--venv", ".venv") + "   # a venv of its own", rerun("--break-system-packages") + "   # if you mean it"),
         )
     return target, created

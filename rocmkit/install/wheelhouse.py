@@ -10,6 +10,7 @@ plan. ``--wheelhouse DIR`` installs exactly that list with ``--no-index``
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import urllib.parse
 from pathlib import Path
@@ -74,11 +75,22 @@ def download(
 
 
 def open_wheelhouse(folder: Path) -> LockFile:
+    """The wheelhouse's lock, offline from where it is now. As root, the folder, its lock and
+    every wheel in it pass the trust rule (exit 13 otherwise): the lock's hashes only say the
+    wheels are the ones its writer chose."""
+    from rocmkit.util.trust import check_file_as_root, check_folder
+
     lock = folder / LOCK_NAME
+    fix = "make the wheelhouse root's and writable by root alone (chown -R root, chmod -R go-w), or install as its owner"
+    if os.geteuid() == 0:
+        check_folder(folder, "the wheelhouse", fix)
+        for item in sorted(folder.iterdir()):
+            if item.name == LOCK_NAME or item.suffix == ".whl":
+                check_file_as_root(item, "the wheelhouse file", fix)
     if not lock.is_file():
         raise DataError(
             f"{folder} is not a rocmkit wheelhouse (no {LOCK_NAME})",
-            "make one with `rocmkit install --download-only --wheelhouse DIR`",
+            "rocmkit wheelhouse DIR   # on a connected node, then install from it",
         )
     parsed = parse(lock)
     missing = [e.name for e in parsed.entries if not any(folder.glob(f"*{e.version}*.whl"))]

@@ -33,6 +33,19 @@ class Fact:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PythonSpan:
+    """The CPython minor versions a release's wheels are built for, ends included. One rule for
+    torch, jax/jaxlib, their plugins and torch_xla: "3.12" and "3.12.4" are both 3.12."""
+
+    python_min: str  # "3.9"
+    python_max: str  # "3.12"
+
+    def supports_python(self, python: str) -> bool:
+        key = release_key(python)[:2]
+        return release_key(self.python_min) <= key <= release_key(self.python_max)
+
+
+@dataclass(frozen=True, kw_only=True)
 class PciDevice(Fact):
     pci_id: str  # "0x744c"
     product: str
@@ -113,12 +126,10 @@ class TorchVariant(Fact):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TorchRelease(Fact):
+class TorchRelease(Fact, PythonSpan):
     version: str  # "2.5.1"
     torchvision: str | None
     torchaudio: str | None
-    python_min: str  # "3.9"
-    python_max: str  # "3.12"
     released: str | None = None  # "2024-10-29"
     variants: tuple[TorchVariant, ...] = ()
 
@@ -126,10 +137,6 @@ class TorchRelease(Fact):
     def series(self) -> str:
         v = Version(self.version)
         return f"{v.major}.{v.minor}"
-
-    def supports_python(self, python: str) -> bool:
-        key = release_key(python)[:2]
-        return release_key(self.python_min) <= key <= release_key(self.python_max)
 
     def variant(self, index: str) -> TorchVariant | None:
         return next((v for v in self.variants if v.index == index), None)

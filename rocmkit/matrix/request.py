@@ -112,13 +112,14 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
         return
     target = req.directory or overlay_dir()
     written = write_refresh(target, result, source_dir=source_dir)
+    if not written:
+        message(f"{target} already holds this data: nothing written, the data in use is unchanged")
+        return
     message(f"wrote {', '.join(written)}")
     if req.directory is None:
-        from rocmkit.util.paths import stamp_overlay
-
-        stamp_overlay(target)
         import shlex
 
+        # Written whole and stamped (rocmkit.matrix.write): one refresh's data, never a mix.
         # Said on stdout, where the diff is: every later command now plans from this data.
         data(
             f"\nrocmkit now reads its data from {target}, not the data it shipped with: every later "

@@ -103,22 +103,69 @@ def _validate(directory: Path, texts: dict[str, str]) -> None:
 
 
 def write_refresh(target: Path, refresh: Refresh, *, source_dir: Path) -> list[str]:
-    """Write the changed files into ``target`` (an overlay folder gets a full copy first)."""
-    target.mkdir(parents=True, exist_ok=True)
-    if target.resolve() != source_dir.resolve():
-        for item in source_dir.iterdir():
-            if item.is_file() and item.suffix in (".toml", ".md") and not (target / item.name).exists():
-                write_text_atomic(target / item.name, item.read_text(encoding="utf-8"))
-    written = []
-    for name in GENERATED:
-        if name not in refresh.texts:
-            continue
-        dest = target / name
-        current = dest.read_text(encoding="utf-8") if dest.exists() else None
-        if current != refresh.texts[name]:
-            write_text_atomic(dest, refresh.texts[name])
-            written.append(str(dest))
-    return written
+    """Write the refreshed data into ``target``; the files written (none: it already held it).
+
+    In place (``--dir``, the folder the refresh read) only the changed files are written. An
+    overlay is written whole: every data file of ``source_dir`` (the data the refresh was made
+    against) with the refreshed ones, stamped with this rocmkit, in a new folder that then
+    replaces the old overlay. So an overlay never mixes a refresh's ``torch.toml`` with a
+    ``gfx.toml`` copied by an older refresh or rocmkit."""
+    if target.exists() and target.resolve() == source_dir.resolve():
+        written = []
+        for name in GENERATED:
+            if name not in refresh.texts:
+                continue
+            dest = target / name
+            current = dest.read_text(encoding="utf-8") if dest.exists() else None
+            if current != refresh.texts[name]:
+                write_text_atomic(dest, refresh.texts[name])
+                written.append(str(dest))
+        return written
+    return _replace_overlay(target, refresh, source_dir)
+
+
+def _data_files(folder: Path) -> dict[str, str]:
+    from rocmkit.util.paths import OVERLAY_STAMP
+
+    if not folder.is_dir():
+        return {}
+    return {
+        item.name: item.read_text(encoding="utf-8")
+        for item in sorted(folder.iterdir())
+        if item.is_file() and item.suffix in (".toml", ".md") and item.name != OVERLAY_STAMP
+    }
+
+
+def _replace_overlay(target: Path, refresh: Refresh, source_dir: Path) -> list[str]:
+    import os
+
+    from rocmkit import __version__
+    from rocmkit.util.paths import OVERLAY_STAMP
+
+    texts = {**_data_files(source_dir), **{n: refresh.texts[n] for n in GENERATED if n in refresh.texts}}
+    before = _data_files(target)
+    stamp = (target / OVERLAY_STAMP).read_text(encoding="utf-8").strip() if (target / OVERLAY_STAMP).is_file() else ""
+    if before == texts and stamp == __version__:
+        return []  # the overlay holds exactly this, written by this rocmkit: nothing to switch
+    target.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    try:
+        for name, text in texts.items():
+            write_text_atomic(new / name, text)
+        write_text_atomic(new / OVERLAY_STAMP, __version__ + "\n")
+        os.chmod(new, 0o755)
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.rename(target, old / "matrices")
+        os.rename(new, target)
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    order = [*(n for n in GENERATED if n in texts), *(n for n in sorted(texts) if n not in GENERATED)]
+    return [str(target / name) for name in order if before.get(name) != texts[name]] or [str(target / OVERLAY_STAMP)]
 
 
 def main_diff(refresh: Refresh) -> None:  # pragma: no cover - thin printing helper

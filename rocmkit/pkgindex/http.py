@@ -66,7 +66,7 @@ def _redirect_guard(allowed: frozenset[str] | None) -> Any:
     from rocmkit.util.redact import redact_text
 
     class Guard(HTTPRedirectHandler):
-        def redirect_request(  # type: ignore[override]
+        def redirect_request(
             self, req: Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
         ) -> Request | None:
             old, new = urlsplit(req.full_url), urlsplit(urljoin(req.full_url, newurl))

@@ -39,7 +39,7 @@ def source_build_command(package: WithPackage) -> str:
     return f"{head}{env + ' ' if env else ''}pip install --no-build-isolation {shlex.quote(package.requirement)}"
 
 
-def summary_text(plan: Plan, closure: tuple[str, ...] = ()) -> str:
+def summary_text(plan: Plan, closure: tuple[str, ...] = (), closure_from: tuple[str, ...] = ()) -> str:
     what = f"torch {plan.torch_version}" if plan.torch_version else ", ".join(plan.requirements[:1])
     if plan.framework == "jax":
         what = f"jax {plan.jax_version}"
@@ -69,7 +69,8 @@ def summary_text(plan: Plan, closure: tuple[str, ...] = ()) -> str:
             if package.build_env:
                 out.append("    build with " + " ".join(f"{k}={shlex.quote(v)}" for k, v in package.build_env.items()))
     if closure:
-        out.append("Closure (everything the install puts in, as uv resolves it from these sources):")
+        where = ", ".join(closure_from) or "the plan's indexes"
+        out.append(f"Closure (everything the install puts in, as uv resolves it from {where}):")
         out += [f"  {c}" for c in closure]
     if plan.reasons:
         out.append("Why:")

@@ -151,6 +151,10 @@ class Log:
             syslog.openlog(tag, syslog.LOG_PID, syslog.LOG_DAEMON)
 
     def __call__(self, line: str, *, error: bool = False) -> None:
+        from rocmkit.util.redact import redact_text
+
+        # A finding's message may quote a mirror URL: the log and syslog get it masked too.
+        line = redact_text(line)
         print(f"{self.tag}: {line}", file=sys.stderr)
         if self.target == "syslog":
             import syslog

@@ -60,21 +60,37 @@ def overlay_problem(overlay: Path) -> str | None:
     install, so a folder another user can write (``sudo -E`` keeps a user's ``XDG_DATA_HOME``;
     a ``ROCMKIT_DATA_DIR`` in a shared folder) would choose root's wheels. None when it is
     safe (rocmkit/util/trust.py) or absent."""
-    from rocmkit.util.trust import file_problem, folder_problem
+    import stat
+
+    from rocmkit.util.trust import file_problem, folder_problem, stat_problem
 
     if not overlay.is_dir():
         return None
     problem = folder_problem(overlay)
-    if problem is None and (torch := file_problem(overlay / "torch.toml")):
-        problem = f"{overlay / 'torch.toml'} is {torch}"
-    return problem
-
-
-def stamp_overlay(overlay: Path) -> None:
-    """Name this rocmkit in the overlay it just wrote (see :func:`overlay_is_newer`)."""
-    from rocmkit import __version__
-
-    (overlay / OVERLAY_STAMP).write_text(__version__ + "\n", encoding="utf-8")
+    if problem is not None:
+        return problem
+    # Every file it serves (channels.toml says which index root's installs use, companions.toml
+    # which wheels...), not only torch.toml; and whatever sits in its subfolders.
+    todo = [overlay]
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            return f"{folder} cannot be read ({exc.strerror})"
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if reason := stat_problem(st, folder=False):
+                    return f"{path} is {reason}"
+                todo.append(path)
+            elif reason := file_problem(path):
+                return f"{path} is {reason}"
+    return None
 
 
 def matrices_origin() -> str:

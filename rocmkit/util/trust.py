@@ -86,6 +86,21 @@ def check_folder(path: Path, what: str, fix: str) -> None:
         raise UntrustedError(f"{what} {path} is not safe to trust: {reason}", fix)
 
 
+def check_file_as_root(path: Path, what: str, fix: str) -> None:
+    """As root, :class:`UntrustedError` (exit 13) for a file root would act on (a lock, a
+    wheelhouse's wheel) that another user could have written: the file (a symlink, another
+    user's, writable by others) or a folder above it. Another user acts on their own words."""
+    from rocmkit.errors import UntrustedError
+
+    if os.geteuid() != 0:
+        return
+    reason = folder_problem(Path(path).parent)
+    if reason is None and (bad := file_problem(Path(path))):
+        reason = f"{path} is {bad}"
+    if reason:
+        raise UntrustedError(f"{what} {path} is not safe to act on as root: {reason}", fix)
+
+
 def private_folder(path: Path) -> Path:
     """``path`` made (with its missing parents) mode 0700; one of ours that exists already is
     tightened to 0700. For caches and state that may hold host facts."""

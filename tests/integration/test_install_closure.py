@@ -330,3 +330,35 @@ def test_the_doctor_remedy_for_a_mismatched_torchvision_fixes_it(
     assert code == 0, err
     frozen = freeze(venv)
     assert (frozen["torch"], frozen["torchvision"], frozen["torchaudio"]) == ("2.13.0+cpu", TORCHVISION, TORCHAUDIO)
+
+
+def test_with_timm_the_newest_torch_whose_torchvision_is_served_wins(
+    env: IndexServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One resolution of the whole closure: the index serves torch 2.13.0+cpu without its
+    torchvision, and 2.12.1+cpu with it. timm needs torchvision, so 2.12.1 is planned (said as a
+    trade) by resolve and install alike, and lands as printed."""
+    old = load_matrix().torch_release("2.12.1")
+    assert old is not None and old.torchvision and old.torchaudio
+    idx = env.root / "older" / "cpu"
+    make_torch_set(idx, "2.13.0+cpu")
+    make_wheel(idx, "torchaudio", TORCHAUDIO, requires=["torch==2.13.0"])
+    make_torch_set(idx, "2.12.1+cpu")
+    make_wheel(idx, "torchvision", f"{old.torchvision}+cpu", requires=["torch==2.12.1"])
+    make_wheel(idx, "torchaudio", f"{old.torchaudio}+cpu", requires=["torch==2.12.1"])
+    monkeypatch.setenv("ROCMKIT_INDEX_BASE", env.url + "/older")
+    code, out, err = run_main(capsys, "resolve", "--json")
+    assert code == 0 and json.loads(out)["torch_version"] == "2.13.0+cpu", err  # alone: the newest
+    code, out, err = run_main(capsys, "resolve", "--with", "timm", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["torch_version"] == "2.12.1+cpu"
+    assert f"torchvision=={old.torchvision}+cpu" in plan["requirements"]
+    assert plan["reasons"][0] == (
+        "torch 2.12.1, not 2.13.0: the newest release whose torchvision (needed by timm) the sources serve "
+        "for this build"
+    )
+    venv = tmp_path / "venv"
+    code, _, err = run_main(capsys, "install", "--venv", str(venv), "--with", "timm", "--installer", "uv")
+    assert code == 0, err
+    same(planned(plan), freeze(venv))

@@ -59,6 +59,23 @@ def test_cpu_plan_with_unreachable_index_says_which_and_what_to_do(
     assert not venv.exists()  # made by this run, removed again
 
 
+def test_download_only_on_a_dead_index_does_not_send_you_to_download_only(
+    tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--download-only is what "download on a connected node" means: its own error keeps the
+    fixes that apply (your pip sources, a mirror), not that one."""
+    house = tmp_path / "wh"
+    code, _, err = rk(capsys, "--download-only", "--wheelhouse", str(house), "--cpu")
+    assert code == 9, err
+    error, *fixes = last_error(err).splitlines()
+    assert error.startswith(f"error: package index {dead_base}/cpu did not answer")
+    assert fixes[0] == f"fix: rocmkit install --download-only --wheelhouse {house} --cpu --fallback-index" + (
+        "   # the same builds from your own pip sources, if they hold them"
+    )
+    assert not any("on a connected node" in f for f in fixes), err
+    assert not house.exists() or not any(house.iterdir())
+
+
 def test_cpu_plan_falls_back_to_the_users_find_links(
     tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,6 +99,8 @@ def test_cpu_plan_falls_back_to_the_users_find_links(
         in err
     )
     assert f"verified: torch {plan.torch_version}" in err
+    # It ends with the next command to run: the check that proves it.
+    assert err.rstrip().endswith(f"rocmkit: next: rocmkit doctor --venv {venv} --level 2"), err
     outcome = json.loads(out)
     assert outcome["backend"] == "cpu"
     assert outcome["find_links"] == [str(house)]

@@ -26,7 +26,7 @@ PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 # README lines this file runs, beside the walk-through (the test that runs each).
 RUN_HERE = {
-    "rocmkit resolve --format pylock --output pylock.toml": "test_the_pylock_line_writes_a_lock_or_no_file",
+    "rocmkit export pylock --output pylock.toml": "test_the_pylock_line_writes_a_lock_or_no_file",
 }
 # README lines not run in CI, and why (a test file named here must exist).
 NOT_RUN = {
@@ -47,7 +47,7 @@ NOT_RUN = {
     "does, from a 127.0.0.1 index",
     "rocmkit install --venv ~/venvs/torch --with xformers": "a GPU machine's line: xformers has no CPU build "
     "(tests/unit/test_companions_resolve.py: the refusal, exit 6)",
-    "rocmkit install --download-only --wheelhouse /shared/wh": "downloads: tests/integration/test_install_e2e.py "
+    "rocmkit wheelhouse /shared/wh": "downloads: tests/integration/test_install_e2e.py "
     "fills a wheelhouse from a 127.0.0.1 index",
     "rocmkit install --wheelhouse /shared/wh --venv ~/venvs/torch": "needs that wheelhouse: "
     "tests/integration/test_install_e2e.py installs from one offline",
@@ -129,11 +129,11 @@ def test_the_pylock_line_writes_a_lock_or_no_file(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`rocmkit resolve --format pylock --output pylock.toml` from the README's setup (uv is a
+    """`rocmkit export pylock --output pylock.toml` from the README's setup (uv is a
     dependency: no exit 7); a failed run leaves no pylock.toml, as `> pylock.toml` would. The
     machine and its index are test_lock_exports.py's (a 127.0.0.1 index: nothing is downloaded)."""
     monkeypatch.chdir(tmp_path)
-    line = ["resolve", "--format", "pylock", "--output", "pylock.toml"]
+    line = ["export", "pylock", "--output", "pylock.toml"]
     code, out, err = run_main(capsys, *line, *plan_args(server), "--python", PY)
     assert code == 0, err
     assert out == "" and "wrote pylock.toml" in err

@@ -67,11 +67,11 @@ def test_hierarchy_as_rocm_bootstrap_prints_it() -> None:
     # rocm-bootstrap's README example: "gfx1201 gfx12_0 gfx12" and "gfx1100 gfx110x gfx11".
     machine = Machine(gpus=(Gpu(vendor="amd", index=0, arch="gfx1201"), Gpu(vendor="amd", index=1, arch="gfx1100")))
     table = load_amd_targets()
-    assert [table.lookup(g.arch or "").chain() for g in machine.gpus] == [  # type: ignore[union-attr]
+    assert [table.lookup(g.arch or "").chain() for g in machine.gpus] == [
         "gfx1201 gfx12_0 gfx12",
         "gfx1100 gfx110x gfx11",
     ]
-    assert table.lookup("gfx90a:sramecc+:xnack-").family.key == "gfx9"  # type: ignore[union-attr]
+    assert table.lookup("gfx90a:sramecc+:xnack-").family.key == "gfx9"
     lines = hierarchy_lines(detect(TWO_ARCH))
     assert lines == ["GPU 0: gfx1031 gfx10_3 gfx10 (RDNA2)", "GPU 1: gfx90c gfx9_0 gfx9 (Vega)"]
 

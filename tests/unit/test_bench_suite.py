@@ -255,3 +255,29 @@ def test_the_live_eta_counts_down_while_a_model_runs_and_never_grows() -> None:
     assert eta_text(done, 3, now - 50.0) == "over the typical 11 s, then about 22 s"
     assert eta_text(done, 1, now - 50.0) == "over the typical 11 s"
     assert eta_text([30.0], 3, now) is None  # nothing learnt yet: no ETA rather than a bad one
+
+
+def test_the_eta_starts_from_each_models_own_earlier_time_scaled_to_this_run() -> None:
+    """Models differ (42 s beside 73 s): their own earlier times, scaled by how this run compares
+    with that one on the models done (here 10 % slower), not one typical time for all."""
+    from rocmkit.bench.suite import eta_s
+
+    earlier = [80.0, 70.0, 40.0, 60.0, 40.0]
+    # Before any model: the earlier times as they were.
+    assert eta_s([], 5, ahead=earlier) == sum(earlier)
+    # Two done (the first, cold, does not count): 77 s against 70 s earlier, so 1.1 times.
+    got = eta_s([90.0, 77.0], 3, seen=earlier[:2], ahead=earlier[2:])
+    assert got is not None and abs(got - 1.1 * 140.0) < 1e-9
+    # A model with no earlier time takes the typical one of this run.
+    assert eta_s([90.0, 77.0], 2, seen=earlier[:2], ahead=[40.0, None]) == 1.1 * 40.0 + 77.0
+
+
+def test_the_history_keeps_times_per_setting_and_refuses_an_untrusted_file(tmp_path: Path) -> None:
+    from rocmkit.bench import history
+
+    history.save(tmp_path, {history.key("builtin|cpu", "mlp"): 41.234})
+    history.save(tmp_path, {history.key("builtin|cpu", "t5_small"): 73.0})
+    assert history.load(tmp_path) == {"builtin|cpu|mlp": 41.23, "builtin|cpu|t5_small": 73.0}
+    path = history.path_in(tmp_path)
+    path.chmod(0o666)  # writable by others: not read back (util/trust.py)
+    assert history.load(tmp_path) == {}

@@ -41,3 +41,13 @@ def test_export_names_its_three_formats() -> None:
     text = _help("export")
     assert all(f"  {fmt} " in text for fmt in ("pylock", "requirements", "uv-project"))
     assert "--project DIR" in _help("export", "uv-project") and "--project" not in _help("export", "pylock")
+
+
+def _headings(text: str) -> list[str]:
+    return [line[:-1] for line in text.splitlines() if line and not line[0].isspace() and line.endswith(":")]
+
+
+def test_doctor_and_bench_models_help_are_in_sections() -> None:
+    assert _headings(_help("bench", "models")) == ["Which models", "How they are measured", "Where", "Results"]
+    # An option added without a section still shows, under "Other options".
+    assert _headings(_help("doctor"))[:4] == ["Which checks", "What is checked", "How they run", "Reports"]

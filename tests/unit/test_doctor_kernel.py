@@ -158,7 +158,7 @@ def test_amdgpu_ids_is_never_a_failure() -> None:
 def _amdsmi(rocm: str | None = "7.0.2", **versions: str | None) -> Status:
     m = Machine(gpus=(RX580,), rocm=RocmInfo(version=rocm))
     args: dict[str, str | None] = {"amdsmi": None, "torch": None, "rocm_sdk": None, **versions}
-    return torch_env.amdsmi_result(_ctx(m), **args).status  # type: ignore[arg-type]
+    return torch_env.amdsmi_result(_ctx(m), **args).status
 
 
 def test_amdsmi_clash() -> None:

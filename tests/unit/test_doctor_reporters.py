@@ -162,7 +162,7 @@ def test_progress_lines_go_to_the_given_stream() -> None:
 
     stream = io.StringIO()
     progress = text.Progress(2, stream=stream)
-    chk = Check(name="env.x", level=0, description="", func=fn, module=__name__)  # type: ignore[arg-type]
+    chk = Check(name="env.x", level=0, description="", func=fn, module=__name__)
     progress.start(chk)
     progress.result(
         chk, [CheckResult(name="env.x", level=0, status=Status.WARN, message="careful", duration_s=0.5)]

@@ -31,7 +31,7 @@ class Counted:
 def _check(func: Counted) -> Check:
     return Check(
         name="compile.sound", level=2, description="", func=func, module=__name__, stack_verdict=True
-    )  # type: ignore[arg-type]
+    )
 
 
 def _ctx(tmp_path: Path, **kw: object) -> CheckContext:

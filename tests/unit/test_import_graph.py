@@ -33,6 +33,9 @@ GROUND = {
     "pkgindex",
     # The package itself holds __version__ only (util.paths compares an overlay's writer with it).
     "rocmkit",
+    # The Python rocmkit acts on and the one child-result protocol (docs/architecture.md lists it
+    # on the ground floor; this set now says so too).
+    "pyenv",
 }
 # The top level holds records, facts and the front doors; everything else lives in a room.
 MAX_LOOSE_MODULES = 10

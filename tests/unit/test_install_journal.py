@@ -231,22 +231,22 @@ def test_children_of_the_wrong_types_are_refused(tmp_path: Path, children: objec
 
 @dataclass
 class Report:
-    exact: bool
+    restored: bool
 
     def describe(self) -> str:
-        return "restored" if self.exact else "NOT restored"
+        return "restored" if self.restored else "NOT restored"
 
 
 def test_recover_deletes_the_journal_only_after_an_exact_restore(tmp_path: Path) -> None:
     lines: list[str] = []
     make(tmp_path).save()
     with pytest.raises(ToolError, match="could not be undone exactly"):
-        journal.recover(target(tmp_path), lambda j: Report(exact=False), lines.append)
+        journal.recover(target(tmp_path), lambda j: Report(restored=False), lines.append)
     assert (tmp_path / journal.JOURNAL_NAME).exists()  # kept for the next try
-    assert journal.recover(target(tmp_path), lambda j: Report(exact=True), lines.append)
+    assert journal.recover(target(tmp_path), lambda j: Report(restored=True), lines.append)
     assert not (tmp_path / journal.JOURNAL_NAME).exists()
     assert any("was interrupted at step 'recorded'" in line for line in lines)
-    assert not journal.recover(target(tmp_path), lambda j: Report(exact=True), lines.append)
+    assert not journal.recover(target(tmp_path), lambda j: Report(restored=True), lines.append)
 
 
 def test_recover_acts_on_nothing_when_the_journal_is_refused(tmp_path: Path) -> None:

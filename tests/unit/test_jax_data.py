@@ -53,7 +53,7 @@ def test_jax_extras_are_the_ones_jax_declares() -> None:
 def test_arch_lists_are_the_code_objects_read_from_the_wheels() -> None:
     jd = load_jax(REPO / "matrices")
     for row in jd.archs:
-        folder = _wheel(f"{jd.plugin(row.family).module}-{row.version}")  # type: ignore[union-attr]
+        folder = _wheel(f"{jd.plugin(row.family).module}-{row.version}")
         assert set(row.archs) == set((folder / "hip_code_objects.txt").read_text().split())
 
 
@@ -72,11 +72,11 @@ def test_system_libraries_are_what_the_rocm7_wheels_link() -> None:
 def test_releases_pin_one_version_and_newest_post_per_python() -> None:
     jd = load_jax(REPO / "matrices")
     r = next(r for r in jd.releases if r.version == "0.9.1")
-    assert r.build("rocm7", "3.11") is not None and r.build("rocm7", "3.11").version == "0.9.1.post6"  # type: ignore[union-attr]
+    assert r.build("rocm7", "3.11") is not None and r.build("rocm7", "3.11").version == "0.9.1.post6"
     # 0.10.1.post1 was published for CPython 3.12 only: 3.11 keeps 0.10.1.
     r = next(r for r in jd.releases if r.version == "0.10.1")
-    assert r.build("rocm7", "3.12").version == "0.10.1.post1"  # type: ignore[union-attr]
-    assert r.build("rocm7", "3.11").version == "0.10.1"  # type: ignore[union-attr]
+    assert r.build("rocm7", "3.12").version == "0.10.1.post1"
+    assert r.build("rocm7", "3.11").version == "0.10.1"
     assert jd.releases[-1].version == "0.12.1" and jd.releases[-1].build("rocm7", "3.12") is None
 
 
@@ -106,3 +106,20 @@ def test_a_bad_row_is_one_error_naming_the_file(tmp_path: Path, old: str, new: s
         parse_jax(_broken(tmp_path, old, new))
     assert info.value.message.startswith("jax.toml: ")
     assert said in info.value.message
+
+
+def test_one_python_rule_for_torch_jax_plugins_and_torch_xla() -> None:
+    # matrix/model.PythonSpan: minor versions, ends included, for every release table (jaxdata
+    # had its own copy comparing whole versions, so 3.12.4 fell outside a row ending at 3.12).
+    from rocmkit.matrix.jaxdata import JaxRelease, PluginBuild, TorchXlaRelease
+    from rocmkit.matrix.model import TorchRelease
+
+    rows = (
+        JaxRelease(version="0.10.2", python_min="3.11", python_max="3.12"),
+        PluginBuild(family="rocm7", version="0.10.2", python_min="3.11", python_max="3.12"),
+        TorchXlaRelease(version="2.9.0", python_min="3.11", python_max="3.12"),
+        TorchRelease(version="2.9.0", torchvision=None, torchaudio=None, python_min="3.11", python_max="3.12"),
+    )
+    for row in rows:
+        assert row.supports_python("3.11") and row.supports_python("3.12") and row.supports_python("3.12.4")
+        assert not row.supports_python("3.10") and not row.supports_python("3.13")

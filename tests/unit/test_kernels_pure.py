@@ -391,7 +391,7 @@ def _ctx(**kw: object):  # type: ignore[no-untyped-def]
     from rocmkit.machine import Gpu, Machine
 
     gpus = kw.pop("gpus", ())
-    machine = Machine(gpus=tuple(Gpu(**g) for g in gpus))  # type: ignore[arg-type, union-attr, attr-defined]
+    machine = Machine(gpus=tuple(Gpu(**g) for g in gpus))  # type: ignore[attr-defined]
     return CheckContext(machine=machine, backend="cpu", cache_dir=Path("/nonexistent"), **kw)  # type: ignore[arg-type]
 
 

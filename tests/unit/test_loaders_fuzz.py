@@ -171,7 +171,7 @@ def _suite() -> dict[str, Any]:
         dtype="fp32",
         size="tiny",
         repeat=5,
-        models=(ModelResult(name="mlp", status="pass", speedup=1.5),),  # type: ignore[arg-type]
+        models=(ModelResult(name="mlp", status="pass", speedup=1.5),),
         versions={"torch": "2.13.0"},
     ).to_dict()
     return data
@@ -483,3 +483,47 @@ def test_pip_conf_reader(tmp_path_factory: pytest.TempPathFactory, data: st.Data
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     value_or_own_error(lambda: read_pip_conf(path))
     value_or_own_error(lambda: _pip_conf_text(path, Path("/v/rocmkit-constraints.txt")))
+
+
+def _overlay_loaders() -> dict[str, Callable[[Path], object]]:
+    from rocmkit.companions.data import parse_companions
+    from rocmkit.containers.images import parse_images
+    from rocmkit.doctor.apu import parse_apu
+    from rocmkit.doctor.sku import parse_skus
+    from rocmkit.matrix.amd_targets import parse_amd_targets
+    from rocmkit.matrix.jaxdata import parse_jax
+    from rocmkit.matrix.platforms import parse_platforms
+    from rocmkit.source_build.refs import load_build_matrix
+
+    return {
+        "companions.toml": parse_companions,
+        "jax.toml": parse_jax,
+        "images.toml": lambda d: parse_images(d / "images.toml"),
+        "sku.toml": lambda d: parse_skus(d / "sku.toml"),
+        "apu.toml": lambda d: parse_apu(d / "apu.toml"),
+        "platforms.toml": lambda d: parse_platforms(d / "platforms.toml"),
+        "amd_targets.toml": parse_amd_targets,
+        "build.toml": lambda d: load_build_matrix(d / "build.toml"),
+    }
+
+
+@FUZZ
+@given(data=st.data())
+def test_overlay_data_files(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:
+    """Every other data file an overlay serves (`matrix refresh --write` copies them all), damaged
+    or not UTF-8, through its own loader; and the overlay's trust check on the folder."""
+    from rocmkit.util.paths import overlay_problem
+
+    loaders = _overlay_loaders()
+    name = data.draw(st.sampled_from(sorted(loaders)))
+    folder = tmp_path_factory.mktemp("overlay")
+    for item in (REPO / "matrices").glob("*.toml"):
+        if item.name != name:
+            (folder / item.name).write_bytes(item.read_bytes())
+    raw = data.draw(mutated_text((REPO / "matrices" / name).read_text())).encode("utf-8", "surrogatepass")
+    if data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(raw)))
+        raw = raw[:at] + b"\xff" + raw[at:]
+    (folder / name).write_bytes(raw)
+    assert overlay_problem(folder) is None
+    value_or_own_error(lambda: loaders[name](folder))

@@ -281,6 +281,9 @@ def test_refresh_without_dir_writes_an_overlay_that_show_names(
         assert code == 0, err
         overlay = tmp_path / "data" / "matrices"
         assert f"wrote {overlay / 'torch.toml'}" in err and "+version = \"2.16.0\"" in out
+        # The switch of data source is said where the data goes (stdout), with the way back.
+        assert f"rocmkit now reads its data from {overlay}, not the data it shipped with" in out
+        assert f"To go back to the shipped data: rm -r {overlay}\n" in out
         # Every data file is in the overlay (it is a whole data folder), and the shipped data is untouched.
         assert sorted(p.name for p in overlay.glob("*.toml")) == sorted(shipped)
         assert {p.name: p.read_bytes() for p in shipped_matrices_dir().glob("*.toml")} == shipped
@@ -290,6 +293,22 @@ def test_refresh_without_dir_writes_an_overlay_that_show_names(
         assert code == 0 and any(line.startswith("2.16.0 ") for line in out.splitlines())
         assert f"data: {overlay} (an overlay written by `rocmkit matrix refresh --write`" in err
         assert "its index was read on 2026-12-03" in err and "newest torch 2.16.0 (2026-12-09)" in err
+        # An older rocmkit's refresh (issue 39): its stamp loses to the shipped data and its
+        # gfx.toml is its own copy. A new refresh writes the overlay whole: no old copy is kept.
+        (overlay / "written-by-rocmkit").write_text("0.0.1\n")
+        (overlay / "gfx.toml").write_text((overlay / "gfx.toml").read_text() + "# an older refresh's copy\n")
+        matrices_dir.cache_clear()
+        clear_cache()
+        code, out, err = run("matrix", "refresh", "--write", "--from", str(recording))
+        assert code == 0, err
+        assert (overlay / "gfx.toml").read_bytes() == shipped["gfx.toml"]
+        # Once more: nothing changes, so nothing is written and the data in use stays.
+        matrices_dir.cache_clear()
+        clear_cache()
+        mtime = (overlay / "torch.toml").stat().st_mtime_ns
+        code, out, err = run("matrix", "refresh", "--write", "--from", str(recording))
+        assert code == 0 and "nothing to write" in err and "now reads" not in out + err, err
+        assert (overlay / "torch.toml").stat().st_mtime_ns == mtime
     finally:
         matrices_dir.cache_clear()
         clear_cache()

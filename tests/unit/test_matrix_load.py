@@ -37,7 +37,7 @@ def test_contract_lookups() -> None:
         "10.3.0",
     )
     assert "Radeon RX 6700 XT" in arch.products
-    assert m.gfx_arch("gfx1100") is not None and m.gfx_arch("gfx1100").hsa_override is None  # type: ignore[union-attr]
+    assert m.gfx_arch("gfx1100") is not None and m.gfx_arch("gfx1100").hsa_override is None
     assert m.gfx_arch("gfx9999") is None
     assert m.nvidia_compute_capability("NVIDIA H100 80GB HBM3") == "9.0"
     assert m.nvidia_compute_capability("NVIDIA GeForce GTX 1050 Ti") == "6.1"

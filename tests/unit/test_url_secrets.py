@@ -6,6 +6,7 @@ an index base with a query string keeps the query after the backend path."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +94,12 @@ def test_an_index_base_with_a_query_gets_the_backend_on_its_path() -> None:
     channel = next(n for n, c in m.channels.items() if "{base}" in c.url)
     url = m.index_url(channel, "rocm6.2", "https://mirror.example/pt?sig=abc")
     assert url == "https://mirror.example/pt/rocm6.2?sig=abc"
+
+
+def test_the_slurm_hook_log_is_masked_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rocmkit.slurm.hooks import Log
+
+    log = tmp_path / "hc.log"
+    Log(str(log), "rocmkit-healthcheck")("index https://u:pa/ss-Zq9@mirror.example/whl?sig=Zq9abc refused")
+    for text in (log.read_text(), capsys.readouterr().err):
+        assert "Zq9" not in text and "https://u:***@mirror.example/whl?sig=***" in text
