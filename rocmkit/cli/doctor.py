@@ -119,7 +119,7 @@ def cli(req: DoctorRequest) -> None:
 def _run(req: DoctorRequest) -> None:
     from rocmkit.doctor.registry import check_modules, check_option_values, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
-    from rocmkit.doctor.run import RunOptions, discover, doctor, select
+    from rocmkit.doctor.run import discover, doctor, select
     from rocmkit.util import ticker
 
     if req.quiet:
@@ -139,19 +139,7 @@ def _run(req: DoctorRequest) -> None:
         picked = select(found.checks, level=req.level, only=req.selection, skip=req.skip)
         check_option_values(req.options, found.checks.values())  # --set shm_min_bytes=abc: exit 4, now
         machine, plan, plan_error, python, session, total = _prepare(req, picked)
-    opts = RunOptions(
-        level=req.level,
-        only=req.selection,
-        skip=req.skip,
-        backend=req.backend,  # type: ignore[arg-type]  # checked by the request
-        timeout_scale=req.timeout_scale,
-        options={**req.options, "caches.warm": True} if req.warm_caches else req.options,
-        isolation=req.isolation,  # type: ignore[arg-type]  # checked by the request
-        jobs=req.jobs,
-        fresh=req.fresh,
-        image_build=req.image_build,
-        frameworks=req.frameworks,
-    )
+    opts = req.run_options()
     for key in unknown_options(opts.options, found.checks.values()):
         OUT.warning(
             f"no check reads --set {key}; it is ignored (`rocmkit doctor --list` names each check's options)"
