@@ -1,5 +1,10 @@
 """The longest silence on a terminal: `rocmkit doctor`, `install` and `bench models` with their
-stderr on a pseudo-terminal (issue 31: nothing silent for more than 2 s).
+stderr on a pseudo-terminal (issue 31: nothing silent for more than 2 s); with ``--piped``, the
+longest silence of `rocmkit doctor --level 2` with its output on a pipe, as Slurm and CI log it
+(issue 38: a line at least every 5 s).
+
+The test suite asserts these properties on clocks it controls (tests/unit/test_ticker.py,
+tests/integration/test_progress_piped.py); this measures them in wall-clock seconds.
 
 Each command runs as a user's shell runs it, stderr on a fresh pty (tests/support/pty_run.py),
 and every chunk it writes is timed; the figure is the longest stretch in which the terminal got
@@ -10,6 +15,7 @@ nothing, from the start to the exit. Every command starts cold: a fresh ROCMKIT_
 unpacked earlier commit: ``git archive COMMIT | tar -x -C DIR``) as the peer.
 
     python benchmarks/bench_progress.py --index-root IDX [--baseline DIR] [--only doctor,install,bench]
+    python benchmarks/bench_progress.py --piped [--baseline DIR]
 
 IDX holds ``whl/cpu/`` with a CPU torch and its dependencies as wheels (served on 127.0.0.1 by
 tests/support/pkgindex.py); without it the install row is left out.
@@ -18,6 +24,7 @@ tests/support/pkgindex.py); without it the install row is left out.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import sys
@@ -51,6 +58,46 @@ def run(label: str, tree: Path, argv: list[str], extra_env: dict[str, str], work
     return result
 
 
+def piped(label: str, tree: Path, argv: list[str], extra_env: dict[str, str], work: Path) -> None:
+    """The command with stdout and stderr on one pipe (``2>&1 | tee log``): every line timed as
+    it arrives; the figure is the longest stretch without one, from the start to the exit."""
+    import select
+    import subprocess
+    import time
+
+    env = {**os.environ, **extra_env, "PYTHONPATH": str(tree)}
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rocmkit", *argv], cwd=work, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    stamps: list[tuple[float, str]] = []
+    pending = b""
+    while True:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.05)
+        if not ready:
+            continue
+        data = os.read(proc.stdout.fileno(), 65536)
+        if not data:
+            break
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        stamps += [(time.monotonic() - start, line.decode(errors="replace")) for line in lines]
+    proc.wait()
+    end = time.monotonic() - start
+    times = [0.0, *(t for t, _ in stamps), end]
+    gaps = [(b - a, i) for i, (a, b) in enumerate(itertools.pairwise(times))]
+    gap, at = max(gaps)
+    before = stamps[at - 1][1][:70] if at else "(nothing yet)"
+    beats = sum("still running" in line for _, line in stamps)
+    print(
+        f"  {label:12} exit {proc.returncode}  total {end:6.1f} s  lines {len(stamps):3}  'still running' {beats:3}"
+        f"  longest silent {gap:5.2f} s (from {times[at]:.1f} s, after {before!r})",
+        flush=True,
+    )
+
+
 def seconds_of(text: str) -> float:
     """Seconds from the ticker's duration text ("53 s", "1 min 10 s", "2.3 s", "1 h 5 min")."""
     total = 0.0
@@ -81,8 +128,17 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, help="another rocmkit tree to run the same commands with")
     parser.add_argument("--only", default="doctor,install,bench", help="which commands, comma-separated")
     parser.add_argument("--torch", default="2.13", help="the torch release the index holds (install)")
+    parser.add_argument("--piped", action="store_true", help="doctor --level 2 on a pipe: the longest silence")
     args = parser.parse_args()
     trees = [("this tree", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    if args.piped:
+        with tempfile.TemporaryDirectory(prefix="bench-progress-") as tmp:
+            print("$ rocmkit doctor --level 2 2>&1 | cat   (cold caches, then warm)")
+            for kind in ("cold", "warm"):
+                for label, tree in trees:
+                    cache = Path(tmp) / f"piped-{label.replace(' ', '-')}"
+                    piped(f"{label} {kind}", tree, ["doctor", "--level", "2"], {"ROCMKIT_CACHE_DIR": str(cache)}, Path(tmp))
+        return 0
     only = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="bench-progress-") as tmp:
         work = Path(tmp)

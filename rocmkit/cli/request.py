@@ -39,9 +39,9 @@ def command_line() -> tuple[str, ...]:
     (:func:`rocmkit.cli.group.run`), never ``sys.argv`` read behind an in-process call's back;
     a context made elsewhere (click's test runner) gives its command path."""
     ctx = click.get_current_context()
-    argv = (ctx.find_root().obj or {}).get("argv") if isinstance(ctx.find_root().obj, dict) else None
-    if argv is not None:
-        return tuple(argv)
+    root = ctx.find_root().obj
+    if isinstance(root, dict) and "argv" in root:
+        return tuple(root["argv"])
     return tuple(ctx.command_path.split()[1:])
 
 

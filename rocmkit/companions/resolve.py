@@ -248,7 +248,7 @@ def _refusal(name: str, plan: Plan, fits: list[Fit], note: str | None) -> NoPlan
     if paired is not None and paired.torch is not None:
         torch_minor = ".".join(paired.torch.split(".")[:2])
         suffix = paired.backends[-1]
-        flag = f"--rocm {suffix[4:]}" if suffix.startswith("rocm") else f"--cuda {suffix[2:]}"
+        flag = f"--rocm {suffix[4:]}" if suffix.startswith("rocm") else f"--cuda {suffix}"  # cu130: --cuda takes it
         fix = f"resolve a torch it pairs with (e.g. --torch {torch_minor} {flag} for {name} {paired.version}), or {fix}"
     return NoPlanError(f"--with {name}: no build fits {torch} ({plan.backend}){archs}: {why}", fix)
 

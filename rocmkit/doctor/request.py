@@ -5,9 +5,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from rocmkit.arch import BACKENDS
 from rocmkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from rocmkit.arch import Backend
+    from rocmkit.doctor.run import Isolation, RunOptions
 
 FORMATS = ("table", "json", "npd")
 WARM_CHECKS = ("env.caches", "compile.cache_speed", "triton.codegen")
@@ -90,6 +95,26 @@ class DoctorRequest:
     @property
     def options(self) -> dict[str, object]:
         return parse_settings(self.settings)
+
+    def run_options(self) -> RunOptions:
+        """What :func:`rocmkit.doctor.run.doctor` runs, from this request (checked when made, so
+        the backend and isolation are the literals the run's record types them as)."""
+        from rocmkit.doctor.run import RunOptions
+
+        options = {**self.options, "caches.warm": True} if self.warm_caches else self.options
+        return RunOptions(
+            level=self.level,
+            only=self.selection,
+            skip=self.skip,
+            backend=cast("Backend | None", self.backend),
+            timeout_scale=self.timeout_scale,
+            options=options,
+            isolation=cast("Isolation", self.isolation),
+            jobs=self.jobs,
+            fresh=self.fresh,
+            image_build=self.image_build,
+            frameworks=self.frameworks,
+        )
 
 
 def parse_settings(settings: tuple[str, ...]) -> dict[str, object]:

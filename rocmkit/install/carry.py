@@ -28,8 +28,12 @@ def carry_out(req: InstallRequest, say: Say, session: Session | None = None) -> 
     """Prepare (read the inputs once, pick the target, making a missing venv; plan), then run;
     a venv this run made is removed again when anything fails."""
     from rocmkit.install.prepare import prepare, session_for
+    from rocmkit.util.ticker import shared
 
-    prepared = prepare(req, session or session_for(req), say)
+    # Detection, resolve and the live index check take seconds before the plan is said: the
+    # status line (a "still running" line off a terminal) says so, instead of a silence.
+    with shared().task("install", phase="detecting this machine and resolving the plan"):
+        prepared = prepare(req, session or session_for(req), say)
     try:
         return _run(req, prepared, say)
     except BaseException:

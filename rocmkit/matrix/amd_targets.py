@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from rocmkit.errors import DataError
-from rocmkit.matrix.fields import FIX, Row, read_sources, read_toml, rows
+from rocmkit.matrix.fields import FIX, read_sources, read_toml, table
 
 FILE = "amd_targets.toml"
 
@@ -87,9 +87,7 @@ def parse_amd_targets(directory: Path) -> AmdTargets:
     doc = read_toml(directory / FILE)
     src = read_sources(doc, file=FILE)
     families: dict[str, Level] = {}
-    for i, data in enumerate(rows(doc, "family", file=FILE)):
-        row = Row(data, file=FILE, where=f"family #{i + 1}", keys=("key", "name", "generic"), sources=src,
-                  name_key="key")
+    for row in table(doc, "family", file=FILE, keys=("key", "name", "generic"), sources=src, name_key="key"):
         key = row.string("key")
         if key in families:
             raise row.error(f"family {key!r} is listed twice")
@@ -98,15 +96,14 @@ def parse_amd_targets(directory: Path) -> AmdTargets:
         )
     subs: dict[str, Level] = {}
     targets: dict[str, AmdTarget] = {}
-    for i, data in enumerate(rows(doc, "sub_family", file=FILE)):
-        row = Row(
-            data,
-            file=FILE,
-            where=f"sub_family #{i + 1}",
-            keys=("key", "family", "name", "generic", "targets", "aliases"),
-            sources=src,
-            name_key="key",
-        )
+    for row in table(
+        doc,
+        "sub_family",
+        file=FILE,
+        keys=("key", "family", "name", "generic", "targets", "aliases"),
+        sources=src,
+        name_key="key",
+    ):
         key = row.string("key")
         fam_key = row.string("family")
         family = families.get(fam_key)

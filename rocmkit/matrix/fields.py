@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +176,22 @@ def rows(doc: Mapping[str, Any], key: str, *, file: str) -> list[Any]:
     if not isinstance(value, list):
         raise DataError(f"{file}: {key} must be an array of tables ([[{key}]])", FIX)
     return value
+
+
+def table(
+    doc: Mapping[str, Any],
+    key: str,
+    *,
+    file: str,
+    keys: Collection[str],
+    sources: Mapping[str, str],
+    name_key: str | None = None,
+    label: str | None = None,
+) -> Iterator[Row]:
+    """Each row of the ``[[key]]`` array of tables as a :class:`Row`, named ``key #N`` (``label #N``
+    where given) until its ``name_key`` names it: the one loop every loader of ``matrices/`` runs."""
+    for i, data in enumerate(rows(doc, key, file=file)):
+        yield Row(data, file=file, where=f"{label or key} #{i + 1}", keys=keys, sources=sources, name_key=name_key)
 
 
 def read_toml(path: Path) -> dict[str, Any]:

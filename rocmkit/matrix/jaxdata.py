@@ -21,7 +21,7 @@ from packaging.version import Version
 
 from rocmkit import arch as gfx
 from rocmkit.errors import DataError
-from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, rows
+from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, table
 from rocmkit.matrix.model import Fact, PythonSpan
 
 FILE = "jax.toml"
@@ -182,8 +182,7 @@ def _plugins(doc: dict[str, Any], src: dict[str, str]) -> tuple[JaxPlugin, ...]:
     keys = ("family", "backend", "major", "plugin", "pjrt", "module", "entry_point", "platform", "extra",
             "min_driver", "min_jaxlib")
     out: list[JaxPlugin] = []
-    for i, data in enumerate(rows(doc, "plugin", file=FILE)):
-        row = Row(data, file=FILE, where=f"plugin #{i + 1}", keys=keys, sources=src, name_key="family")
+    for row in table(doc, "plugin", file=FILE, keys=keys, sources=src, name_key="family"):
         family = row.string("family")
         if any(p.family == family for p in out):
             raise DataError(f"{FILE}: duplicate plugin {family!r}", "keep one row per plugin family")
@@ -224,8 +223,7 @@ def _family(row: Row, families: dict[str, JaxPlugin]) -> str:
 
 def _archs(doc: dict[str, Any], src: dict[str, str], families: dict[str, JaxPlugin]) -> tuple[PluginArchs, ...]:
     out: list[PluginArchs] = []
-    for i, data in enumerate(rows(doc, "plugin_archs", file=FILE)):
-        row = Row(data, file=FILE, where=f"plugin_archs #{i + 1}", keys=("family", "version", "archs"), sources=src)
+    for row in table(doc, "plugin_archs", file=FILE, keys=("family", "version", "archs"), sources=src):
         family = _family(row, families)
         if families[family].backend != "rocm":
             raise row.error(f"{family} is not a ROCm plugin; only ROCm plugins carry gfx code objects")
@@ -243,8 +241,7 @@ def _archs(doc: dict[str, Any], src: dict[str, str], families: dict[str, JaxPlug
 def _routes(doc: dict[str, Any], src: dict[str, str]) -> tuple[Route, ...]:
     keys = ("name", "backend", "index", "description", "needs_local_rocm", "first")
     out: list[Route] = []
-    for i, data in enumerate(rows(doc, "route", file=FILE)):
-        row = Row(data, file=FILE, where=f"route #{i + 1}", keys=keys, sources=src, name_key="name")
+    for row in table(doc, "route", file=FILE, keys=keys, sources=src, name_key="name"):
         index = row.string("index")
         if not index.startswith("https://"):
             raise row.error(f"index {index!r} must be an https:// URL")
@@ -260,8 +257,7 @@ def _routes(doc: dict[str, Any], src: dict[str, str]) -> tuple[Route, ...]:
 def _fixes(doc: dict[str, Any], src: dict[str, str]) -> tuple[KnownFix, ...]:
     keys = ("name", "backend", "variable", "value", "libraries", "problem", "remedy")
     out: list[KnownFix] = []
-    for i, data in enumerate(rows(doc, "fix", file=FILE)):
-        row = Row(data, file=FILE, where=f"fix #{i + 1}", keys=keys, sources=src, name_key="name")
+    for row in table(doc, "fix", file=FILE, keys=keys, sources=src, name_key="name"):
         name = row.string("name")
         if any(f.name == name for f in out):
             raise DataError(f"{FILE}: duplicate fix {name!r}", "keep one row per fix")
@@ -289,8 +285,7 @@ def _python(row: Row, key: str) -> str:
 def _releases(doc: dict[str, Any], src: dict[str, str], families: dict[str, JaxPlugin]) -> tuple[JaxRelease, ...]:
     keys = ("version", "python_min", "python_max", "released", "plugins")
     out: list[JaxRelease] = []
-    for i, data in enumerate(rows(doc, "release", file=FILE)):
-        row = Row(data, file=FILE, where=f"release #{i + 1}", keys=keys, sources=src, name_key="version")
+    for row in table(doc, "release", file=FILE, keys=keys, sources=src, name_key="version"):
         version = row.pep440("version")
         if any(r.version == version for r in out):
             raise DataError(f"{FILE}: duplicate release {version!r}", "keep one row per release")
@@ -318,9 +313,14 @@ def _releases(doc: dict[str, Any], src: dict[str, str], families: dict[str, JaxP
 
 def _torch_xla(doc: dict[str, Any], src: dict[str, str]) -> tuple[TorchXlaRelease, ...]:
     out: list[TorchXlaRelease] = []
-    for i, data in enumerate(rows(doc, "torch_xla", file=FILE)):
-        row = Row(data, file=FILE, where=f"torch_xla #{i + 1}", keys=("version", "python_min", "python_max"),
-                  sources=src, name_key="version")
+    for row in table(
+        doc,
+        "torch_xla",
+        file=FILE,
+        keys=("version", "python_min", "python_max"),
+        sources=src,
+        name_key="version",
+    ):
         out.append(TorchXlaRelease(version=row.pep440("version"), python_min=_python(row, "python_min"),
                                    python_max=_python(row, "python_max"), sources=row.source_keys(),
                                    unconfirmed=row.unconfirmed()))

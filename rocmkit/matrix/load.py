@@ -22,7 +22,7 @@ from rocmkit.matrix.fields import (
     parse_release,
     read_sources,
     read_toml,
-    rows,
+    table,
 )
 from rocmkit.matrix.model import (
     Channel,
@@ -125,8 +125,7 @@ def _parse_archs(doc: dict[str, Any], src: dict[str, str]) -> dict[str, GfxArch]
     file = "gfx.toml"
     out: dict[str, GfxArch] = {}
     keys = ("name", "generation", "integrated", "products", "hsa_override", "override_sources")
-    for i, data in enumerate(rows(doc, "arch", file=file)):
-        row = Row(data, file=file, where=f"arch #{i + 1}", keys=keys, sources=src, name_key="name")
+    for row in table(doc, "arch", file=file, keys=keys, sources=src, name_key="name"):
         name = row.string("name")
         row.where = f"arch {name!r}"
         if gfx.parse_gfx(name) != name:
@@ -169,15 +168,9 @@ def _parse_archs(doc: dict[str, Any], src: dict[str, str]) -> dict[str, GfxArch]
 def _parse_pci(doc: dict[str, Any], src: dict[str, str], archs: dict[str, GfxArch]) -> dict[str, PciDevice]:
     file = "gfx.toml"
     out: dict[str, PciDevice] = {}
-    for i, data in enumerate(rows(doc, "pci", file=file)):
-        row = Row(
-            data,
-            file=file,
-            where=f"pci #{i + 1}",
-            keys=("id", "product", "arch", "integrated"),
-            sources=src,
-            name_key="id",
-        )
+    for row in table(
+        doc, "pci", file=file, keys=("id", "product", "arch", "integrated"), sources=src, name_key="id"
+    ):
         pci_id = row.string("id")
         row.where = f"pci {pci_id!r}"
         if not _PCI.match(pci_id):
@@ -205,15 +198,9 @@ def _parse_nvidia_gpus(doc: dict[str, Any], src: dict[str, str]) -> tuple[Nvidia
     file = "nvidia.toml"
     out: list[NvidiaGpu] = []
     seen: dict[str, None] = {}
-    for i, data in enumerate(rows(doc, "gpu", file=file)):
-        row = Row(
-            data,
-            file=file,
-            where=f"gpu #{i + 1}",
-            keys=("pattern", "compute_capability"),
-            sources=src,
-            name_key="pattern",
-        )
+    for row in table(
+        doc, "gpu", file=file, keys=("pattern", "compute_capability"), sources=src, name_key="pattern"
+    ):
         pattern = row.string("pattern")
         row.where = f"gpu {pattern!r}"
         _unique(seen, pattern, file=file, what="gpu pattern")
@@ -242,15 +229,14 @@ def _parse_nvidia_gpus(doc: dict[str, Any], src: dict[str, str]) -> tuple[Nvidia
 def _parse_cuda(doc: dict[str, Any], src: dict[str, str]) -> tuple[CudaToolkit, ...]:
     file = "nvidia.toml"
     out: dict[str, CudaToolkit] = {}
-    for i, data in enumerate(rows(doc, "cuda", file=file)):
-        row = Row(
-            data,
-            file=file,
-            where=f"cuda #{i + 1}",
-            keys=("version", "min_driver", "min_compute_capability", "ga_driver"),
-            sources=src,
-            name_key="version",
-        )
+    for row in table(
+        doc,
+        "cuda",
+        file=file,
+        keys=("version", "min_driver", "min_compute_capability", "ga_driver"),
+        sources=src,
+        name_key="version",
+    ):
         version = row.release("version")
         row.where = f"cuda {version!r}"
         if len(version.split(".")) != 2:
@@ -275,15 +261,14 @@ def _parse_rocm_indexes(
 ) -> dict[str, RocmIndex]:
     file = "torch.toml"
     out: dict[str, RocmIndex] = {}
-    for i, data in enumerate(rows(doc, "rocm_index", file=file)):
-        row = Row(
-            data,
-            file=file,
-            where=f"rocm_index #{i + 1}",
-            keys=("name", "archs", "incomplete_archs", "incomplete_sources"),
-            sources=src,
-            name_key="name",
-        )
+    for row in table(
+        doc,
+        "rocm_index",
+        file=file,
+        keys=("name", "archs", "incomplete_archs", "incomplete_sources"),
+        sources=src,
+        name_key="name",
+    ):
         name = row.string("name")
         row.where = f"rocm_index {name!r}"
         if not name.startswith("rocm") or not _INDEX.match(name):
@@ -367,10 +352,7 @@ def _parse_releases(
         "not_built",
         "not_built_sources",
     )
-    for i, data in enumerate(rows(doc, "release", file=file)):
-        row = Row(
-            data, file=file, where=f"release #{i + 1}", keys=release_keys, sources=src, name_key="version"
-        )
+    for row in table(doc, "release", file=file, keys=release_keys, sources=src, name_key="version"):
         version = row.pep440("version")
         row.where = f"release {version!r}"
         _unique(out, version, file=file, what="release")
@@ -444,8 +426,7 @@ def _parse_rocm_releases(
     file = "rocm.toml"
     out: dict[str, RocmRelease] = {}
     keys = ("version", "released", "supported", "deprecated", "amdgpu_dkms", "userspace_min", "userspace_max")
-    for i, data in enumerate(rows(doc, "release", file=file)):
-        row = Row(data, file=file, where=f"release #{i + 1}", keys=keys, sources=src, name_key="version")
+    for row in table(doc, "release", file=file, keys=keys, sources=src, name_key="version"):
         version = row.release("version")
         row.where = f"release {version!r}"
         _unique(out, version, file=file, what="release")
@@ -500,8 +481,7 @@ def _parse_channels(
         "rocm",
     )
     names: dict[str, Channel] = {}
-    for i, data in enumerate(rows(doc, "channel", file=file)):
-        row = Row(data, file=file, where=f"channel #{i + 1}", keys=keys, sources=src, name_key="name")
+    for row in table(doc, "channel", file=file, keys=keys, sources=src, name_key="name"):
         name = row.string("name")
         row.where = f"channel {name!r}"
         _unique(out, name, file=file, what="channel")
@@ -560,15 +540,9 @@ def _parse_family_indexes(
 ) -> tuple[FamilyIndex, ...]:
     file = "channels.toml"
     out: dict[str, FamilyIndex] = {}
-    for i, data in enumerate(rows(doc, "family_index", file=file)):
-        row = Row(
-            data,
-            file=file,
-            where=f"family_index #{i + 1}",
-            keys=("name", "url", "archs"),
-            sources=src,
-            name_key="name",
-        )
+    for row in table(
+        doc, "family_index", file=file, keys=("name", "url", "archs"), sources=src, name_key="name"
+    ):
         name = row.string("name")
         _unique(out, name, file=file, what="family_index")
         out[name] = FamilyIndex(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rocmkit.arch import parse_gfx
 from rocmkit.errors import DataError
-from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, rows
+from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, table
 from rocmkit.util.paths import matrices_dir
 
 FILE = "platforms.toml"
@@ -100,15 +100,15 @@ def parse_platforms(path: Path) -> PlatformData:
     )
     top.source_keys()
     cuda_rows: list[Aarch64Cuda] = []
-    for i, data in enumerate(rows(doc, "aarch64_cuda", file=file)):
-        row = Row(
-            data,
-            file=file,
-            where=f"[[aarch64_cuda]] #{i + 1}",
-            keys=("torch", "cuda"),
-            sources=src,
-            name_key="torch",
-        )
+    for row in table(
+        doc,
+        "aarch64_cuda",
+        file=file,
+        label="[[aarch64_cuda]]",
+        keys=("torch", "cuda"),
+        sources=src,
+        name_key="torch",
+    ):
         bad = [c for c in row.strings("cuda", required=True) if not c.startswith("cu") or not c[2:].isdigit()]
         if bad:
             raise row.error(f"cuda {bad[0]!r} is not an index suffix like cu130")
@@ -118,15 +118,15 @@ def parse_platforms(path: Path) -> PlatformData:
     if len({r.torch for r in cuda_rows}) != len(cuda_rows):
         raise DataError(f"{file}: a torch release has two [[aarch64_cuda]] rows", FIX)
     jax_rows: list[Aarch64Jax] = []
-    for i, data in enumerate(rows(doc, "aarch64_jax", file=file)):
-        row = Row(
-            data,
-            file=file,
-            where=f"[[aarch64_jax]] #{i + 1}",
-            keys=("plugin", "first", "missing"),
-            sources=src,
-            name_key="plugin",
-        )
+    for row in table(
+        doc,
+        "aarch64_jax",
+        file=file,
+        label="[[aarch64_jax]]",
+        keys=("plugin", "first", "missing"),
+        sources=src,
+        name_key="plugin",
+    ):
         jax_rows.append(
             Aarch64Jax(
                 plugin=row.string("plugin"),
@@ -136,15 +136,15 @@ def parse_platforms(path: Path) -> PlatformData:
             )
         )
     releases: list[WslRelease] = []
-    for i, data in enumerate(rows(doc, "wsl_release", file=file)):
-        row = Row(
-            data,
-            file=file,
-            where=f"[[wsl_release]] #{i + 1}",
-            keys=("rocm", "librocdxg", "adrenalin_min", "dxg_detection"),
-            sources=src,
-            name_key="rocm",
-        )
+    for row in table(
+        doc,
+        "wsl_release",
+        file=file,
+        label="[[wsl_release]]",
+        keys=("rocm", "librocdxg", "adrenalin_min", "dxg_detection"),
+        sources=src,
+        name_key="rocm",
+    ):
         adrenalin = row.string("adrenalin_min")
         try:
             _key(adrenalin)
@@ -164,10 +164,9 @@ def parse_platforms(path: Path) -> PlatformData:
             )
         )
     gpus: list[WslGpu] = []
-    for i, data in enumerate(rows(doc, "wsl_gpu", file=file)):
-        row = Row(
-            data, file=file, where=f"[[wsl_gpu]] #{i + 1}", keys=("gfx", "names"), sources=src, name_key="gfx"
-        )
+    for row in table(
+        doc, "wsl_gpu", file=file, label="[[wsl_gpu]]", keys=("gfx", "names"), sources=src, name_key="gfx"
+    ):
         gfx = row.string("gfx")
         if parse_gfx(gfx) != gfx:
             raise row.error(f"gfx {gfx!r} is not a gfx target like gfx1100")

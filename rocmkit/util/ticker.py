@@ -234,6 +234,7 @@ class Ticker:
         CLI holds it for a whole command (ticks then count the command's time)."""
         with self._lock:
             self.held = True
+            self._last_out = self.clock()  # a command's silence counts from its start
             self._start()
 
     def release(self) -> None:

@@ -135,3 +135,17 @@ def test_index_base_has_one_rule() -> None:
     assert m.rebase(f"{root}extra/rocm6.2", mirror) == f"{root}extra/rocm6.2"  # a prefix is not a folder
     # The resolver's URLs go through the same rule.
     assert m.index_url("stable", "rocm6.2", mirror) == "http://mirror.example/whl/rocm6.2"
+
+
+def test_the_doctor_request_makes_the_run_options_itself() -> None:
+    # The CLI used to copy the request into RunOptions field by field, with two type: ignores.
+    from rocmkit.doctor.run import RunOptions
+
+    req = DoctorRequest(level=2, only=("env.*",), backend="rocm", isolation="spawn", settings=("repeats=3",),
+        warm_caches=True, framework="torch,jax", jobs=2)
+    opts = req.run_options()
+    assert isinstance(opts, RunOptions)
+    assert (opts.level, opts.backend, opts.isolation, opts.jobs, opts.frameworks) == (2, "rocm", "spawn", 2,
+        ("torch", "jax"))
+    assert opts.only[0] == "env.*" and len(opts.only) > 1  # --warm-caches adds the cache checks
+    assert opts.options == {"repeats": 3, "caches.warm": True}
