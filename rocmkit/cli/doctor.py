@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the rocmkit.report/1 JSON on stdout instead of the table."
 )
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report (--json, --format) to this file instead of stdout: whole, or not at all.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML here.")
 @click.option("--prom", type=click.Path(dir_okay=False, path_type=Path),
     help="Also write a node_exporter textfile here (written atomically).")
@@ -157,11 +159,18 @@ def _write_reports(req: DoctorRequest, report: Report) -> int:
         from rocmkit.doctor.reporters import npd
 
         code, line = npd.status(report, strict=req.strict)
-        OUT.data(line)
+        body = line + "\n"
     elif req.fmt == "json":
-        OUT.data(json_reporter.render(report), nl=False)
+        body = json_reporter.render(report)
     else:
-        OUT.data(text.render(report, colour=colour_wanted(sys.stdout), verbose=req.verbose), nl=False)
+        colour = req.output is None and colour_wanted(sys.stdout)
+        body = text.render(report, colour=colour, verbose=req.verbose)
+    if req.output is None:
+        OUT.data(body, nl=False)
+    else:
+        # Renamed into place: a run that fails leaves no empty report, as a failed `> FILE` would.
+        OUT.file(req.output, body, fix="choose a file in a folder you can write to")
+        OUT.message(f"wrote {req.output}")
     for path, render in ((req.junit, junit_reporter.render), (req.prom, prom_reporter.render)):
         if path is None:
             continue
