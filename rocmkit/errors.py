@@ -181,5 +181,5 @@ def storage_error(exc: OSError) -> RocmkitError | None:
             "point rocmkit at a writable folder (ROCMKIT_CACHE_DIR for its cache)",
         )
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return UsageError(f"permission denied: {where}", "run as a user who may write there, or pick another path")
+        return UsageError(f"permission denied: {where}", ("pick another path", "run as a user who may write there"))
     return None
