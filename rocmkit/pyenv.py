@@ -366,7 +366,7 @@ def venv_python(venv: Path) -> Path:
         return found
     raise UsageError(
         f"{venv} is not a virtual environment (no bin/python in it)",
-        "pass the folder given to `rocmkit install --venv`, or --python PATH",
+        (f"rocmkit install --venv {venv}   # make it one", "pass the folder given to `rocmkit install --venv`, or --python PATH"),
     )
 
 

@@ -6,7 +6,7 @@ import dataclasses
 
 from packaging.version import Version
 
-from rocmkit.errors import NoPlanError
+from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import CudaToolkit, Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
@@ -138,7 +138,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     fix = "update the NVIDIA driver" if driver else "check `nvidia-smi`"
     raise NoPlanError(
         f"no CUDA wheel in the matrix fits this machine ({join(sorted(set(refused))) if refused else 'no variant matches'})",
-        f"{fix}, or use --cpu" + (", or another --cuda" if wanted else ""),
+        (fix, rerun("--cpu"), *(["another --cuda"] if wanted else [])),
     )
 
 

@@ -205,7 +205,7 @@ def _build_lock(build_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             raise UsageError(
-                f"another rocmkit build is running in {build_dir}", "wait for it, or use another --build-dir"
+                f"another rocmkit build is running in {build_dir}", ("wait for it", rerun("--build-dir", "DIR"))
             ) from exc
         try:
             yield
