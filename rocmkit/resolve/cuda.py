@@ -133,7 +133,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         raise NoPlanError(
             f"{what}'s CUDA builds for Python {python} ({join(passed)}) are not yet "
             "confirmed (--strict-data): only build lists name them",
-            "drop --strict-data to plan one (install falls back if the index lacks it), or name one with --cuda",
+            ("drop --strict-data to plan one (install falls back if the index lacks it)", "name one with --cuda X.Y"),
         )
     fix = "update the NVIDIA driver" if driver else "check `nvidia-smi`"
     raise NoPlanError(

@@ -101,7 +101,7 @@ def _stable(
             raise NoPlanError(
                 f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet "
                 "confirmed (--strict-data): only build lists name them",
-                "drop --strict-data to plan one (install falls back if the index lacks it), or name one with "
+                "drop --strict-data to plan one (install falls back if the index lacks it); or name one with "
                 "--rocm X.Y",
             )
         have = sorted(
