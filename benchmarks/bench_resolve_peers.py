@@ -70,6 +70,7 @@ from rocmkit.errors import RocmkitError  # noqa: E402
 from rocmkit.machine import Gpu, Machine  # noqa: E402
 from rocmkit.matrix import Matrix, load_matrix  # noqa: E402
 from rocmkit.matrix.model import release_key  # noqa: E402
+from rocmkit.matrix.platforms import load_platforms  # noqa: E402
 from rocmkit.resolve import Constraints, resolve  # noqa: E402
 from rocmkit.resolve.driver import in_window, window_filter  # noqa: E402
 
@@ -147,13 +148,20 @@ class Pick:
         return f"{what}{env}: **{self.grade}**" + (f" ({self.why})" if self.why else "")
 
 
-def newest_on(m: Matrix, index: str) -> str | None:
+def newest_on(m: Matrix, index: str, machine: Machine | None = None) -> str | None:
     """The newest torch built on ``index`` for Python 3.12: what a resolver reading that index gets
-    (confirmed builds and those upstream's build lists name)."""
+    (confirmed builds and those upstream's build lists name); for an aarch64 ``machine``, only the
+    CUDA builds published for linux-aarch64 (matrices/platforms.toml)."""
     for rel in reversed(m.torch_releases):
-        if rel.variant(index) is not None and rel.supports_python(PYTHON):
+        if rel.variant(index) is not None and rel.supports_python(PYTHON) and _built_for(machine, rel.version, index):
             return rel.version
     return None
+
+
+def _built_for(machine: Machine | None, version: str, index: str) -> bool:
+    if machine is None or (machine.host.arch or "").lower() not in ("aarch64", "arm64") or not index.startswith("cu"):
+        return True
+    return index in (load_platforms().cuda_aarch64(version) or ())
 
 
 def _cuda_ok(m: Matrix, machine: Machine, index: str) -> bool:
@@ -226,6 +234,28 @@ def judge_amd(m: Matrix, machine: Machine, index: str, torch: str | None, env: d
     rel, how = window_filter(machine, m)
     if rel is not None and in_window(rel, ix.rocm) is False:
         return False, f"ROCm {ix.rocm} is outside the window of {how}"
+    return _wsl_runtime_fits(machine, ix.rocm)
+
+
+def _line(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _wsl_runtime_fits(machine: Machine, rocm: str) -> tuple[bool, str]:
+    """On WSL2 torch runs on /opt/rocm's runtime, not the wheel's: AMD's WSL PyTorch steps remove
+    the wheel's libhsa-runtime64.so* (ROCm 6.x's copied /opt/rocm's in: rocm.docs.amd.com/projects/
+    radeon/en/docs-6.3/docs/install/wsl/install-pytorch.html; docs/platforms.md). So a ROCm build
+    runs only on the installed ROCm line; with none installed, on a line AMD supports on WSL2
+    (matrices/platforms.toml [[wsl_release]]), which install then puts in."""
+    if not machine.platform.wsl:
+        return True, ""
+    if machine.rocm.version:
+        installed = _line(machine.rocm.version)
+        if _line(rocm) != installed:
+            return False, f"ROCm {rocm} wheels on WSL2 run on /opt/rocm's runtime, ROCm {installed} here"
+        return True, ""
+    if _line(rocm) not in {r.rocm for r in load_platforms().wsl_releases}:
+        return False, f"ROCm {rocm} is not a line AMD supports on WSL2"
     return True, ""
 
 
@@ -266,7 +296,7 @@ def grade(m: Matrix, machine: Machine, pick: Pick) -> None:
         _grade_amd_channel(m, machine, pick)
         return
     amd = any(g.visible for g in machine.amd_gpus)
-    cuda = [i for i in {c.tag for c in m.cuda_toolkits} if newest_on(m, i) and _cuda_ok(m, machine, i)]
+    cuda = [i for i in {c.tag for c in m.cuda_toolkits} if newest_on(m, i, machine) and _cuda_ok(m, machine, i)]
     unknown = [g for g in machine.amd_gpus if g.visible and not g.arch and not _pci_arch(m, g)]
     no_gpu_build = not (best_amd(m, machine) if amd else None) and not cuda
     if pick.index is None:
@@ -282,7 +312,7 @@ def grade(m: Matrix, machine: Machine, pick: Pick) -> None:
         best = best_amd(m, machine)
     elif pick.index.startswith("cu"):
         ok, why = _cuda_ok(m, machine, pick.index), "the driver or GPU is below this CUDA's floor"
-        best = max((newest_on(m, i) or "0" for i in cuda), key=release_key, default=None)
+        best = max((newest_on(m, i, machine) or "0" for i in cuda), key=release_key, default=None)
     else:
         if not no_gpu_build:
             pick.grade, pick.why = "wrong", "CPU wheels, but a GPU build runs here"

@@ -47,16 +47,42 @@ def _flat(text: str) -> str:
     return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
 
 
-def _command(fix: str, again: str | None = None) -> str:
-    """``fix`` as printed: one command in backticks bare, to copy; :func:`rerun` written out as
-    ``again`` (the command line), or in words when it is not known."""
+def _again(argv: Sequence[str], extra: str) -> str:
+    """The command line ``argv`` with the options of ``extra`` ("--index-base URL") in place of
+    the same options already on it, so that a fix never gives an option twice."""
+    import shlex
+
+    words = extra.split()
+    values = {w: words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else None
+              for i, w in enumerate(words) if w.startswith("--")}
+    kept: list[str] = []
+    skip = False
+    for i, word in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name = word.split("=", 1)[0]
+        if name in values:
+            # The value it had goes too, when the fix gives one (and it was not --opt=value).
+            skip = values[name] is not None and "=" not in word and i + 1 < len(argv)
+            continue
+        kept.append(word)
+    return " ".join(["rocmkit", shlex.join(kept), *words]).replace("  ", " ").rstrip()
+
+
+def _command(fix: str, argv: Sequence[str] | None = None) -> str:
+    """``fix`` as printed: one command in backticks bare, to copy; :func:`rerun` written out
+    with ``argv`` (the failed command's arguments), or in words when they are not known."""
     if len(fix) > 2 and fix[0] == fix[-1] == "`" and "`" not in fix[1:-1]:
         fix = fix[1:-1]
     if RERUN in fix:
-        if again is not None:
-            return fix.replace(RERUN, again)
-        extra = fix.replace(RERUN, "").strip()
-        return f"run it again with {extra}" if extra else "run it again"
+        head, _, rest = fix.partition(RERUN)
+        extra, sep, comment = rest.partition("   #")
+        if argv:
+            return head + _again(argv, extra.strip()) + (sep + comment if sep else "")
+        extra = extra.strip()
+        said = f"run it again with {extra}" if extra else "run it again"
+        return head + said + (sep + comment if sep else "")
     return fix
 
 
@@ -78,11 +104,8 @@ class RocmkitError(Exception):
     def lines(self, argv: Sequence[str] | None = None) -> list[str]:
         """What the CLI prints: ``error: ...`` (what is wrong), then one ``fix: ...`` per fix.
         ``argv`` (the command's arguments) fills in :func:`rerun` fixes."""
-        import shlex
-
-        again = "rocmkit " + shlex.join(argv) if argv else None
         out = [f"error: {_flat(self.message)}"]
-        out += [f"fix: {_flat(_command(f, again))}" for f in self.fixes]
+        out += [f"fix: {_flat(_command(f, argv))}" for f in self.fixes]
         return out
 
     def one_line(self) -> str:
@@ -181,5 +204,5 @@ def storage_error(exc: OSError) -> RocmkitError | None:
             "point rocmkit at a writable folder (ROCMKIT_CACHE_DIR for its cache)",
         )
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return UsageError(f"permission denied: {where}", "run as a user who may write there, or pick another path")
+        return UsageError(f"permission denied: {where}", ("pick another path", "run as a user who may write there"))
     return None

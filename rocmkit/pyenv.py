@@ -288,8 +288,10 @@ def check_trusted(python: str | Path, on_untrusted: Callable[[str], None] | None
     prefix = interpreter_prefix(Path(os.path.abspath(python)))[0] if os.sep in str(python) else "VENV"
     raise UntrustedError(
         what,
-        f"make it root's and writable by root alone (`chown -R root:root {prefix} && chmod -R go-w "
-        f"{prefix}`, and the same for the folder it names), or run rocmkit as the venv's owner",
+        (
+            f"chown -R root:root {prefix} && chmod -R go-w {prefix}   # and the same for the folder it names",
+            "run rocmkit as the venv's owner",
+        ),
     )
 
 
@@ -364,7 +366,7 @@ def venv_python(venv: Path) -> Path:
         return found
     raise UsageError(
         f"{venv} is not a virtual environment (no bin/python in it)",
-        "pass the folder given to `rocmkit install --venv`, or --python PATH",
+        (f"rocmkit install --venv {venv}   # make it one", "pass the folder given to `rocmkit install --venv`, or --python PATH"),
     )
 
 

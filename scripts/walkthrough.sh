@@ -41,9 +41,15 @@ expect() {
   [ -z "$holds" ] || grep -qF -- "$holds" "$work/out" || { cat "$work/out" >&2; fail "no '$holds' in the output of: $*"; }
 }
 
-# A fresh copy of this checkout (what `git clone` gives: tracked and new files, nothing ignored).
+# A fresh copy of this checkout (what `git clone` gives: tracked and new files, nothing ignored;
+# without git, everything but the venvs, caches and .git).
 mkdir "$work/rocmkit"
-git -C "$repo" ls-files -co --exclude-standard -z | (cd "$repo" && xargs -0 cp --parents -t "$work/rocmkit")
+if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+  git -C "$repo" ls-files -co --exclude-standard -z | (cd "$repo" && xargs -0 cp --parents -t "$work/rocmkit")
+else
+  tar -C "$repo" --exclude=./.git --exclude='./.venv*' --exclude='*/__pycache__' --exclude='./.*_cache' -cf - . \
+    | tar -C "$work/rocmkit" -xf -
+fi
 cd "$work/rocmkit"
 
 if [ "$full" = 1 ]; then

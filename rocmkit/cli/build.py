@@ -10,7 +10,7 @@ import click
 
 from rocmkit.arch import GPU_BACKENDS
 from rocmkit.cli.request import OUT, request
-from rocmkit.errors import ToolError
+from rocmkit.errors import ToolError, rerun
 from rocmkit.source_build.request import BuildRequest
 
 
@@ -85,7 +85,7 @@ def cli(req: BuildRequest) -> None:
     if missing and not req.skip_preflight:
         raise ToolError(
             f"preflight: {len(missing)} requirement(s) missing ({', '.join(i.name for i in missing)})",
-            "install them (fixes listed above), or pass --skip-preflight to try anyway",
+            ("install them (the fixes listed above)", rerun("--skip-preflight") + "   # try anyway"),
         )
     OUT.message(f"building {recipe.title} in {recipe.build_dir}")
     for note in recipe.notes:

@@ -18,26 +18,8 @@ from rocmkit.cli.sections import DOCTOR_SECTIONS, SectionedCommand
 from rocmkit.doctor.request import DoctorRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
 
-    from rocmkit.doctor.registry import Check
     from rocmkit.doctor.result import Report
-    from rocmkit.machine import Machine
-    from rocmkit.plan import Plan
-    from rocmkit.pyenv import PyEnv
-    from rocmkit.session import Session
-
-
-# Detection cached longer ago than this: the hw.* checks read the hardware facts again
-# (ECC counts, temperatures and throttling change within minutes; docs/hardware.md).
-HEALTH_FRESH_S = 30.0
-
-
-def _health_stale(capture: object, picked: Iterable[Check], detected_at: float | None) -> bool:
-    import time
-
-    wanted = any(c.name.startswith("hw.") for c in picked)
-    return capture is None and wanted and (detected_at is None or time.time() - detected_at > HEALTH_FRESH_S)
 
 
 @click.command("doctor", cls=SectionedCommand, sections=DOCTOR_SECTIONS)
@@ -50,6 +32,8 @@ def _health_stale(capture: object, picked: Iterable[Check], detected_at: float |
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the rocmkit.report/1 JSON on stdout instead of the table."
 )
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report (--json, --format) to this file instead of stdout: whole, or not at all.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML here.")
 @click.option("--prom", type=click.Path(dir_okay=False, path_type=Path),
     help="Also write a node_exporter textfile here (written atomically).")
@@ -117,6 +101,7 @@ def cli(req: DoctorRequest) -> None:
 
 
 def _run(req: DoctorRequest) -> None:
+    from rocmkit.doctor.prepare import prepare
     from rocmkit.doctor.registry import check_modules, check_option_values, list_lines, unknown_options
     from rocmkit.doctor.reporters import text
     from rocmkit.doctor.run import discover, doctor, select
@@ -138,77 +123,25 @@ def _run(req: DoctorRequest) -> None:
         # Bad names fail here, before detection and the plan take their time.
         picked = select(found.checks, level=req.level, only=req.selection, skip=req.skip)
         check_option_values(req.options, found.checks.values())  # --set shm_min_bytes=abc: exit 4, now
-        machine, plan, plan_error, python, session, total = _prepare(req, picked)
+        p = prepare(req, picked, OUT)
     opts = req.run_options()
     for key in unknown_options(opts.options, found.checks.values()):
         OUT.warning(
             f"no check reads --set {key}; it is ignored (`rocmkit doctor --list` names each check's options)"
         )
-    progress = text.Progress(total, quiet=req.quiet)
+    progress = text.Progress(p.total, quiet=req.quiet)
     report = doctor(
-        machine,
+        p.machine,
         opts,
-        plan=plan,
-        plan_error=plan_error,
-        cache_dir=session.cache_dir,
+        plan=p.plan,
+        plan_error=p.plan_error,
+        cache_dir=p.session.cache_dir,
         on_start=progress.start,
         on_result=progress.result,
         checks=found,
-        python=python,
+        python=p.python,
     )
     sys.exit(_write_reports(req, report))
-
-
-def _prepare(
-    req: DoctorRequest, picked: list[Check]
-) -> tuple[Machine, Plan | None, str | None, PyEnv, Session, int]:
-    """The checked Python, the machine, the plan and the number of checks to run."""
-    from rocmkit.doctor.run import for_frameworks, frameworks_for
-    from rocmkit.install.recover import recover_for_python
-    from rocmkit.pyenv import select_python
-    from rocmkit.session import Session
-    from rocmkit.util import ticker
-
-    with ticker.in_phase("probing the checked Python"):
-        python = select_python(
-            venv=req.venv,
-            python=req.python_path,
-            # As root a venv another user can write is refused (exit 13) unless the caller says so.
-            on_untrusted=OUT.warning if req.allow_untrusted_python else None,
-        )
-    total = len(for_frameworks(picked, frameworks_for(python, req.frameworks), req.selection))
-    # An install killed in this venv (kill -9) left a journal: undo it before checking.
-    recover_for_python(python.executable, OUT.message)
-    if not python.own:
-        OUT.message(f"checking the Python at {python.executable} ({python.version})")
-    # Detection facts are cached per boot and driver state, and the plan with them: a rerun
-    # skips the probes and resolve. The plan is the one `rocmkit resolve --python X.Y` prints
-    # for the checked Python, held to what the index serves unless offline.
-    session = Session(capture=req.capture, fresh=req.fresh, python=python.short_version)
-    with ticker.in_phase("detecting this machine"):
-        machine = session.machine()
-    if _health_stale(req.capture, picked, session.detected_at):
-        with ticker.in_phase("reading the GPUs' hardware health"):
-            from rocmkit.detect import refresh_health
-
-            machine = refresh_health(machine)
-    with ticker.in_phase("resolving the plan, held to what the index serves"):
-        plan, plan_error = _plan(session)
-    return machine, plan, plan_error, python, session, total
-
-
-def _plan(session: Session) -> tuple[Plan | None, str | None]:
-    """The plan, or why there is none: said on stderr and recorded in the report, never
-    swallowed (the checks still run: a machine without a plan is worth checking)."""
-    from rocmkit.errors import RocmkitError
-    from rocmkit.resolve.constraints import Constraints
-
-    try:
-        return session.plan(Constraints()), None
-    except RocmkitError as exc:
-        why = exc.one_line().removeprefix("error: ")
-        OUT.warning(f"no plan for this machine: {why}")
-        return None, why
 
 
 def _write_reports(req: DoctorRequest, report: Report) -> int:
@@ -226,11 +159,18 @@ def _write_reports(req: DoctorRequest, report: Report) -> int:
         from rocmkit.doctor.reporters import npd
 
         code, line = npd.status(report, strict=req.strict)
-        OUT.data(line)
+        body = line + "\n"
     elif req.fmt == "json":
-        OUT.data(json_reporter.render(report), nl=False)
+        body = json_reporter.render(report)
     else:
-        OUT.data(text.render(report, colour=colour_wanted(sys.stdout), verbose=req.verbose), nl=False)
+        colour = req.output is None and colour_wanted(sys.stdout)
+        body = text.render(report, colour=colour, verbose=req.verbose)
+    if req.output is None:
+        OUT.data(body, nl=False)
+    else:
+        # Renamed into place: a run that fails leaves no empty report, as a failed `> FILE` would.
+        OUT.file(req.output, body, fix="choose a file in a folder you can write to")
+        OUT.message(f"wrote {req.output}")
     for path, render in ((req.junit, junit_reporter.render), (req.prom, prom_reporter.render)):
         if path is None:
             continue

@@ -186,7 +186,7 @@ def _closure(req: ResolveRequest, session: Session, plan: Plan) -> tuple[tuple[s
     if session.offline:
         raise UsageError(
             "--closure asks the indexes what an install would put in, and resolve is offline",
-            "drop --offline (and ROCMKIT_OFFLINE=1), or drop --closure",
+            ("drop --offline (and ROCMKIT_OFFLINE=1)", "drop --closure"),
         )
     from rocmkit.install.closure import plan_closure
     from rocmkit.install.indexcheck import user_fallbacks

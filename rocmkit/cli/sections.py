@@ -34,7 +34,7 @@ DOCTOR_SECTIONS: Sections = {
     "Which checks": ("level", "only", "skip", "framework", "backend", "settings", "list_only"),
     "What is checked": ("capture", "venv", "python_path", "allow_untrusted_python", "image_build"),
     "How they run": ("isolation", "jobs", "timeout_scale", "fresh", "warm_caches", "strict"),
-    "Reports": ("as_json", "output_format", "junit", "prom", "verbose", "quiet"),
+    "Reports": ("as_json", "output_format", "output", "junit", "prom", "verbose", "quiet"),
 }
 
 # `rocmkit bench models`: which models, how they are measured, where, and what is written.

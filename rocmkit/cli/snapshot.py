@@ -22,14 +22,14 @@ def cli(dest: Path, force: bool) -> None:
     import os
 
     from rocmkit.detect import parse_overrides
-    from rocmkit.errors import CaptureError
+    from rocmkit.errors import CaptureError, rerun
     from rocmkit.probes import health
     from rocmkit.sources import PCI_DEVICES, LiveSource, RecordingSource, snapshot
 
     if dest.exists() and not dest.is_dir():
         raise CaptureError(f"{dest} exists and is not a folder", "pass a new or empty folder")
     if dest.is_dir() and any(dest.iterdir()) and not force:
-        raise CaptureError(f"{dest} is not empty", "pass a new folder, or --force to write into it")
+        raise CaptureError(f"{dest} is not empty", (rerun("--force") + "   # write into it anyway", "pass a new folder"))
     overrides = parse_overrides(os.environ)
     source = LiveSource(timeout_s=overrides.probe_timeout_s)
     extra: tuple[str, ...] = ()

@@ -63,7 +63,7 @@ def parse_overrides(env: Mapping[str, str]) -> Overrides:
         if not value:
             return None
         if not _VERSION.match(value):
-            raise UsageError(f"{var}={value!r} is not a version", f"use a version like 6.2.4, or unset {var}")
+            raise UsageError(f"{var}={value!r} is not a version", ("use a version like 6.2.4", f"unset {var}"))
         return value
 
     gfx: list[str] = []
@@ -81,7 +81,7 @@ def parse_overrides(env: Mapping[str, str]) -> Overrides:
         # ",,," names no GPU: silently resolving for this machine instead would be a wrong answer.
         raise UsageError(
             f"ROCMKIT_GFX={raw['ROCMKIT_GFX']!r} names no gfx target",
-            "use names like gfx1100 or gfx90a,gfx942 (one per GPU), or unset ROCMKIT_GFX",
+            ("use names like gfx1100 or gfx90a,gfx942 (one per GPU)", "unset ROCMKIT_GFX"),
         )
     cuda_arch = None
     arch_raw = raw.get("ROCMKIT_CUDA_ARCH", "").strip()
@@ -142,7 +142,7 @@ def _bootstrap(
             if name not in known.targets:
                 raise UsageError(
                     f"{BOOTSTRAP_FORCE}={forced_raw!r}: {name!r} is not a target AMD's rocm-bootstrap knows",
-                    f"use AMD's target names, one per GPU (e.g. gfx942,gfx1100), or unset {BOOTSTRAP_FORCE}",
+                    ("use AMD's target names, one per GPU (e.g. gfx942,gfx1100)", f"unset {BOOTSTRAP_FORCE}"),
                 )
         forced = tuple(names)
     notes: list[str] = []

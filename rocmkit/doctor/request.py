@@ -26,6 +26,7 @@ class DoctorRequest:
     as_json: bool = False
     junit: Path | None = None
     prom: Path | None = None
+    output: Path | None = None  # the report (table, JSON or npd line) written here, not on stdout
     capture: Path | None = None
     venv: Path | None = None
     python_path: str | None = None
@@ -90,7 +91,7 @@ class DoctorRequest:
 
     @property
     def reports(self) -> tuple[Path, ...]:
-        return tuple(p for p in (self.junit, self.prom) if p is not None)
+        return tuple(p for p in (self.junit, self.prom, self.output) if p is not None)
 
     @property
     def options(self) -> dict[str, object]:

@@ -61,7 +61,7 @@ def check_against_plan(with_packages: tuple[str, ...], plan: Plan) -> None:
         if pin is not None and req.specifier and not req.specifier.contains(pin.version, prereleases=True):
             raise UsageError(
                 f"--with {item} contradicts the plan's {pin}",
-                "drop it from --with, or resolve another plan (e.g. --torch) that fits it",
+                ("drop it from --with", "resolve another plan (e.g. --torch) that fits it"),
             )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmkit.errors import NetworkError, RocmkitError, ToolError, UsageError, storage_error
+from rocmkit.errors import NetworkError, RocmkitError, ToolError, UsageError, rerun, storage_error
 from rocmkit.install import guard, journal, lock, wheelhouse, wsl_runtime
 from rocmkit.install.base import Changes, Installer, InstallSpec, Limits, LineSink, Sources
 from rocmkit.install.conflict import guard_conflict, unresolvable
@@ -348,7 +348,8 @@ def check_fits(plan: Plan, target: PyEnv) -> None:
     if plan.python and plan.python != target.short_version:
         raise UsageError(
             f"the plan is for Python {plan.python}, but {target.executable} is Python {target.short_version}",
-            f"re-resolve for this environment, or use a Python {plan.python} venv (--python {plan.python})",
+            (f"rocmkit resolve --python {target.short_version} --json --output plan.json   # a plan for this Python",
+             rerun("--python", plan.python) + "   # a venv of the plan's Python"),
         )
 
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rocmkit.errors import ToolError
+from rocmkit.errors import ToolError, rerun
 from rocmkit.install.base import (
     QUERY_TIMEOUT_S,
     Changes,
@@ -66,7 +66,7 @@ class PipInstaller:
         if not pip_available(target):
             raise ToolError(
                 f"pip is not available for {target.executable} nor for rocmkit's Python",
-                "use --installer uv, or install pip into the target",
+                (rerun("--installer", "uv"), f"{target.executable} -m ensurepip   # pip into the target"),
             )
         self.target = target
         self.own = own_pip_usable()

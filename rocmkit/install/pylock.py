@@ -60,7 +60,7 @@ def pylock_text(plan: Plan, *, python: str, offline: bool) -> str:
     if offline:
         raise UsageError(
             "--format pylock needs the package index: a lock names each wheel's URL and sha256",
-            "drop --offline (the index is asked once), or use --format requirements",
+            ("drop --offline (the index is asked once)", "rocmkit export requirements   # needs no index"),
         )
     if not plan.index_urls:
         raise UsageError("the plan names no index to lock from")

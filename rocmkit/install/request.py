@@ -119,7 +119,7 @@ class InstallRequest:
             raise UsageError(
                 "a plan file fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
                 " (nor --framework, --jax)",
-                "drop them, or drop --plan to resolve afresh",
+                ("drop them", "drop --plan to resolve afresh"),
             )
         if self.no_companions and self.installs_exact_list:
             raise UsageError(

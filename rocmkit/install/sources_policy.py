@@ -15,7 +15,7 @@ import os
 import urllib.parse
 from collections.abc import Callable, Iterable
 
-from rocmkit.errors import UsageError
+from rocmkit.errors import UsageError, rerun
 
 ALLOW_ENV = "ROCMKIT_ALLOW_INSECURE_INDEX"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -45,6 +45,6 @@ def check_source_urls(urls: Iterable[str], warn: Callable[[str], None], *, allow
         if not allowed:
             raise UsageError(
                 f"index {redact_text(url)} is not https: its wheels could be swapped on the way",
-                f"use an https mirror, or pass --allow-insecure-index ({ALLOW_ENV}=1) if you trust the path",
+                ("use an https mirror", rerun("--allow-insecure-index") + f"   # or {ALLOW_ENV}=1, if you trust the path"),
             )
         warn(f"WARNING: using the insecure index {redact_text(url)} (--allow-insecure-index)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from rocmkit.errors import ToolError
+from rocmkit.errors import ToolError, rerun
 from rocmkit.install.base import (
     QUERY_TIMEOUT_S,
     Changes,
@@ -41,7 +41,7 @@ class UvInstaller:
         self.env = base_env(environ)
         uv = find_uv(self.env)
         if uv is None:
-            raise ToolError("uv is not installed", "use --installer pip, or `pip install uv`")
+            raise ToolError("uv is not installed", ("pip install uv", rerun("--installer", "pip")))
         self.uv = uv
         self._check_version()
         self.target = target
@@ -63,7 +63,7 @@ class UvInstaller:
         if found < MIN_UV:
             raise ToolError(
                 f"uv {match.group(0)} is too old (rocmkit needs {'.'.join(map(str, MIN_UV))} for --index)",
-                "upgrade uv (`pip install -U uv`), or use --installer pip",
+                ("pip install -U uv", rerun("--installer", "pip")),
             )
 
     @staticmethod

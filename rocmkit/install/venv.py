@@ -98,6 +98,7 @@ def select_target(
                 (
                     rerun("--venv", ".venv") + "   # made if missing",
                     "source .venv/bin/activate   # or activate another venv, then run it again",
+                    "pass --interpreter PATH (a Python outside any venv)",
                 ),
             )
         venv = Path(active)
@@ -107,7 +108,7 @@ def select_target(
             if venv.exists() and any(venv.iterdir()):
                 raise UsageError(
                     f"{venv} exists but is not a virtual environment (no bin/python)",
-                    "pass an empty or missing folder, or an existing venv",
+                    ("pass an empty or missing folder (made into a venv)", "pass an existing venv"),
                 )
             if not create:
                 raise UsageError(

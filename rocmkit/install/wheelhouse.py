@@ -81,7 +81,7 @@ def open_wheelhouse(folder: Path) -> LockFile:
     from rocmkit.util.trust import check_file_as_root, check_folder
 
     lock = folder / LOCK_NAME
-    fix = "make the wheelhouse root's and writable by root alone (chown -R root, chmod -R go-w), or install as its owner"
+    fix = f"chown -R root:root {folder} && chmod -R go-w {folder}   # or install as the wheelhouse's owner"
     if os.geteuid() == 0:
         check_folder(folder, "the wheelhouse", fix)
         for item in sorted(folder.iterdir()):

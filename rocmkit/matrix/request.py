@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmkit.errors import UsageError
+from rocmkit.errors import UsageError, rerun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +81,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
             raise UsageError(
                 f"the simple index {index_url} is plain http: anyone on the path could change the data "
                 "rocmkit then trusts for every resolve",
-                "use an https index (--simple), or pass --allow-insecure-index if you trust the path",
+                ("use an https index (--simple)", rerun("--allow-insecure-index") + "   # if you trust the path"),
             )
         message(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/ and the jax projects")
         pages, metadata = index_inputs(index_url, timeout=req.timeout)

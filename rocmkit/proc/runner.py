@@ -9,7 +9,8 @@ hung tool (or its children) never hangs rocmkit.
 Output is bounded too: each stream keeps at most ``max_output`` bytes (its
 head and its tail); a command that prints past that is stopped, like a hung
 one, with the status ``overflow``, so a tool that prints without end costs a
-few MiB of memory, never all of it. A command that exits while a grandchild
+few MiB of memory, never all of it; and all the commands running at once keep
+``MAX_HELD_BYTES`` together at most, however many there are. A command that exits while a grandchild
 still holds its pipes is reported by its own exit code, and the grandchild's
 process group is stopped instead of being mistaken for a hang and left behind.
 """
@@ -31,9 +32,12 @@ DEFAULT_TIMEOUT_S = 10.0
 # After SIGTERM, how long a process group gets before SIGKILL.
 KILL_GRACE_S = 2.0
 # Per stream. The largest real output a parser reads (rocminfo or amd-smi static on 16 GPUs)
-# is 1-2 MiB. Detection runs ~20 tools at once: 20 x 2 streams x 8 MiB stays far under 1 GiB
-# even if every one of them prints without end.
+# is 1-2 MiB.
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+# All streams of all commands running at once, together: detection runs ~25 tools at once, and
+# each new probe adds some, so the per-stream cap alone does not bound the process. Past this a
+# command that wants to keep more is stopped (status ``overflow``), as one past its own cap is.
+MAX_HELD_BYTES = 96 * 1024 * 1024
 # After the command exits, how long its pipes may stay open (a grandchild holding them).
 PIPE_GRACE_S = 1.0
 # A line longer than this is split when streamed (a tool printing with no newline).
@@ -281,36 +285,105 @@ def run(
                     pipe.close()
 
 
-class _Capped:
-    """One stream's output: the first and the last ``limit / 2`` bytes, and the total seen."""
+class _Held:
+    """The bytes every running command's streams keep, together (see MAX_HELD_BYTES)."""
 
     def __init__(self, limit: int) -> None:
+        import threading
+
+        self.limit = limit
+        self.now = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> bool:
+        with self._lock:
+            if self.now + n > self.limit:
+                return False
+            self.now += n
+            return True
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self.now -= n
+
+
+HELD = _Held(MAX_HELD_BYTES)
+
+
+class _Capped:
+    """One stream's output: the first and the last ``limit / 2`` bytes, and the total seen.
+
+    The tail is a queue of the chunks read, the oldest dropped as new ones come: each chunk is
+    stored once and never copied (a bytearray trimmed from the front is copied whole on the next
+    append: a flood of 64 KiB chunks against a 4 MiB tail moved gigabytes and reallocated the
+    tail on every read). What is kept counts against HELD, and is given back by :meth:`text`."""
+
+    def __init__(self, limit: int) -> None:
+        from collections import deque
+
         self.half = max(1, limit // 2)
         self.head = bytearray()
-        self.tail = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
         self.total = 0
+        self.held = 0
+        self.starved = False  # HELD had no room: the command is stopped like one past its cap
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
         room = self.half - len(self.head)
         if room > 0:
-            self.head += chunk[:room]
+            part = chunk[:room]
+            if not self._take(len(part)):
+                return
+            self.head += part
             chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > self.half:
-                del self.tail[: len(self.tail) - self.half]
+        if not chunk:
+            return
+        if len(chunk) > self.half:
+            chunk = chunk[-self.half :]
+        # Drop the oldest chunks the new one pushes out before taking room for it.
+        while self.tail and self.tail_size + len(chunk) - len(self.tail[0]) >= self.half:
+            dropped = len(self.tail.popleft())
+            self.tail_size -= dropped
+            self._give(dropped)
+        if not self._take(len(chunk)):
+            return
+        self.tail.append(chunk)
+        self.tail_size += len(chunk)
+
+    def _take(self, n: int) -> bool:
+        if not HELD.take(n):
+            self.starved = True
+            return False
+        self.held += n
+        return True
+
+    def _give(self, n: int) -> None:
+        HELD.give(n)
+        self.held -= n
+
+    def full(self, limit: int) -> bool:
+        return self.starved or self.total > limit
+
+    def release(self) -> None:
+        """Give back what this stream holds (also when its text is never asked for)."""
+        self.head = bytearray()
+        self.tail.clear()
+        self.tail_size = 0
+        if self.held:
+            self._give(self.held)
 
     def text(self) -> str:
         # Once, at the end: decoded piece by piece, each buffer dropped as it goes (no extra
         # full-size copies while 20 detection tools finish at once).
-        left_out = self.total - len(self.head) - len(self.tail)
+        left_out = self.total - len(self.head) - self.tail_size
         head = self.head.decode(errors="replace")
         self.head = bytearray()
         gap = f"\n[... {left_out} bytes left out ...]\n" if left_out > 0 else ""
-        tail = self.tail.decode(errors="replace")
-        self.tail = bytearray()
-        return head + gap + tail
+        tail = b"".join(self.tail)
+        self.release()
+        return head + gap + tail.decode(errors="replace")
 
 
 def _collect(
@@ -322,8 +395,6 @@ def _collect(
     max_output: int,
 ) -> CommandResult:
     """Read both pipes with a bound on time and on bytes; end with the group stopped if needed."""
-    import selectors
-
     if proc.stdin is not None:
         # From a thread: an input larger than the pipe buffer must not block the reads below.
         import threading
@@ -339,6 +410,24 @@ def _collect(
         threading.Thread(target=feed, daemon=True, name="rocmkit-stdin").start()
     assert proc.stdout is not None and proc.stderr is not None
     streams = {proc.stdout.fileno(): _Capped(max_output), proc.stderr.fileno(): _Capped(max_output)}
+    try:
+        return _read(proc, args, timeout, start, max_output, streams)
+    finally:
+        for stream in streams.values():  # what text() did not give back (an interrupt, an error)
+            stream.release()
+
+
+def _read(
+    proc: subprocess.Popen[bytes],
+    args: tuple[str, ...],
+    timeout: float,
+    start: float,
+    max_output: int,
+    streams: dict[int, _Capped],
+) -> CommandResult:
+    import selectors
+
+    assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     sel = selectors.DefaultSelector()
     for fd in streams:
@@ -364,7 +453,7 @@ def _collect(
                     sel.unregister(fd)
                     continue
                 streams[fd].add(chunk)
-                if streams[fd].total > max_output:
+                if streams[fd].full(max_output):
                     ended = "overflow"
                     break
             if ended:
@@ -393,9 +482,11 @@ def _collect(
             duration_s=duration, timeout_s=timeout,
         )  # fmt: skip
     if ended == "overflow":
+        starved = any(stream.starved for stream in streams.values())
         return CommandResult(
             argv=args, status="overflow", returncode=rc, stdout=out, stderr=err,
-            duration_s=duration, timeout_s=timeout, error=f"{max_output} bytes",
+            duration_s=duration, timeout_s=timeout,
+            error=f"{MAX_HELD_BYTES} bytes kept by all commands at once" if starved else f"{max_output} bytes",
         )  # fmt: skip
     assert rc is not None
     return _finish(args, rc, out, err, start, timeout)

@@ -63,7 +63,7 @@ class Constraints:
         if self.jax is not None and not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,4}){1,3}", self.jax):
             raise UsageError(f"--jax {self.jax!r} is not a version", "give a release like 0.10 or 0.10.2")
         if "torch" not in names and self.torch is not None:
-            raise UsageError("--torch goes with --framework torch", "drop --torch, or add torch to --framework")
+            raise UsageError("--torch goes with --framework torch", ("drop --torch", "add torch to --framework"))
         if "torch" not in names and self.channel != "stable":
             raise UsageError(f"--channel {self.channel} is for torch", "drop --channel for --framework jax/torch-xla")
         forced = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]

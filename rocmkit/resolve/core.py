@@ -226,7 +226,7 @@ def cpu_plan(
         raise NoPlanError(
             f"torch {', '.join(passed)}'s CPU build is not yet confirmed: only upstream's build lists name it, "
             "and --strict-data plans only confirmed builds",
-            "drop --strict-data to plan it (install falls back if the index lacks it), or choose another --torch",
+            ("drop --strict-data to plan it (install falls back if the index lacks it)", "choose another --torch"),
         )
     what = f"torch {cons.torch}" if cons.torch else "no release in the matrix"
     raise NoPlanError(

@@ -6,7 +6,7 @@ import dataclasses
 
 from packaging.version import Version
 
-from rocmkit.errors import NoPlanError
+from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import CudaToolkit, Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
@@ -133,12 +133,12 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         raise NoPlanError(
             f"{what}'s CUDA builds for Python {python} ({join(passed)}) are not yet "
             "confirmed (--strict-data): only build lists name them",
-            "drop --strict-data to plan one (install falls back if the index lacks it), or name one with --cuda",
+            ("drop --strict-data to plan one (install falls back if the index lacks it)", "name one with --cuda X.Y"),
         )
     fix = "update the NVIDIA driver" if driver else "check `nvidia-smi`"
     raise NoPlanError(
         f"no CUDA wheel in the matrix fits this machine ({join(sorted(set(refused))) if refused else 'no variant matches'})",
-        f"{fix}, or use --cpu" + (", or another --cuda" if wanted else ""),
+        (fix, rerun("--cpu"), *(["another --cuda"] if wanted else [])),
     )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from rocmkit.errors import NoPlanError
+from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix
 from rocmkit.matrix.jaxdata import JaxData, JaxPlugin, JaxRelease, PluginBuild, load_jax
@@ -280,7 +280,7 @@ def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
                          (_pypi(m),))
     raise NoPlanError(
         f"no JAX CUDA plugin fits this machine ({join(refused) if refused else 'none for Python ' + python})",
-        "update the NVIDIA driver, or use --cpu",
+        ("update the NVIDIA driver", rerun("--cpu")),
     )
 
 

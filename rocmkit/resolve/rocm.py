@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from rocmkit.errors import NoPlanError
+from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
@@ -101,7 +101,7 @@ def _stable(
             raise NoPlanError(
                 f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet "
                 "confirmed (--strict-data): only build lists name them",
-                "drop --strict-data to plan one (install falls back if the index lacks it), or name one with "
+                "drop --strict-data to plan one (install falls back if the index lacks it); or name one with "
                 "--rocm X.Y",
             )
         have = sorted(
@@ -344,7 +344,7 @@ def _nightly(
         raise NoPlanError(
             f"the nightly ROCm wheels ({join(options)}) carry no code for "
             f"{join(sorted({g.arch or 'unknown' for g in gpus}))}",
-            "use --channel amd-nightly (AMD's multi-arch builds), or --cpu",
+            (rerun("--channel", "amd-nightly") + "   # AMD's multi-arch builds", rerun("--cpu")),
         )
     for use in fit.usable:
         if use.how == "override":

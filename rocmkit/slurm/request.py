@@ -91,7 +91,7 @@ class ConfigRequest:
             raise UsageError(f"--slurm-conf {self.slurm_conf} is not an absolute path", "pass the full path")
         if self.write and not self.folder.is_dir():
             raise UsageError(
-                f"--dir {self.folder} does not exist", "create it, or pass --dir with the folder for the hooks"
+                f"--dir {self.folder} does not exist", (f"mkdir -p {self.folder}", "pass --dir with the folder for the hooks")
             )
 
     def unsafe_folder(self) -> str | None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rocmkit.errors import ToolError, UsageError
+from rocmkit.errors import ToolError, UsageError, rerun
 from rocmkit.proc.runner import run, which
 
 REASON_PREFIX = "rocmkit:"
@@ -90,7 +90,7 @@ class Scontrol:
         if found is None:
             raise ToolError(
                 f"`{exe or 'scontrol'}` is not installed or not on {self.env['PATH']}",
-                "run this on a Slurm node, or pass --scontrol /path/to/scontrol",
+                (rerun("--scontrol", "/path/to/scontrol"), "run this on a Slurm node"),
             )
         self.exe = found
 

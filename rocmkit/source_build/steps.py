@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rocmkit.errors import DataError, InterruptedStateError, ToolError, UsageError
+from rocmkit.errors import DataError, InterruptedStateError, ToolError, UsageError, rerun
 from rocmkit.proc.runner import CommandResult
 from rocmkit.util.ticker import waiting
 
@@ -166,7 +166,7 @@ def read_state(build_dir: str | Path) -> dict[str, StepRecord]:
         return {r["name"]: StepRecord(**r) for r in data["steps"]}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise DataError(
-            f"build state {path} is unreadable ({exc})", "delete it, or pass --restart to build from scratch"
+            f"build state {path} is unreadable ({exc})", (rerun("--restart") + "   # build from scratch", f"rm {path}")
         ) from exc
 
 
@@ -205,7 +205,7 @@ def _build_lock(build_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             raise UsageError(
-                f"another rocmkit build is running in {build_dir}", "wait for it, or use another --build-dir"
+                f"another rocmkit build is running in {build_dir}", ("wait for it", rerun("--build-dir", "DIR"))
             ) from exc
         try:
             yield

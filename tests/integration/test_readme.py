@@ -51,7 +51,7 @@ NOT_RUN = {
     "fills a wheelhouse from a 127.0.0.1 index",
     "rocmkit install --wheelhouse /shared/wh --venv ~/venvs/torch": "needs that wheelhouse: "
     "tests/integration/test_install_e2e.py installs from one offline",
-    "rocmkit doctor --venv ~/venvs/torch --json > report.json": "needs an install: "
+    "rocmkit doctor --venv ~/venvs/torch --json --output report.json": "needs an install: "
     "tests/integration/test_doctor_venv.py checks a venv's --json report",
     "rocmkit bench models --venv ~/venvs/torch": "needs an install (and minutes): "
     "tests/integration/test_bench_suites.py runs bench models against a venv",

@@ -50,6 +50,49 @@ def test_a_tool_printing_without_end_is_stopped_with_its_own_status() -> None:
     assert len(result.stdout) < (1 << 20) + 200
 
 
+def test_a_stream_keeps_its_head_and_its_last_bytes_in_order() -> None:
+    from rocmkit.proc.runner import HELD, _Capped
+
+    before = HELD.now
+    capped = _Capped(10)  # 5 bytes of head, the last 5 (and up to one chunk more) of tail
+    for chunk in (b"abc", b"defg", b"hij", b"klmno", b"pq"):
+        capped.add(chunk)
+    assert HELD.now > before
+    text = capped.text()
+    head, _, rest = text.partition("\n[... ")
+    assert head == "abcde" and rest.endswith("bytes left out ...]\n" + text.rsplit("\n", 1)[1])
+    kept = text.rsplit("\n", 1)[1]
+    assert "abcdefghijklmnopq".endswith(kept) and 5 <= len(kept) <= 7
+    assert f"[... {17 - 5 - len(kept)} bytes left out ...]" in text
+    assert HELD.now == before  # given back
+
+
+def test_floods_running_at_once_keep_no_more_than_the_shared_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every running command's streams count against one bound (proc.runner.MAX_HELD_BYTES):
+    however many tools flood at once, what they keep together stays under it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rocmkit.proc import runner
+
+    held = runner._Held(3 << 20)
+    peak = [0]
+    take = held.take
+
+    def counted(n: int) -> bool:
+        ok = take(n)
+        peak[0] = max(peak[0], held.now)
+        return ok
+
+    monkeypatch.setattr(held, "take", counted)
+    monkeypatch.setattr(runner, "HELD", held)
+    # Each may keep 64 MiB on its own: only the shared 3 MiB stops them, each when it is full.
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(lambda _: run([PY, "-c", FLOOD], timeout=60, max_output=64 << 20), range(6)))
+    assert all(r.status == "overflow" and "kept by all commands at once" in r.describe() for r in results)
+    assert 0 < peak[0] <= 3 << 20
+    assert held.now == 0  # every command gave back what it kept
+
+
 def test_a_tool_printing_100_mb_and_exiting_costs_bounded_memory(tmp_path: Path) -> None:
     # Under a 1 GiB address-space limit, the default cap (8 MiB per stream) must hold.
     script = textwrap.dedent(

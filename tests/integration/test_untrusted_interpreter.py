@@ -147,7 +147,8 @@ def test_doctor_as_root_refuses_unless_told(planted: tuple[Path, Path, Path], tm
     target = str(venv) if option == "--venv" else str(venv / "bin" / "python")
     res = _rocmkit(["doctor", option, target, "--level", "0", "--only", "torch.import"], tmp_path)
     assert res.returncode == 13, res.stderr[-2000:]
-    line, fix = res.stderr.strip().splitlines()  # what is wrong, then its fix
+    line, fix, *others = res.stderr.strip().splitlines()  # what is wrong, then its fixes
+    assert all(f.startswith("fix: ") for f in others)
     assert f"root will not run the Python at {venv / 'bin' / 'python'}: {site} is owned by uid 65534" in line
     assert fix.startswith("fix: ") and "chown -R root:root" in fix and not mark.exists()
     anyway = _rocmkit(

@@ -54,6 +54,20 @@ def test_the_judge_fails_what_does_not_run() -> None:
     pick = BENCH.Pick("rocm7.2", torch="2.14.0")
     BENCH.grade(m, window, pick)
     assert pick.grade == "wrong" and "outside the window" in pick.why
+    # WSL2 with ROCm 6.3's runtime: torch runs on /opt/rocm's, so the newest torch of another line
+    # does not run there, and the newest of the installed line is right.
+    wsl = load_machine(CAPTURES / "rx7900gre-gfx1100-wsl2-ubuntu24.04-rocm6.3.0-legacy-runtime")
+    pick = BENCH.Pick("rocm7.2", torch="2.15.0")
+    BENCH.grade(m, wsl, pick)
+    assert pick.grade == "wrong" and "ROCm 6.3 here" in pick.why
+    pick = BENCH.Pick("rocm6.3", torch="2.9.1")
+    BENCH.grade(m, wsl, pick)
+    assert pick.grade == "right", pick.cell()
+    # aarch64: judged on the builds published for it; 2.13 is older than the 2.15 cu132 build.
+    gh200 = load_machine(CAPTURES / "gh200-aarch64-nvidia-smi-580.105.08")
+    pick = BENCH.Pick("cu132", torch="2.13.0")
+    BENCH.grade(m, gh200, pick)
+    assert pick.grade == "old" and "2.15.0" in pick.why
 
 
 def test_rocm_bootstrap_is_asked_through_kfd_or_its_override() -> None:

@@ -143,3 +143,19 @@ def test_a_fix_that_reruns_the_command_is_written_out_to_copy(capsys: pytest.Cap
 def test_a_message_that_quotes_several_lines_stays_one(capsys: pytest.CaptureFixture[str]) -> None:
     lines = _printed(UsageError("bad file:\n  line 1\n  line 2", "fix it\nnow"), capsys)
     assert lines == ["error: bad file: line 1 line 2", "fix: fix it now"]
+
+
+def test_a_rerun_replaces_an_option_the_command_already_gave(capsys: pytest.CaptureFixture[str]) -> None:
+    """The fix is a command to copy: an option it sets is not given twice."""
+    exc = NetworkError(
+        "the index did not answer",
+        (rerun("--index-base", "https://MIRROR/whl") + "   # a mirror", rerun("--fallback-index")),
+    )
+    capsys.readouterr()
+    print_error(exc, ("install", "--venv", "v", "--index-base", "http://old/whl", "--fallback-index"))
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "fix: rocmkit install --venv v --fallback-index --index-base https://MIRROR/whl   # a mirror",
+        "fix: rocmkit install --venv v --index-base http://old/whl --fallback-index",
+    ]
+    print_error(exc, ("install", "--index-base=http://old/whl"))
+    assert "fix: rocmkit install --index-base https://MIRROR/whl   # a mirror" in capsys.readouterr().err

@@ -196,6 +196,19 @@ def test_the_doctor_reaches_install_only_through_recover() -> None:
     to pass through flow, journal, guard, transaction, state, uv and pip for it)."""
     doctor = {m for m in graph() if room(m) == "doctor" or m == "rocmkit.cli.doctor"}
     used = sorted(f"{a} -> {b}" for a in doctor for b in graph()[a] if room(b) == "install")
-    assert used == ["rocmkit.cli.doctor -> rocmkit.install.recover"]
+    assert used == ["rocmkit.doctor.prepare -> rocmkit.install.recover"]
     assert "rocmkit.install.flow" not in graph()["rocmkit.install.recover"]
 
+
+
+def test_only_the_session_names_the_index_base_variable() -> None:
+    """``ROCMKIT_INDEX_BASE`` is read once, by the front door (``session.INDEX_BASE_ENV``): no other
+    module holds the name as a value it could look up (help text and the image recipe's ``ARG``
+    line only mention it inside longer strings)."""
+    holders = sorted(
+        _module_name(path)
+        for path in ROOT.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value == "ROCMKIT_INDEX_BASE"
+    )
+    assert holders == ["rocmkit.session"]

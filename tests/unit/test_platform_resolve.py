@@ -34,11 +34,12 @@ def _plan(machine: Machine, **kw: str | bool) -> Plan:
 def test_gh200_gets_the_newest_cuda_build_published_for_aarch64() -> None:
     plan = _plan(load_machine(CAPTURES / GH200))
     assert plan.platform == "linux-aarch64"
-    assert plan.backend == "cu132" and plan.torch_version == "2.13.0+cu132"
+    assert plan.backend == "cu132" and plan.torch_version == "2.15.0+cu132"
     assert plan.requirements == (
-        "torch==2.13.0+cu132",
-        "torchvision==0.28.0+cu132",
-        "torchaudio==2.11.0+cu132",
+        "torch==2.15.0+cu132",
+        "torchvision==0.29.2+cu132",
+        "torchaudio==2.11.1+cu132",
+        "triton~=3.9.0",
     )
     assert plan.index_urls == ("https://download.pytorch.org/whl/cu132",)
     assert plan.env == {} and plan.warnings == ()
@@ -46,10 +47,6 @@ def test_gh200_gets_the_newest_cuda_build_published_for_aarch64() -> None:
         plan.reasons[0]
         == "aarch64 host: only builds published for linux-aarch64 are considered (matrices/platforms.toml)"
     )
-    # x86_64, the same GPU and driver get 2.15 (the newest release): aarch64 is held to the recorded builds.
-    x86 = load_machine(CAPTURES / GH200)
-    x86 = dataclasses.replace(x86, host=dataclasses.replace(x86.host, arch="x86_64"))
-    assert _plan(x86).torch_version != "2.13.0+cu132" and _plan(x86).platform is None
 
 
 def test_aarch64_cuda_index_without_aarch64_wheels_is_never_planned() -> None:
@@ -57,8 +54,12 @@ def test_aarch64_cuda_index_without_aarch64_wheels_is_never_planned() -> None:
     assert _plan(gh, torch="2.8").backend == "cu129"  # 2.8's only aarch64 CUDA build
     with pytest.raises(NoPlanError):
         _plan(gh, cuda="12.8", torch="2.8")  # cu128 exists for 2.8 on x86_64 only
+    # No aarch64 CUDA list is recorded for 2.6: x86_64 with the same GPU and driver gets a CUDA
+    # build of it, aarch64 none.
+    x86 = dataclasses.replace(gh, host=dataclasses.replace(gh.host, arch="x86_64"))
+    assert _plan(x86, torch="2.6").backend.startswith("cu") and _plan(x86, torch="2.6").platform is None
     with pytest.raises(NoPlanError):
-        _plan(gh, torch="2.14")  # no aarch64 CUDA list recorded for 2.14
+        _plan(gh, torch="2.6")
 
 
 def _aarch64(gpus: tuple[Gpu, ...]) -> Machine:
@@ -150,6 +151,7 @@ def test_platform_data_is_registered_and_checked(tmp_path: Path) -> None:
     assert any("platforms.toml" in f.names for f in data_files())
     data = parse_platforms(matrices_dir() / "platforms.toml")
     assert data.cuda_aarch64("2.13.0") == ("cu126", "cu130", "cu132") and data.cuda_aarch64("2.6.0") is None
+    assert data.cuda_aarch64("2.15.0") == ("cu126", "cu130", "cu132", "cu134")
     assert data.wsl_gpu("gfx1151") is not None and data.wsl_gpu("gfx1030") is None
     bad = tmp_path / "platforms.toml"
     text = (matrices_dir() / "platforms.toml").read_text()
