@@ -215,7 +215,18 @@ def test_a_long_step_is_never_silent_and_shows_its_logs_last_line(
 
     monkeypatch.setattr(steps_mod, "BUILD_HEARTBEAT_S", 0.3)
     build = tmp_path / "build"
-    work = "import sys, time\nfor i in range(1, 4):\n    print(f'[{i}/3] Building CXX object o{i}.o', flush=True)\n    time.sleep(0.5)\n"
+    heard = tmp_path / "heard"
+    # Counted, not timed: after its first line the step waits until a heartbeat has named that
+    # line (the echo below leaves a file), however loaded the machine; 50 s only bounds a failure.
+    work = (
+        "import pathlib, sys, time\n"
+        f"heard = pathlib.Path({str(heard)!r})\n"
+        "for i in range(1, 4):\n"
+        "    print(f'[{i}/3] Building CXX object o{i}.o', flush=True)\n"
+        "    end = time.monotonic() + 50\n"
+        "    while i == 1 and not heard.exists() and time.monotonic() < end:\n"
+        "        time.sleep(0.05)\n"
+    )
     recipe = Recipe(
         title="heartbeat",
         build_dir=str(build),
@@ -223,7 +234,13 @@ def test_a_long_step_is_never_silent_and_shows_its_logs_last_line(
         steps=(Step(name="compile", title="compile three objects", argv=(PY, "-c", work), timeout_s=60),),
     )
     messages: list[str] = []
-    outcome = run_recipe(recipe, base_env=dict(os.environ), echo=messages.append)
+
+    def echo(message: str) -> None:
+        messages.append(message)
+        if "still running" in message and "Building CXX object o" in message:
+            heard.touch()
+
+    outcome = run_recipe(recipe, base_env=dict(os.environ), echo=echo)
     assert outcome.ran == ("compile",)
     beats = [m for m in messages if "still running" in m]
     assert beats and all(m.startswith("rocmkit: [1/1] compile: still running (") for m in beats), messages

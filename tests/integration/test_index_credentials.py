@@ -273,11 +273,13 @@ def test_reports_snapshot_and_caches_hold_no_token(server: IndexServer, tmp_path
 
 
 def test_the_live_status_line_masks_a_token_uv_prints(server: IndexServer, tmp_path: Path) -> None:
-    """On a terminal the status line shows uv's last output line, written straight to the
-    terminal (not through the lines rocmkit prints, which are redacted). Today's uv masks
-    credentials itself; an older one, a keyring plugin or an sdist's build output may not. A
-    ``uv`` first on PATH says the index it was given (its environment: the real URL), waits
-    for the line to be drawn, and goes on as uv: the terminal's bytes hold no token."""
+    """On a terminal the status line shows the download an installer says is under way
+    ("Downloading ..."), written straight to the terminal (not through the lines rocmkit prints,
+    which are redacted). Today's uv masks credentials itself and names packages, not URLs; pip
+    names the URL, and an older one, a keyring plugin or an sdist's build may not mask it. A
+    ``uv`` first on PATH says it downloads from the index it was given (its environment: the
+    real URL), waits for the line to be drawn, and goes on as uv: the terminal's bytes hold no
+    token."""
     from rocmkit.install.venv import find_uv
     from tests.support.pty_run import run_on_pty
 
@@ -289,7 +291,7 @@ def test_the_live_status_line_masks_a_token_uv_prints(server: IndexServer, tmp_p
     shim.write_text(
         "#!/bin/sh\n"
         'if [ "$1" = pip ] && [ "$2" = install ]; then\n'
-        '  echo "Fetching from $UV_DEFAULT_INDEX"\n'
+        '  echo "Downloading ${UV_DEFAULT_INDEX}torch-2.5.1.whl (1.0 MiB)"\n'
         "  sleep 1\n"
         "fi\n"
         f'exec "{real_uv}" "$@"\n'
@@ -306,8 +308,8 @@ def test_the_live_status_line_masks_a_token_uv_prints(server: IndexServer, tmp_p
     argv = ["install", "--venv", str(venv), "--plan", str(plan), "--installer", "uv"]
     run = run_on_pty([sys.executable, "-m", "rocmkit", *argv], env=env, timeout=180)
     assert run.code == 0, run.stderr[-3000:]
-    shown = f"Fetching from http://{USER}:***@127.0.0.1:{server.port}/whl/rocm6.2/"
-    # The uv line made the status line (so the test sees what it means to), masked.
+    shown = f"Downloading http://{USER}:***@127.0.0.1:{server.port}/whl/rocm6.2/torch-2.5.1.whl"
+    # The download line made the status line (so the test sees what it means to), masked.
     assert any(text.startswith(f"uv install: {shown}") for text in run.status_texts()), run.status_texts()
     assert TOKEN not in run.stderr and TOKEN not in run.stdout
 

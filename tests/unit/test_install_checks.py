@@ -231,16 +231,25 @@ def test_a_plan_for_another_python_is_refused_up_front(tmp_path: Path) -> None:
 
 
 def test_heartbeat_speaks_while_a_step_runs() -> None:
-    import time
+    import threading
 
     from rocmkit.install.flow import _heartbeat
 
     lines: list[str] = []
-    with _heartbeat(lines.append, "uv install", every=0.05):
-        time.sleep(0.18)
+    two = threading.Event()
+
+    def heard(line: str) -> None:
+        lines.append(line)
+        if len(lines) >= 2:
+            two.set()
+
+    # Counted, not timed: the step lasts until the heartbeat has spoken twice (however loaded
+    # the machine), and the limit only keeps a broken heartbeat from hanging the test.
+    with _heartbeat(heard, "uv install", every=0.05):
+        assert two.wait(timeout=60), lines
     count = len(lines)
-    time.sleep(0.1)
-    assert count >= 2 and len(lines) == count  # stops with the step
+    two.clear()
+    assert not two.wait(timeout=0.2) and len(lines) == count  # the heartbeat ended with the step
     assert lines[0].startswith("rocmkit: uv install: still running (")
 
 
