@@ -136,6 +136,10 @@ class Check:
     # Its verdict depends only on the software stack (torch, Triton, inductor settings, GPU
     # arch, driver): a pass is stored and reused while that stack stays (doctor/verdicts.py).
     stack_verdict: bool = False
+    # Outlasts the other checks (a real compile): offered a free slot first when checks run
+    # concurrently, so the short ones fill the other cores beside it instead of leaving it alone
+    # at the end.
+    long_running: bool = False
 
 
 _REGISTRY: dict[str, Check] = {}
@@ -156,6 +160,7 @@ def check(
     python_facts: bool = False,
     option_kinds: Mapping[str, str] | None = None,
     stack_verdict: bool = False,
+    long_running: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check function under ``name``."""
     if not _NAME.fullmatch(name):
@@ -187,6 +192,7 @@ def check(
             exclusive=exclusive,
             python_facts=python_facts,
             stack_verdict=stack_verdict,
+            long_running=long_running,
         )
         if python_facts and chk.isolated:
             raise ValueError(f"check {name!r}: python_facts runs in-process, isolated in a child; pick one")

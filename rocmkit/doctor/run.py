@@ -284,7 +284,8 @@ class _Schedule:
         pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rocmkit-doctor")
         try:
             while self.emitted < len(self.pending):
-                for i, chk in enumerate(self.pending):
+                for i in self.start_order():
+                    chk = self.pending[i]
                     if len(running) >= jobs or any(self.pending[r].exclusive for r in running.values()):
                         break
                     if self.out[i] is not None or i in running.values() or not self.ready(i):
@@ -315,6 +316,19 @@ class _Schedule:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         return self.results()
+
+    def start_order(self) -> list[int]:
+        """The order checks are offered a free slot in: a ``long_running`` check first (a real
+        compile that outlasts the rest: started late it runs alone at the end, started early
+        the short checks fill the other cores beside it), never past an exclusive check still
+        to run; then the selected order. Results are reported in the selected order anyway."""
+        early: list[int] = []
+        for i, chk in enumerate(self.pending):
+            if any(self.pending[j].exclusive and self.out[j] is None for j in range(i)):
+                break
+            if chk.long_running:
+                early.append(i)
+        return [*early, *(i for i in range(len(self.pending)) if i not in early)]
 
     def ready(self, i: int) -> bool:
         """May check ``i`` start now? Not before the gate of what it needs has ended,

@@ -108,9 +108,11 @@ def test_cpu_plan_falls_back_to_the_users_find_links(
 
 
 def test_resolved_rocm_plan_for_a_capture_installs_and_dry_runs(
-    tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Resolve for a captured MI250X node (not this machine), against a local copy of the index."""
+    """Resolve for a captured MI250X node (not this machine), against a local copy of the index.
+    A plain --with package (accelerate) is not on torch's index: it comes from the user's default
+    index, which rocmkit ranks after torch's (754a628); here a live local one stands for PyPI."""
     capture = Path(__file__).resolve().parents[1] / "data/captures/mi250x-gfx90a-rocm6.2.1"
     root = tmp_path / "index"
     with IndexServer(root) as srv:
@@ -125,7 +127,8 @@ def test_resolved_rocm_plan_for_a_capture_installs_and_dry_runs(
             name, _, version = req.partition("==")
             if name not in ("torch", plan.triton.partition("==")[0]):
                 make_wheel(index, name, version)
-        make_wheel(index, "accelerate", "1.0.0", requires=["torch>=2.0"])
+        make_wheel(root / "pypi", "accelerate", "1.0.0", requires=["torch>=2.0"])
+        monkeypatch.setenv("PIP_INDEX_URL", srv.index_url("pypi"))
         args = ["--capture", str(capture), "--torch", "2.5", "--rocm", "6.2", "--index-base", base]
 
         venv = tmp_path / "venv"
@@ -144,6 +147,8 @@ def test_resolved_rocm_plan_for_a_capture_installs_and_dry_runs(
         code, _, err = rk(capsys, "--venv", str(venv), *args, "--with", "accelerate", "--dry-run")
         assert code == 0, err
         assert "+ accelerate==1.0.0" in err
+        assert f"from {srv.url}/whl/rocm6.2, {srv.index_url('pypi')}" in err, err
+        assert "/pypi/accelerate/" in srv.requests
         assert sorted(p.name for p in (venv / "lib").glob("python*/site-packages/*.dist-info")) == installed
 
 

@@ -104,7 +104,14 @@ def test_an_sdist_needing_torch_builds_against_the_venvs_torch(
     assert code == 0, err
     # Built in an isolated environment whose torch the guard pinned: the venv's release, not 9.9.0.
     assert built_with(venv) == f"{TORCH} {TORCH}"
-    assert "/whl/rocm6.2/recordtorch-1.0.tar.gz" in server.requests
+    # The sdist was fetched and built: from torch's index or from PyPI after it (754a628 adds the
+    # user's default index for plain --with packages; pip, unlike uv, ranks the same file on two
+    # indexes without preferring the first). torch came from torch's index alone, and no build
+    # fetched the decoy that both serve.
+    fetched = [r for r in server.requests if r.endswith("/recordtorch-1.0.tar.gz")]
+    assert set(fetched) <= {"/whl/rocm6.2/recordtorch-1.0.tar.gz", "/pypi/recordtorch-1.0.tar.gz"} and fetched
+    torch_files = [r for r in server.requests if r.rsplit("/", 1)[-1].startswith("torch-")]
+    assert torch_files and all(r.startswith(f"/whl/rocm6.2/torch-{TORCH}-") for r in torch_files), torch_files
     # Later, the user's own plain install of such an sdist (pip reads the venv's pip.conf; uv in
     # the activated venv reads UV_BUILD_CONSTRAINT): its build cannot get the decoy torch.
     later = "laterbuild"

@@ -236,3 +236,24 @@ def test_checks_run_concurrently_gpu_ones_one_at_a_time_and_the_order_holds(tmp_
     assert "par.gpu1" not in act.seen["par.gpu2"]  # one GPU check at a time
     assert act.seen["par.excl"] == set()  # alone
     assert "par.excl" not in act.seen["par.after"]
+
+
+def test_a_long_running_check_is_offered_a_slot_first_but_reported_in_order(tmp_path: Path) -> None:
+    """A real compile that outlasts the rest starts as soon as it may, so the short checks run
+    beside it instead of leaving it alone at the end; never past an exclusive check. (The
+    order is the scheduler's, read from its on_start hook, not from threads racing.)"""
+    from rocmkit.doctor.run import run_checks
+
+    def check(name: str, **kw: object) -> Check:
+        return Check(name=name, level=0, description="", func=_fn(Status.PASS), module=__name__, **kw)  # type: ignore[arg-type]
+
+    started: list[str] = []
+    checks = [check("s.a"), check("s.b"), check("s.c"), check("s.compile", long_running=True)]
+    ctx = CheckContext(machine=Machine(), backend="cpu", cache_dir=tmp_path)
+    out = run_checks(checks, ctx, jobs=2, on_start=lambda c: started.append(c.name))
+    assert started[0] == "s.compile"
+    assert [r.name for r in out] == ["s.a", "s.b", "s.c", "s.compile"]  # the report's order holds
+    started.clear()
+    fenced = [check("s.a"), check("s.excl", exclusive=True), check("s.compile", long_running=True)]
+    run_checks(fenced, ctx, jobs=2, on_start=lambda c: started.append(c.name))
+    assert started == ["s.a", "s.excl", "s.compile"]

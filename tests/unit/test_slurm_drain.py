@@ -137,18 +137,21 @@ def test_reasons_fit_sinfo_and_the_detail_goes_to_the_log() -> None:
 def test_a_venv_another_user_can_write_is_not_run_as_root(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("the rule is root's: only root would run another user's code")
-    def make(name: str) -> Path:
-        venv = tmp_path / name
-        (venv / "bin").mkdir(parents=True)
-        (venv / "bin" / "python").symlink_to(sys.executable)
-        return venv
 
-    assert target_findings(make("venv"), None) == []
-    # Another venv: an interpreter that passed is not walked again in the same process
-    # (pyenv._PASSED: once trusted, only root could change it, and root does not mid-run).
-    venv = make("other")
-    os.chown(venv / "bin", NOBODY, NOBODY)
-    (finding,) = target_findings(venv, None)
+    def venv(name: str) -> Path:
+        made = tmp_path / name
+        (made / "bin").mkdir(parents=True)
+        (made / "bin" / "python").symlink_to(sys.executable)
+        return made
+
+    assert target_findings(venv("root-owned"), None) == []
+    # A second venv, built the same way but with its bin/ another user's (they could swap
+    # bin/python). Not the first one chowned: an interpreter that passed is not walked again
+    # in the same process (49e17f5; only root could have changed it), and each hook run is
+    # a fresh process.
+    planted = venv("planted")
+    os.chown(planted / "bin", NOBODY, NOBODY)
+    (finding,) = target_findings(planted, None)
     assert finding.check == "venv untrusted" and "owned by uid 65534" in finding.message
     assert finding.remedy and "chown -R root:root" in finding.remedy
 

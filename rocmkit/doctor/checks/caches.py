@@ -330,6 +330,7 @@ def _note_filled(cache_dir: Path, key: str) -> None:
     needs=("torch",),
     timeout_s=900.0,
     options={"caches.warm": "fill the jobs' own caches (set by --warm-caches)"},
+    long_running=True,
 )
 def cache_speed(ctx: CheckContext) -> CheckResult:
     import sys

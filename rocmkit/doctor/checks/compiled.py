@@ -231,6 +231,7 @@ def _train(torch: Any, model: Any, batches: list[tuple[Any, Any]], *, step_fn: A
     timeout_s=900.0,
     options={"compile.*": "steps, models, modes, amp (auto|off), backend (inductor or module:function)"},
     stack_verdict=True,
+    long_running=True,
 )
 def correctness(ctx: CheckContext) -> CheckResult:
     import copy
