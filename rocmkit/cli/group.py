@@ -165,6 +165,7 @@ def run(argv: list[str] | None = None) -> Any:
     # A command's waits show on stderr's status line when it is a terminal, and off one as a
     # "still running" line whenever stderr got nothing for 4 s (util/ticker.py; --quiet: off).
     tick = shared()
+    before = (tick.enabled, tick.heartbeat, tick.prefix)
     tick.enabled = tick.heartbeat = True
     tick.hold()
     sys.excepthook = _redacted_traceback
@@ -209,3 +210,6 @@ def run(argv: list[str] | None = None) -> Any:
         sys.exit(error.exit_code)
     finally:
         tick.release()
+        # As it was: a library call after this command (in the same process) draws nothing and
+        # says nothing, and no command's counter ("doctor [33/33] ") stays on its lines.
+        tick.enabled, tick.heartbeat, tick.prefix = before
