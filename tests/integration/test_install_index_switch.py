@@ -19,6 +19,7 @@ from tests.integration.test_install_e2e import (
     pip_freeze_all,
     rk,
 )
+from tests.support.cli import last_error
 from tests.support.pkgindex import IndexServer
 
 pytestmark = pytest.mark.integration
@@ -92,7 +93,10 @@ def test_configured_index_with_the_same_build_is_used_and_named(
     code, _, err = rk(capsys, "--venv", str(venv), "--plan", plan)
     assert code == 9, err
     errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and "did not answer" in errors[0] and "--fallback-index" in errors[0]
+    assert len(errors) == 1 and "did not answer" in errors[0]
+    # The flag is the first fix (08dff0f: fixes on their own lines, exit 9 leads with it).
+    first_fix = last_error(err).splitlines()[1]
+    assert first_fix.startswith(f"fix: rocmkit install --venv {venv} --plan {plan} --fallback-index"), err
     assert not any(r.endswith(".whl") for r in server.requests) and not venv.exists()
     code, _, err = rk(capsys, "--venv", str(venv), "--plan", plan, "--fallback-index")
     assert code == 0, err

@@ -31,6 +31,7 @@ from tests.integration.test_install_e2e import (
     setup_61,
 )
 from tests.integration.test_install_faults import alive, child_groups, ended, start_install, wait_for_step
+from tests.support.cli import last_error
 from tests.support.pkgindex import IndexServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -109,7 +110,7 @@ def test_a_tampered_journal_is_refused_and_a_real_one_stops_only_what_it_can_pro
             # Nothing written, nothing stopped.
             assert (venv / "rocmkit-constraints.txt").read_text() == guard_now
             assert alive(pip_group)
-            return line[0]
+            return last_error(err)  # the error line and its fix: lines
 
         def put_back() -> None:
             if journal.is_symlink() or journal.exists():
@@ -121,7 +122,7 @@ def test_a_tampered_journal_is_refused_and_a_real_one_stops_only_what_it_can_pro
         # A symlink in the journal's place, even to the genuine journal.
         journal.rename(venv / "elsewhere.json")
         journal.symlink_to(venv / "elsewhere.json")
-        assert "delete" in refused("is a symlink")
+        assert f"\nfix: check the environment by hand (pip freeze), then delete {journal}" in refused("is a symlink")
         (venv / "elsewhere.json").unlink()
         put_back()
 
