@@ -620,7 +620,9 @@ def doctor(
         )
     finally:
         if server is not None:
-            server.close()
+            # The worker's exit (torch's teardown, on a busy node seconds) is a wait like any other.
+            with shared_ticker().task("worker", phase="stopping the doctor's worker"):
+                server.close()
     if sku is not None:
         from rocmkit.doctor.sku import apply_floors
 
