@@ -35,6 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the 3.10 spelling, as rocmkit/util/safeload.py has it
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SUITE = "bookworm"
 # What the rendered Dockerfiles' apt step installs, so that step needs no download.
@@ -42,17 +47,15 @@ INCLUDE = ("python3", "python3-venv", "python3-pip")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
-# What `pip install` of rocmkit pulls inside the image: its build backend and its dependencies
-# (pyproject.toml).
-ROCMKIT_NEEDS = (
-    "hatchling>=1.21",
-    "click>=8.1",
-    "packaging>=23",
-    "distro>=1.8",
-    "psutil>=5.9",
-    "rich>=13",
-    "platformdirs>=3",
-)
+# What `pip install` of rocmkit pulls inside the image: its build backend and its dependencies,
+# read from pyproject.toml itself (a list restated here went stale when uv became a dependency,
+# and the image's offline pip then found no uv).
+def _rocmkit_needs() -> tuple[str, ...]:
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    return (*project["build-system"]["requires"], *project["project"]["dependencies"])
+
+
+ROCMKIT_NEEDS = _rocmkit_needs()
 
 
 # The CPU image's torch: the real CPU build scripts/test.sh installs (these machines' pip finds
