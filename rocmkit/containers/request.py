@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,11 +11,10 @@ from rocmkit.containers.dockerfile import render_all, render_dockerfile
 from rocmkit.containers.images import Images, ImageSpec, choose_spec, cuda_release, load_images
 from rocmkit.errors import UsageError
 from rocmkit.packages import parse_pin
+from rocmkit.util.say import Say
 
 if TYPE_CHECKING:
     from rocmkit.session import Session
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit.errors import DataError
+from rocmkit.util.say import Say
 
 if TYPE_CHECKING:
     from rocmkit.install.base import InstallSpec
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from rocmkit.plan import Plan
     from rocmkit.pyenv import PyEnv
     from rocmkit.session import Session
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
