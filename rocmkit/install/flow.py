@@ -93,7 +93,7 @@ class Outcome:
             "action": self.action,
             "target": self.target,
             "installer": self.installer,
-            "backend": self.plan.backend if self.plan else None,
+            "backend": str(self.plan.backend) if self.plan else None,
             "requirements": list(self.plan.requirements) if self.plan else [],
             "index_urls": [redact_text(u) for u in self.sources.index_urls],
             "find_links": [redact_text(u) for u in self.sources.find_links],
@@ -318,7 +318,7 @@ def _kept_sources(
     if probe.ok:
         return None
     check_source_urls(rest, lambda m: echo(f"rocmkit: {m}"), allow=opts.allow_insecure_index)
-    local = "+" + plan.backend
+    local = f"+{plan.backend}"
     left = tuple(r for r in wanted if not holds(r) and local in r)
     said = (
         f"WARNING: {probe.describe()}; {target.prefix} holds {', '.join(r for r in wanted if holds(r))} already "

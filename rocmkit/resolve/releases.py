@@ -12,7 +12,7 @@ from packaging.version import Version
 from rocmkit.errors import NoPlanError
 from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
 from rocmkit.packages import COMPANIONS, requirement_name
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 
@@ -187,7 +187,7 @@ def stable_plan(
     reqs, triton = requirements_for(release, variant, notes)
     fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
     return Plan(
-        backend=variant.index,
+        backend=Backend.parse(variant.index),
         channel="stable",
         torch_version=f"{release.version}+{variant.index}",
         triton=triton,

@@ -12,7 +12,7 @@ from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.driver import check_driver, in_window, window_filter
 from rocmkit.resolve.explain import Notes, join, short_source
@@ -103,11 +103,11 @@ def _stable(
                 "--rocm X.Y",
             )
         have = sorted(
-            {v.index for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
+            {v.rocm or "" for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
         )
         raise NoPlanError(
             f"{what} has no ROCm{' ' + wanted if wanted else ''} wheels for Python {python}",
-            f"choose --rocm from: {join([h.removeprefix('rocm') for h in have])}",
+            f"choose --rocm from: {join(have)}",
         )
     best = max(candidates, key=_Candidate.key)
     if gpus and not best.fit.usable:
@@ -296,19 +296,20 @@ def _nightly(
     if cons.torch:
         notes.warn(f"--torch {cons.torch} is not applied to nightly builds (always the next release)")
     notes.relies_on(chan, "channels.toml", "the indexes PyTorch nightly builds", "indexes")
-    options = [i for i in chan.indexes if i.startswith("rocm")]
-    if cons.rocm_version:
-        options = [i for i in options if rocm_matches(i[4:], cons.rocm_version, m)]
+    rocm_indexes = {b.rocm: i for i in chan.indexes if (b := Backend.parse(i)).rocm is not None}
+    options = [i for rocm, i in rocm_indexes.items() if not cons.rocm_version or rocm_matches(rocm, cons.rocm_version, m)]
     if not options:
         raise NoPlanError(
             f"the nightly channel has no ROCm {cons.rocm_version or ''} index in matrices/channels.toml",
-            f"choose from {join([i for i in chan.indexes if i.startswith('rocm')])}",
+            f"choose from {join(list(rocm_indexes.values()))}",
         )
     scored = []
     for index in options:
         archs = m.rocm_indexes[index].archs if index in m.rocm_indexes else ()
-        scored.append((assess(gpus, archs).score(), release_key(index[4:]), index, assess(gpus, archs)))
+        rocm = Backend.parse(index).rocm or "0"
+        scored.append((assess(gpus, archs).score(), release_key(rocm), index, assess(gpus, archs)))
     _, _, index, fit = max(scored)
+    backend = Backend.parse(index)
     if gpus and not fit.usable:
         raise NoPlanError(
             f"the nightly ROCm wheels ({join(options)}) carry no code for "
@@ -327,9 +328,9 @@ def _nightly(
     notes.why(f"nightly channel: torch>={torch_min} (pre-releases) from {index}")
     notes.warn("nightly builds are not pinned; record what was installed with `rocmkit install --lock FILE`")
     notes.relies_on(chan, "channels.toml", f"nightly versions start at {torch_min}", "torch_min")
-    check_driver(machine, m, notes, index[4:])
+    check_driver(machine, m, notes, backend.rocm or "")
     return Plan(
-        backend=index,
+        backend=backend,
         channel="nightly",
         requirements=(f"torch>={torch_min}", "torchvision", "torchaudio"),
         companions=("torchvision", "torchaudio"),

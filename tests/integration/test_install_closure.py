@@ -25,7 +25,7 @@ from rocmkit.install import lock
 from rocmkit.install.base import Sources
 from rocmkit.install.wheelhouse import LOCK_NAME, lock_from_folder
 from rocmkit.matrix import load_matrix
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.util.paths import matrices_dir, shipped_matrices_dir
 from tests.support.cli import keep_user_config_out, last_error, run_main
 from tests.support.pkgindex import IndexServer, closed_port, make_torch_set, make_wheel
@@ -270,7 +270,7 @@ def test_a_wheelhouse_guards_only_what_it_holds(
     house = tmp_path / "house"
     make_torch_set(house, "2.13.0+cpu")
     plan = Plan(
-        backend="cpu",
+        backend=Backend.parse("cpu"),
         torch_version="2.13.0+cpu",
         requirements=("torch==2.13.0+cpu", f"torchvision=={TORCHVISION}", f"torchaudio=={TORCHAUDIO}"),
         companions=(f"torchvision=={TORCHVISION}", f"torchaudio=={TORCHAUDIO}"),

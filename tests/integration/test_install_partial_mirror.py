@@ -29,7 +29,7 @@ def test_mirror_without_torchvision_installs_torch_and_says_how_to_add_it(
     tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = resolve(load_machine(None), Constraints(python=PY, index_base=dead_base))
-    assert plan.backend == "cpu" and plan.torch_version and plan.companions
+    assert plan.backend.tag == "cpu" and plan.torch_version and plan.companions
     root = tmp_path / "index"
     make_torch_set(root / "mirror", plan.torch_version)  # torch only: no companion
     with IndexServer(root) as srv:

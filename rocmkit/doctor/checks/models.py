@@ -251,6 +251,8 @@ def matching_set_command(torch_version: str, python: str | None = None, prefix: 
 
     from packaging.version import InvalidVersion, Version
 
+    from rocmkit.plan import Backend
+
     try:
         version = Version(torch_version)
     except InvalidVersion:
@@ -260,13 +262,14 @@ def matching_set_command(torch_version: str, python: str | None = None, prefix: 
     args += ["--venv", prefix] if prefix else ["--interpreter", python or sys.executable]
     if version is not None:
         args += ["--torch", version.public]
-        local = version.local or ""
-        if local == "cpu":
-            args.append("--cpu")
-        elif local.startswith("rocm"):
-            args += ["--rocm", local[4:]]
-        elif local.startswith("cu") and local[2:].isdigit():
-            args += ["--cuda", f"{local[2:-1]}.{local[-1]}"]
+        named = Backend.read(version.local or "")  # the index the build came from: its local label
+        if named is not None and named.pytorch_index:
+            if named.kind == "cpu":
+                args.append("--cpu")
+            elif named.rocm:
+                args += ["--rocm", named.rocm]
+            elif named.cuda:
+                args += ["--cuda", named.cuda]
     return shlex.join(args)
 
 
