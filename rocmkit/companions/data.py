@@ -15,12 +15,12 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from rocmkit.arch import BACKENDS
 from rocmkit.errors import DataError
 from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, rows
 from rocmkit.packages import canonical
 
 FILE = "companions.toml"
-BACKENDS = ("rocm", "cuda", "cpu")
 KINDS = ("wheel", "source")
 INDEXES = ("pytorch", "pypi")
 PYPI_SIMPLE = "https://pypi.org/simple"

@@ -16,11 +16,9 @@ from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join
 from rocmkit.resolve.releases import (
     candidate_releases,
-    companions_of,
     fallback_for,
     listed_only,
-    note_listed_only,
-    requirements_for,
+    stable_plan,
     usable,
 )
 
@@ -172,18 +170,4 @@ def _finish(
         )
     notes.relies_on(variant, "torch.toml", f"torch {tag} exists", "*")
     notes.relies_on(toolkit, "nvidia.toml", f"CUDA {toolkit.version} needs driver {toolkit.min_driver}", "*")
-    reqs, triton = requirements_for(release, variant, notes)
-    fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
-    return Plan(
-        backend=variant.index,
-        channel="stable",
-        torch_version=tag,
-        triton=triton,
-        requirements=tuple(reqs),
-        companions=companions_of(reqs),
-        index_urls=(m.index_url("stable", variant.index, base),),
-        warnings=tuple(notes.warnings),
-        reasons=tuple(notes.reasons),
-        python=python,
-        fallback=fallback,
-    )
+    return stable_plan(m, cons, notes, python, base, release, variant)

@@ -26,7 +26,7 @@ from rocmkit.plan import Plan
 from rocmkit.resolve import platform
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join, short_source
-from rocmkit.resolve.gpus import AmdGpu, amd_gpus, assess, describe
+from rocmkit.resolve.gpus import AmdGpu, amd_gpus, assess, describe, hide_unusable
 
 PYPI = "https://pypi.org/simple"
 
@@ -165,7 +165,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
         notes.why(f"{plugin.plugin} {build.version} is the newest post-release of {release.version} "
                   "(ROCm-only fixes ship as post-releases)")
     _relies(jd, notes, not release.is_confirmed(), release.sources, f"jax {release.version} exists")
-    env, target, unsupported = _assess_gpus(jd, notes, plugin, build, gpus)
+    env, target, unsupported = _assess_gpus(jd, machine, notes, plugin, build, gpus)
     reqs = _pins(release, plugin, build)
     index_urls: tuple[str, ...] = (_pypi(m),)
     if route is None:
@@ -210,7 +210,7 @@ def _newest_build(releases: list[JaxRelease], family: str, python: str) -> Plugi
     return next((b for r in releases if (b := r.build(family, python)) is not None), None)
 
 
-def _assess_gpus(jd: JaxData, notes: Notes, plugin: JaxPlugin, build: PluginBuild,
+def _assess_gpus(jd: JaxData, machine: Machine, notes: Notes, plugin: JaxPlugin, build: PluginBuild,
                  mine: tuple[AmdGpu, ...]) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
     read = jd.archs_for(plugin.family, build.version)
     env: dict[str, str] = {}
@@ -226,19 +226,8 @@ def _assess_gpus(jd: JaxData, notes: Notes, plugin: JaxPlugin, build: PluginBuil
                   + (f" (with HSA_OVERRIDE_GFX_VERSION={fit.override})" if fit.override else ""))
     if fit.override:
         env["HSA_OVERRIDE_GFX_VERSION"] = fit.override
-    unsupported: list[str] = []
-    if fit.unusable and fit.usable:
-        visible = ",".join(str(u.gpu.ordinal) for u in sorted(fit.usable, key=lambda u: u.gpu.ordinal))
-        env["HIP_VISIBLE_DEVICES"] = visible
-        for gpu, why in fit.unusable:
-            unsupported.append(f"{gpu.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
-            notes.warn(f"{gpu.label} will not work with {plugin.plugin} {build.version}: {why.replace('wheel', 'plugin')}; "
-                       f"HIP_VISIBLE_DEVICES={visible} hides it")
-    else:
-        for gpu, why in fit.unusable:
-            unsupported.append(f"{gpu.label}: {why}")
-            notes.warn(f"{gpu.label} will not work with {plugin.plugin} {build.version}: {why.replace('wheel', 'plugin')}")
-    return env, tuple(sorted({u.code_arch for u in fit.usable})), tuple(unsupported)
+    hidden, unsupported = hide_unusable(fit, machine, notes, f"{plugin.plugin} {build.version}", build="plugin")
+    return {**env, **hidden}, tuple(sorted({u.code_arch for u in fit.usable})), unsupported
 
 
 def _driver_major(driver: str | None) -> int | None:

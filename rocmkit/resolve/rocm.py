@@ -16,14 +16,12 @@ from rocmkit.plan import Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.driver import check_driver, in_window, window_filter
 from rocmkit.resolve.explain import Notes, join, short_source
-from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe
+from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe, hide_unusable
 from rocmkit.resolve.releases import (
     candidate_releases,
-    companions_of,
     fallback_for,
     listed_only,
-    note_listed_only,
-    requirements_for,
+    stable_plan,
     usable,
 )
 
@@ -245,42 +243,13 @@ def _finish(
         current = machine.env.get("HSA_OVERRIDE_GFX_VERSION")
         if current and current != fit.override:
             notes.warn(f"HSA_OVERRIDE_GFX_VERSION is set to {current} here; the plan needs {fit.override}")
-    unsupported: list[str] = []
-    if fit.unusable and fit.usable:
-        visible = ",".join(str(u.gpu.ordinal) for u in sorted(fit.usable, key=lambda u: u.gpu.ordinal))
-        env["HIP_VISIBLE_DEVICES"] = visible
-        for gpu, why in fit.unusable:
-            unsupported.append(f"{gpu.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
-            notes.warn(
-                f"{gpu.label} will not work with torch {tag}: {why}; HIP_VISIBLE_DEVICES={visible} "
-                "hides it so that it cannot break the others"
-            )
-        if "HIP_VISIBLE_DEVICES" in machine.env:
-            notes.warn(
-                f"HIP_VISIBLE_DEVICES={machine.env['HIP_VISIBLE_DEVICES']} is set here; the plan replaces it"
-            )
-    elif fit.unusable:
-        unsupported += [f"{gpu.label}: {why}" for gpu, why in fit.unusable]
+    hidden, unsupported = hide_unusable(fit, machine, notes, f"torch {tag}")
+    env.update(hidden)
     _check_rocm_release(m, notes, variant, fit)
     check_driver(machine, m, notes, variant.rocm or "")
     _check_userspace(machine, notes, variant.rocm or "")
-    reqs, triton = requirements_for(release, variant, notes)
-    fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
-    return Plan(
-        backend=variant.index,
-        channel="stable",
-        torch_version=tag,
-        triton=triton,
-        requirements=tuple(reqs),
-        companions=companions_of(reqs),
-        index_urls=(m.index_url("stable", variant.index, base),),
-        env=env,
-        warnings=tuple(notes.warnings),
-        reasons=tuple(notes.reasons),
-        python=python,
-        target_archs=tuple(used),
-        unsupported_gpus=tuple(unsupported),
-        fallback=fallback,
+    return stable_plan(
+        m, cons, notes, python, base, release, variant, env=env, target_archs=tuple(used), unsupported=unsupported
     )
 
 
@@ -352,8 +321,8 @@ def _nightly(
                 f"{use.gpu.arch} runs {use.code_arch} code with HSA_OVERRIDE_GFX_VERSION={fit.override}"
             )
     env = {"HSA_OVERRIDE_GFX_VERSION": fit.override} if fit.override else {}
-    if fit.unusable and fit.usable:
-        env["HIP_VISIBLE_DEVICES"] = ",".join(str(u.gpu.ordinal) for u in fit.usable)
+    hidden, unsupported = hide_unusable(fit, machine, notes, f"the nightly {index} wheels")
+    env.update(hidden)
     torch_min = chan.torch_min or "0.dev0"
     notes.why(f"nightly channel: torch>={torch_min} (pre-releases) from {index}")
     notes.warn("nightly builds are not pinned; record what was installed with `rocmkit install --lock FILE`")
@@ -370,5 +339,5 @@ def _nightly(
         reasons=tuple(notes.reasons),
         python=python,
         target_archs=tuple(sorted({u.code_arch for u in fit.usable})),
-        unsupported_gpus=tuple(f"{g.label}: {why}" for g, why in fit.unusable),
+        unsupported_gpus=unsupported,
     )

@@ -478,3 +478,18 @@ def test_hip_visible_devices_counts_what_rocr_visible_devices_left() -> None:
     # Without ROCR_VISIBLE_DEVICES the numbers are the machine's own.
     plan = go(Machine(gpus=(*gpus[1:], Gpu(vendor="amd", index=3, arch="gfx90a"))))
     assert plan.env["HIP_VISIBLE_DEVICES"] == "0,2"
+
+
+@pytest.mark.parametrize("kw", [{"torch": "2.7"}, {"channel": "nightly"}, {"framework": "jax"}])
+def test_every_rocm_path_hides_a_gpu_it_cannot_run_the_same_way(kw: dict[str, str]) -> None:
+    """PyTorch's stable and nightly ROCm wheels and the JAX ROCm plugin share one rule
+    (resolve/gpus.py hide_unusable): the GPU hidden, the line said, a variable already set replaced."""
+    from dataclasses import replace
+
+    machine = replace(amd("gfx1100", "gfx803", version="7.0.2"), env={"HIP_VISIBLE_DEVICES": "1"})
+    plan = go(machine, **kw)
+    assert plan.env.get("HIP_VISIBLE_DEVICES") == "0"
+    (line,) = plan.unsupported_gpus
+    assert line.startswith("GPU 1 (gfx803") and line.endswith("; hidden with HIP_VISIBLE_DEVICES=0")
+    assert any(w.startswith("GPU 1 (gfx803") and "HIP_VISIBLE_DEVICES=0 hides it" in w for w in plan.warnings)
+    assert "HIP_VISIBLE_DEVICES=1 is set here; the plan replaces it" in plan.warnings
