@@ -107,6 +107,19 @@ def resolves(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return seen
 
 
+@pytest.fixture
+def benches(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The BenchRequests `rocmkit bench models` made (nothing is measured)."""
+    seen: list[Any] = []
+
+    def carry_out(req: Any, argv: Any, out: Any) -> int:
+        seen.append(req)
+        return 0
+
+    monkeypatch.setattr("rocmkit.bench.carry.carry_out", carry_out)
+    return seen
+
+
 def _fields(req: Any, *names: str) -> dict[str, Any]:
     return {n: getattr(req, n) for n in names}
 
@@ -212,19 +225,12 @@ def test_doctor_report_and_allow(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert seen[-1].junit == tmp_path / "a,b.xml"
 
 
-def test_bench_models_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    seen: list[Any] = []
-
-    def carry_out(req: Any, argv: Any, out: Any) -> int:
-        seen.append(req)
-        return 0
-
-    monkeypatch.setattr("rocmkit.bench.carry.carry_out", carry_out)
+def test_bench_models_report(benches: list[Any], tmp_path: Path) -> None:
     files = {fmt: tmp_path / f"r.{fmt}" for fmt in ("csv", "html", "svg", "markdown")}
     args = [a for fmt, f in files.items() for a in ("--report", f"{fmt}={f}")]
     result = rocmkit("bench", "models", *args)
     assert result.code == 0, result.stderr
-    (req,) = seen
+    (req,) = benches
     assert (req.csv_path, req.html_path, req.svg_path, req.md_path) == tuple(files.values())
 
 
@@ -312,18 +318,11 @@ def test_old_doctor_spellings(
     assert result.stderr.count(f"`{' '.join(old)}` is now `{new}`") == 1
 
 
-def test_old_bench_spellings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    seen: list[Any] = []
-
-    def carry_out(req: Any, argv: Any, out: Any) -> int:
-        seen.append(req)
-        return 0
-
-    monkeypatch.setattr("rocmkit.bench.carry.carry_out", carry_out)
+def test_old_bench_spellings(benches: list[Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     result = rocmkit("bench", "models", "--csv", "r.csv", "--html", "r.html", "--svg", "r.svg", "--markdown", "r.md")
     assert result.code == 0, result.stderr
-    (req,) = seen
+    (req,) = benches
     assert (req.csv_path, req.html_path, req.svg_path, req.md_path) == tuple(
         Path(f) for f in ("r.csv", "r.html", "r.svg", "r.md")
     )
