@@ -360,3 +360,20 @@ def test_a_request_field_set_by_a_word_exists() -> None:
     for vocabulary in (folds.SKIP, folds.ALLOW, folds.TIMEOUT, folds.REPORT):
         for word, spec in vocabulary.items():
             assert spec.field in fields, word
+
+
+def test_a_fix_adds_a_familys_word_to_those_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """A fix that reruns the command with ``--allow WORD`` keeps the words already given (a
+    family adds up; replacing ``--allow insecure-index`` would make the fix fail anew)."""
+    from rocmkit.cli.group import print_error
+    from rocmkit.errors import NetworkError, rerun
+
+    exc = NetworkError("redirected to another host, h", rerun("--allow", "redirect=h") + "   # if you trust that host")
+    capsys.readouterr()
+    print_error(exc, ("install", "--venv", "v", "--allow", "insecure-index"))
+    print_error(exc, ("install", "--venv", "v", "--allow", "redirect=h"))
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("fix:")] == [
+        "fix: rocmkit install --venv v --allow insecure-index --allow redirect=h   # if you trust that host",
+        "fix: rocmkit install --venv v --allow redirect=h   # if you trust that host",
+    ]
+    assert "(fix: run it again with --allow redirect=h" in exc.one_line()
