@@ -132,6 +132,8 @@ class Family(click.ParamType[Folded, Any]):
         pairs: list[tuple[str, Any]] = []
         for raw in str(value).split(",") if self.split else [str(value)]:
             item = raw.strip()
+            if not item:
+                continue  # "guard," as --with and --build read a list
             word, eq, text = item.partition("=")
             if not eq and self.bare is not None and word not in self.words:
                 word, eq, text = self.bare, "=", item
@@ -148,6 +150,9 @@ class Family(click.ParamType[Folded, Any]):
                 raise UsageError(f"{self.flag} {item}: {word} needs a value", f"write {self.flag} {word}={spec.value}")
             label = f"{self.flag} " if word == self.bare and item == text else f"{self.flag} {word}="
             pairs.append((spec.field, True if spec.value is None else spec.convert(label, text)))
+        if not pairs:
+            known = ", ".join(self.spellings())
+            raise UsageError(f"{self.flag} {value!r} names nothing", f"give {self.flag} one or more of {known}")
         return Folded(pairs)
 
 

@@ -127,7 +127,7 @@ def _fields(req: Any, *names: str) -> dict[str, Any]:
 def test_skip_allow_and_timeout_set_installs_fields(installs: list[Any], tmp_path: Path) -> None:
     venv = str(tmp_path / "v")
     result = rocmkit(
-        "install", "--venv", venv, "--skip", "guard,verify", "--skip", "compile",
+        "install", "--venv", venv, "--skip", "guard,verify,", "--skip", "compile",
         "--allow", "insecure-index,redirect=mirror.example.org", "--allow", "env=MY_VAR,system-packages",
         "--allow", "redirect=other.example.org", "--timeout", "60", "--timeout", "net=7.5,probe=2",
     )
@@ -160,6 +160,10 @@ def test_the_families_defaults_are_the_requests(installs: list[Any], tmp_path: P
         (("--skip", "gaurd"), "error: --skip gaurd is not one of guard, verify, compile, companions",
             "fix: give --skip one or more of guard, verify, compile, companions, comma-separated or repeated"),
         (("--skip", "guard=1"), "error: --skip guard=1: guard takes no value", "fix: write --skip guard"),
+        (("--skip", ","), "error: --skip ',' names nothing",
+            "fix: give --skip one or more of guard, verify, compile, companions"),
+        (("--skip", ""), "error: --skip is empty (given as [''] on the command line)",
+            "fix: give --skip a value (STEP), or leave the option out"),
         (("--allow", "redirect"), "error: --allow redirect: redirect needs a value",
             "fix: write --allow redirect=HOST"),
         (("--allow", "redirect=https://h/x"), "error: --allow redirect=https://h/x is not a host name",
