@@ -243,9 +243,9 @@ def planned_requirements(
     dropped = tuple(r for r in plan.requirements if r not in wanted)
     if not opts.companions:
         if dropped:
-            echo(f"rocmkit: --no-companions: leaving out {', '.join(dropped)}")
+            echo(f"rocmkit: --skip companions: leaving out {', '.join(dropped)}")
         else:
-            echo("rocmkit: --no-companions: the plan marks no companions (made by an older rocmkit?)")
+            echo("rocmkit: --skip companions: the plan marks no companions (made by an older rocmkit?)")
     kept = _kept_sources(plan, wanted, target, opts, echo, notes)
     if kept is not None:
         sources, missing = kept
@@ -567,7 +567,7 @@ def _journaled(
             left = tuple(r for r in plan.requirements if r not in guarded_plan.requirements)
             guard.write_guard(target.prefix, guarded_plan, left)
         elif unguard and guard.remove_guard(target.prefix):
-            echo(f"rocmkit: removed the earlier guard of {target.prefix} (--no-guard)")
+            echo(f"rocmkit: removed the earlier guard of {target.prefix} (--skip guard)")
         if tx.before.dists:
             # The dry run names what the install would replace, so it is backed up first.
             with _heartbeat(echo, f"{installer.name} dry run", phase="finding what the install would replace"):

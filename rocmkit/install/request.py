@@ -121,8 +121,8 @@ class InstallRequest:
             )
         if self.no_companions and self.installs_exact_list:
             raise UsageError(
-                "a lock or wheelhouse installs its exact list; --no-companions does not apply",
-                "make the lock or wheelhouse with --no-companions instead",
+                "a lock or wheelhouse installs its exact list; --skip companions does not apply",
+                "make the lock or wheelhouse with --skip companions instead",
             )
         if self.venv is not None:
             check_venv_path(self.venv)

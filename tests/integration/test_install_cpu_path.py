@@ -164,7 +164,7 @@ def test_pep668_system_python_is_refused(tmp_path: Path, capsys: pytest.CaptureF
     code, _, err = rk(capsys, "--interpreter", str(system), "--plan", str(plan))
     assert code == 8
     assert "externally managed system Python (PEP 668 marker" in err
-    assert "--break-system-packages" in err
+    assert "--allow system-packages" in err
 
 
 def test_a_hung_index_fails_in_seconds_not_minutes(

@@ -97,11 +97,11 @@ def test_no_companions_installs_torch_only(
         args = ["--venv", str(venv), "--index-base", base, "--installer", "uv", "--json"]
         code, out, err = rk(capsys, *args, "--no-companions")
     assert code == 0, err
-    assert f"--no-companions: leaving out {', '.join(plan.companions)}" in err
+    assert f"--skip companions: leaving out {', '.join(plan.companions)}" in err
     assert f"verified: torch {plan.torch_version}" in err
     assert json.loads(out)["left_out"] == list(plan.companions)
     assert "torch" in _site(venv)
     assert not {c.split("==")[0] for c in plan.companions} & _site(venv)
     # Not offered where it cannot apply.
     code, _, err = rk(capsys, "--venv", str(venv), "--no-companions", "--wheelhouse", str(tmp_path))
-    assert code == 4 and "--no-companions does not apply" in err
+    assert code == 4 and "--skip companions does not apply" in err

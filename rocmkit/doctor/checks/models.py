@@ -130,7 +130,7 @@ def judge(suite: SuiteResult, min_geomean: float, *, duration_s: float = 0.0) ->
             status=Status.FAIL,
             message=f"{head}, below the {min_geomean:g}x this backend expects",
             remedy="check that the GPU is not shared or throttled (`rocm-smi`), and that torch and triton "
-            "are the pair `rocmkit resolve` picks; compare with `rocmkit bench models --html out.html`",
+            "are the pair `rocmkit resolve` picks; compare with `rocmkit bench models --report html=out.html`",
             **base,
         )
     note = " (report only on the CPU)" if min_geomean <= 0 else f" (threshold {min_geomean:g}x)"
