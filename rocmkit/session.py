@@ -154,7 +154,7 @@ class Session:
             offline=self.offline, python=self.python, environ=self.environ, cache_dir=self._cache_dir,
             allow_redirect=self.allow_redirect,
         )
-        made.index_base, made.index_base_from, made._matrix = self.index_base, self.index_base_from, self._matrix
+        made.index_base, made.index_base_from, made._matrix = self.index_base, self.index_base_from, self.matrix()
         gpus = tuple(Gpu(vendor="amd", index=i, arch=a, integrated=False) for i, a in enumerate(archs))
         made._machine = Machine(gpus=gpus, source="--arch")
         return made

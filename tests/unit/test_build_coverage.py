@@ -3,6 +3,8 @@ session's door for a machine made of ``--arch`` targets."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rocmkit.resolve import Constraints
@@ -39,8 +41,10 @@ def test_cuda_targets_are_not_checked() -> None:
     assert wheel_coverage(target_from_args(["9.0"], None), _session(), None) is None
 
 
-def test_the_arch_door_makes_a_machine_of_the_targets() -> None:
-    parent = Session(offline=True, environ={}, python="3.11", index_base="https://mirror.example/whl")
+def test_the_arch_door_makes_a_machine_of_the_targets(tmp_path: Path) -> None:
+    parent = Session(
+        offline=True, environ={}, python="3.11", index_base="https://mirror.example/whl", cache_dir=tmp_path
+    )
     made = parent.for_archs(["gfx1031", "gfx1030"])
     m = made.machine()
     assert [(g.index, g.arch, g.vendor, g.integrated) for g in m.gpus] == [
@@ -52,6 +56,8 @@ def test_the_arch_door_makes_a_machine_of_the_targets() -> None:
     plan = made.plan(Constraints(torch="2.5"))
     assert plan.python == "3.11" and plan.index_urls[0].startswith("https://mirror.example/whl")
     assert made.matrix() is parent.matrix()
+    # A made-up machine's plan is never cached as if it were this machine's.
+    assert not list(tmp_path.rglob("*plan*"))
 
 
 def test_an_arch_the_matrix_does_not_know_is_named() -> None:
