@@ -7,6 +7,7 @@ consume it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
@@ -62,23 +63,7 @@ class Backend:
     @classmethod
     def read(cls, tag: str) -> Backend | None:
         """:meth:`parse` for text that may be no tag at all (a wheel's local label, ``+git1a2b``): None."""
-        if tag == "cpu":
-            return cls(kind="cpu")
-        if tag == "xpu":
-            return cls(kind="xpu")
-        if tag == _UNKNOWN:
-            return cls(kind=None, source="lock")
-        if m := _PYTORCH_ROCM.fullmatch(tag):
-            return cls(kind="rocm", toolkit=m.group(1))
-        if m := _PYTORCH_CUDA.fullmatch(tag):
-            return cls(kind="cuda", toolkit=f"{m.group(1)}.{m.group(2)}")
-        if m := _JAX_FAMILY.fullmatch(tag):
-            return cls(kind="rocm" if m.group(1) == "rocm" else "cuda", toolkit=m.group(2), source="jax")
-        if m := _AMD.fullmatch(tag):
-            return cls(kind="rocm", source="amd", channel=m.group(1), variant=m.group(2))
-        if m := _THEROCK.fullmatch(tag):
-            return cls(kind="rocm", source="therock", variant=m.group(1))
-        return None
+        return _read(tag)
 
     def __str__(self) -> str:
         if self.kind is None:
@@ -132,6 +117,29 @@ class Backend:
 
 
 CPU = Backend(kind="cpu")
+
+
+@functools.lru_cache(maxsize=512)
+def _read(tag: str) -> Backend | None:
+    # Cached: the data's index names are read again and again while one plan is ranked, and a
+    # Backend is immutable.
+    if tag == "cpu":
+        return CPU
+    if tag == "xpu":
+        return Backend(kind="xpu")
+    if tag == _UNKNOWN:
+        return Backend(kind=None, source="lock")
+    if m := _PYTORCH_ROCM.fullmatch(tag):
+        return Backend(kind="rocm", toolkit=m.group(1))
+    if m := _PYTORCH_CUDA.fullmatch(tag):
+        return Backend(kind="cuda", toolkit=f"{m.group(1)}.{m.group(2)}")
+    if m := _JAX_FAMILY.fullmatch(tag):
+        return Backend(kind="rocm" if m.group(1) == "rocm" else "cuda", toolkit=m.group(2), source="jax")
+    if m := _AMD.fullmatch(tag):
+        return Backend(kind="rocm", source="amd", channel=m.group(1), variant=m.group(2))
+    if m := _THEROCK.fullmatch(tag):
+        return Backend(kind="rocm", source="therock", variant=m.group(1))
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
