@@ -352,7 +352,7 @@ def rocmkit_pick(m: Matrix, machine: Machine) -> Pick:
     except RocmkitError as exc:
         return Pick(None, error=f"refused: {exc.message} (fix: {exc.fix})")
     torch = (plan.torch_version or "").split("+")[0] or None
-    return Pick(plan.backend, torch=torch, env=dict(plan.env))
+    return Pick(str(plan.backend), torch=torch, env=dict(plan.env))
 
 
 def _index_rank(index: str) -> tuple[int, ...]:

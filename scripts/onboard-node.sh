@@ -67,7 +67,7 @@ step "installing the torch/triton builds that fit"
 step "doctor, level $level"
 rc=0
 "$rocmkit" doctor --level "$level" --json \
-  --junit "$out/$host.xml" --prom "$out/$host.prom" > "$out/$host.json" || rc=$?
+  --report junit="$out/$host.xml" --report prom="$out/$host.prom" > "$out/$host.json" || rc=$?
 "$rocmkit" fleet summarize "$out/$host.json" >&2
 step "reports: $out/$host.json, $out/$host.xml, $out/$host.prom (doctor exit $rc)"
 exit "$rc"

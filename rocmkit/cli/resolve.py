@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rocmkit.cli.folds import REDIRECT_RENAMED, allow_option, unfold, with_params
 from rocmkit.cli.request import OUT, request
 from rocmkit.errors import UsageError
 from rocmkit.resolve.constraints import CHANNELS
@@ -56,8 +57,6 @@ if TYPE_CHECKING:
 @click.option("--upgrade", is_flag=True, help="With --venv and --with: plan afresh instead of keeping the venv's torch.")
 @click.option("--fallback-index", is_flag=True, envvar="ROCMKIT_FALLBACK_INDEX",
     help="When the planned index does not answer, plan from your pip configuration's sources, as install does.")
-@click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",
-    help="Let the index check follow a redirect to HOST (else only to the host asked).")
 @click.option(
     "--format",
     "fmt",
@@ -70,6 +69,11 @@ if TYPE_CHECKING:
 )
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
     help="Write the output to this file (whole, or not at all: no empty file on failure) instead of stdout.")
+@with_params(
+    allow_option("redirect"),
+    REDIRECT_RENAMED,
+)
+@unfold("allow")
 @request(ResolveRequest)
 def cli(req: ResolveRequest) -> None:
     """Pick the torch, torchvision, torchaudio and Triton builds, the index and the

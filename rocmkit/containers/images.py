@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from rocmkit.arch import BACKENDS, Backend
 from rocmkit.errors import UsageError
 from rocmkit.matrix.fields import Row, check_keys, did_you_mean, parse_release, read_sources, read_toml, rows
+from rocmkit.plan import Backend as PlanBackend
 from rocmkit.util.paths import matrices_dir
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class ImageSpec:
     @property
     def cuda_tag(self) -> str:
         """ "12.8" -> "cu128", the torch index's name for the CUDA wheels."""
-        return "cu" + self.release.replace(".", "")
+        return str(PlanBackend.cuda_index(self.release))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,8 +229,7 @@ def cuda_release(text: str, *, what: str = "--cuda") -> str:
     if m is None:
         raise UsageError(f"{what} {text!r} is not a CUDA release", "give one like 12.8 or cu128")
     if m.group(1):
-        digits = m.group(1)
-        return f"{digits[:-1]}.{digits[-1]}"
+        return PlanBackend.parse(m.group(0)).cuda or ""
     return f"{m.group(2)}.{m.group(3)}"
 
 
@@ -263,7 +263,7 @@ def _wheels_for(m: Matrix, kind: Backend, release: str) -> Callable[[Sequence[To
         for r in releases:
             if kind == "rocm" and any(rocm_matches(v.rocm or "", release, m) for v in r.of_kind("rocm")):
                 return True
-            if kind == "cuda" and r.variant("cu" + release.replace(".", "")) is not None:
+            if kind == "cuda" and r.variant(str(PlanBackend.cuda_index(release))) is not None:
                 return True
             if kind == "cpu" and r.of_kind("cpu"):
                 return True
@@ -305,7 +305,7 @@ def _check_cuda_release(release: str) -> None:
 
     m = load_matrix()
     known = sorted(
-        {f"{v.index[2:-1]}.{v.index[-1]}" for r in m.torch_releases for v in r.of_kind("cuda")}, key=release_key
+        {v.cuda or "" for r in m.torch_releases for v in r.of_kind("cuda")}, key=release_key
     )
     if release not in known:
         raise UsageError(

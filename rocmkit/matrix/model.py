@@ -15,6 +15,7 @@ from typing import Literal
 from packaging.version import Version
 
 from rocmkit.arch import Backend, override_to_gfx
+from rocmkit.plan import Backend as PlanBackend
 
 
 def release_key(text: str) -> tuple[int, ...]:
@@ -86,7 +87,7 @@ class CudaToolkit(Fact):
     @property
     def tag(self) -> str:
         """The wheel index name: "12.8" -> "cu128"."""
-        return "cu" + self.version.replace(".", "")
+        return str(PlanBackend.cuda_index(self.version))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,16 +114,19 @@ class TorchVariant(Fact):
     linux_only: bool = False
 
     @property
+    def backend(self) -> PlanBackend:
+        """The index name read as a backend (the loader has checked that it is one)."""
+        return PlanBackend.parse(self.index)
+
+    @property
     def rocm(self) -> str | None:
-        return self.index[len("rocm") :] if self.kind == "rocm" else None
+        """ "rocm6.2.4" -> "6.2.4"."""
+        return self.backend.rocm
 
     @property
     def cuda(self) -> str | None:
         """ "cu124" -> "12.4", "cu118" -> "11.8"."""
-        if self.kind != "cuda":
-            return None
-        digits = self.index[2:]
-        return f"{digits[:-1]}.{digits[-1]}"
+        return self.backend.cuda
 
 
 @dataclass(frozen=True, kw_only=True)

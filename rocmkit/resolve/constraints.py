@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, replace
 
 from rocmkit.errors import UsageError
+from rocmkit.plan import Backend
 
 # ASCII digits, a few of them: `\d` also takes other scripts' digits, and a 5000-digit
 # part would pass a regex only to overflow int() later.
@@ -41,7 +42,7 @@ class Constraints:
             raise UsageError(f"unknown channel {self.channel!r}", f"use one of {', '.join(CHANNELS)}")
         if self.torch is not None and not re.fullmatch(_RELEASE, self.torch):
             raise UsageError(f"--torch {self.torch!r} is not a version", "give a release like 2.5 or 2.5.1")
-        if self.rocm is not None and not re.fullmatch(_RELEASE, self.rocm.removeprefix("rocm")):
+        if self.rocm is not None and not re.fullmatch(_RELEASE, self.rocm_version or ""):
             raise UsageError(
                 f"--rocm {self.rocm!r} is not a version", "give a ROCm release like 6.2 or 6.2.4"
             )
@@ -83,14 +84,18 @@ class Constraints:
 
     @property
     def rocm_version(self) -> str | None:
-        return self.rocm.removeprefix("rocm") if self.rocm else None
+        """ "6.2" or PyTorch's index name "rocm6.2" -> "6.2"."""
+        if not self.rocm:
+            return None
+        named = Backend.read(self.rocm)
+        return named.rocm or "" if named is not None else self.rocm
 
     @property
-    def cuda_tag(self) -> str | None:
-        """ "12.4" or "cu124" -> "cu124"."""
+    def cuda_index(self) -> Backend | None:
+        """ "12.4" or "cu124" -> PyTorch's cu124 index."""
         if self.cuda is None:
             return None
-        return self.cuda if self.cuda.startswith("cu") else "cu" + self.cuda.replace(".", "")
+        return Backend.read(self.cuda) or Backend.cuda_index(self.cuda)
 
 
 def index_base_of(cons: Constraints) -> str | None:

@@ -13,7 +13,7 @@ import sys
 from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
-from rocmkit.plan import Plan
+from rocmkit.plan import CPU, Plan
 from rocmkit.resolve import amd, cuda, platform, rocm
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join
@@ -162,7 +162,7 @@ def cpu_plan(
         )
         notes.relies_on(chan, "channels.toml", f"nightly versions start at {torch_min}", "torch_min")
         return Plan(
-            backend="cpu",
+            backend=CPU,
             channel="nightly",
             requirements=(f"torch>={torch_min}", "torchvision", "torchaudio"),
             companions=("torchvision", "torchaudio"),
@@ -211,7 +211,7 @@ def cpu_plan(
             # Triton is published on PyPI; the PyTorch index stays first for torch.
             index_urls.append(m.pypi_url)
         return Plan(
-            backend="cpu",
+            backend=CPU,
             channel=cons.channel,
             torch_version=f"{release.version}+cpu",
             requirements=tuple(reqs),

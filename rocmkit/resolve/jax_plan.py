@@ -22,11 +22,11 @@ from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix
 from rocmkit.matrix.jaxdata import JaxData, JaxPlugin, JaxRelease, PluginBuild, load_jax
-from rocmkit.plan import Plan
+from rocmkit.plan import CPU, Backend, Plan
 from rocmkit.resolve import platform
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join, short_source
-from rocmkit.resolve.gpus import AmdGpu, amd_gpus, assess, describe
+from rocmkit.resolve.gpus import AmdGpu, amd_gpus, assess, describe, hide_unusable
 
 PYPI = "https://pypi.org/simple"
 
@@ -61,7 +61,7 @@ def _matches(version: str, spec: str) -> bool:
 
 
 def _plan(
-    cons: Constraints, notes: Notes, python: str, backend: str, release: JaxRelease, reqs: list[str],
+    cons: Constraints, notes: Notes, python: str, backend: Backend, release: JaxRelease, reqs: list[str],
     index_urls: tuple[str, ...], *, env: dict[str, str] | None = None, target_archs: tuple[str, ...] = (),
     unsupported: tuple[str, ...] = (),
 ) -> Plan:
@@ -99,7 +99,7 @@ def cpu_plan(m: Matrix, jd: JaxData, cons: Constraints, notes: Notes, python: st
     notes.why(f"jax {release.version}: the newest release with jaxlib wheels for Python {python}; "
               "jaxlib runs on the CPU, no plugin is needed")
     _relies(jd, notes, not release.is_confirmed(), release.sources, f"jax {release.version} exists")
-    return _plan(cons, notes, python, "cpu", release, _pins(release), (_pypi(m),))
+    return _plan(cons, notes, python, CPU, release, _pins(release), (_pypi(m),))
 
 
 def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, *,
@@ -165,7 +165,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
         notes.why(f"{plugin.plugin} {build.version} is the newest post-release of {release.version} "
                   "(ROCm-only fixes ship as post-releases)")
     _relies(jd, notes, not release.is_confirmed(), release.sources, f"jax {release.version} exists")
-    env, target, unsupported = _assess_gpus(jd, notes, plugin, build, gpus)
+    env, target, unsupported = _assess_gpus(jd, machine, notes, plugin, build, gpus)
     reqs = _pins(release, plugin, build)
     index_urls: tuple[str, ...] = (_pypi(m),)
     if route is None:
@@ -192,7 +192,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
                                                                   f"{release.version}" if plugin.extra else ""))
         if plugin.min_jaxlib:
             notes.why(f"{plugin.module} is known to jaxlib {plugin.min_jaxlib} and later")
-    return _plan(cons, notes, python, plugin.family, release, reqs, index_urls, env=env,
+    return _plan(cons, notes, python, Backend.parse(plugin.family), release, reqs, index_urls, env=env,
                  target_archs=target, unsupported=unsupported)
 
 
@@ -210,7 +210,7 @@ def _newest_build(releases: list[JaxRelease], family: str, python: str) -> Plugi
     return next((b for r in releases if (b := r.build(family, python)) is not None), None)
 
 
-def _assess_gpus(jd: JaxData, notes: Notes, plugin: JaxPlugin, build: PluginBuild,
+def _assess_gpus(jd: JaxData, machine: Machine, notes: Notes, plugin: JaxPlugin, build: PluginBuild,
                  mine: tuple[AmdGpu, ...]) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
     read = jd.archs_for(plugin.family, build.version)
     env: dict[str, str] = {}
@@ -226,19 +226,8 @@ def _assess_gpus(jd: JaxData, notes: Notes, plugin: JaxPlugin, build: PluginBuil
                   + (f" (with HSA_OVERRIDE_GFX_VERSION={fit.override})" if fit.override else ""))
     if fit.override:
         env["HSA_OVERRIDE_GFX_VERSION"] = fit.override
-    unsupported: list[str] = []
-    if fit.unusable and fit.usable:
-        visible = ",".join(str(u.gpu.ordinal) for u in sorted(fit.usable, key=lambda u: u.gpu.ordinal))
-        env["HIP_VISIBLE_DEVICES"] = visible
-        for gpu, why in fit.unusable:
-            unsupported.append(f"{gpu.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
-            notes.warn(f"{gpu.label} will not work with {plugin.plugin} {build.version}: {why.replace('wheel', 'plugin')}; "
-                       f"HIP_VISIBLE_DEVICES={visible} hides it")
-    else:
-        for gpu, why in fit.unusable:
-            unsupported.append(f"{gpu.label}: {why}")
-            notes.warn(f"{gpu.label} will not work with {plugin.plugin} {build.version}: {why.replace('wheel', 'plugin')}")
-    return env, tuple(sorted({u.code_arch for u in fit.usable})), tuple(unsupported)
+    hidden, unsupported = hide_unusable(fit, machine, notes, f"{plugin.plugin} {build.version}", build="plugin")
+    return {**env, **hidden}, tuple(sorted({u.code_arch for u in fit.usable})), unsupported
 
 
 def _driver_major(driver: str | None) -> int | None:
@@ -251,7 +240,7 @@ def _driver_major(driver: str | None) -> int | None:
 def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: Notes, python: str) -> Plan:
     driver = machine.nvidia.driver_version if machine.nvidia else None
     have = _driver_major(driver)
-    wanted = int(cons.cuda_tag[2:-1]) if cons.cuda_tag else None  # "cu130" -> 13
+    wanted = int((cons.cuda_index.cuda or "0").split(".")[0]) if cons.cuda_index else None  # cu130 -> 13
     refused: list[str] = []
     releases = _releases(jd, cons, python)
     for plugin in sorted(jd.of_backend("cuda"), key=lambda p: -p.major):
@@ -276,7 +265,7 @@ def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
                       f"(the same as jax[{plugin.extra}]=={release.version})")
             _relies(jd, notes, not plugin.is_confirmed("min_driver"), plugin.sources,
                     f"{plugin.plugin} needs driver {plugin.min_driver}")
-            return _plan(cons, notes, python, plugin.family, release, _pins(release, plugin, build, with_extra="[with-cuda]"),
+            return _plan(cons, notes, python, Backend.parse(plugin.family), release, _pins(release, plugin, build, with_extra="[with-cuda]"),
                          (_pypi(m),))
     raise NoPlanError(
         f"no JAX CUDA plugin fits this machine ({join(refused) if refused else 'none for Python ' + python})",

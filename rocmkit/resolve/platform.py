@@ -52,7 +52,7 @@ def _line(version: str | None) -> str | None:
 
 
 def _wsl_release(data: PlatformData, machine: Machine, cons: Constraints) -> WslRelease | None:
-    wanted = _line(cons.rocm.removeprefix("rocm")) if cons.rocm else _line(machine.rocm.version)
+    wanted = _line(cons.rocm_version) if cons.rocm else _line(machine.rocm.version)
     return next((r for r in data.wsl_releases if r.rocm == wanted), None)
 
 
@@ -141,7 +141,7 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
     if tag is None:
         return plan
     reasons, warnings, env = list(plan.reasons), list(plan.warnings), dict(plan.env)
-    if cpu_arch(machine) == "aarch64" and plan.backend == "cpu":
+    if cpu_arch(machine) == "aarch64" and plan.backend.kind == "cpu":
         data = load_platforms()
         reasons.append(
             f"aarch64: CPU wheels from the cpu index; PyPI's aarch64 torch is a {data.pypi_cuda} build from "
@@ -155,10 +155,10 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
             "(`rocm-sdk path --root`, ROCm/librocdxg README: Build with TheRock Wheels) and export "
             "HSA_ENABLE_DXG_DETECTION=1, or use the PyTorch ROCm wheels (--channel stable) with /opt/rocm's runtime"
         )
-    if machine.platform.wsl and plan.backend.startswith("rocm"):
+    if machine.platform.wsl and plan.backend.rocm is not None:
         data = load_platforms()
         # A torch backend names its ROCm line ("rocm7.2"); a jax one only the major: the installed line.
-        row = _wsl_release(data, machine, Constraints(rocm=_line(plan.backend.removeprefix("rocm")))) or (
+        row = _wsl_release(data, machine, Constraints(rocm=_line(plan.backend.rocm))) or (
             _wsl_release(data, machine, Constraints())
         )
         if row is not None and row.dxg_detection:

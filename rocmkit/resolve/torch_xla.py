@@ -14,7 +14,7 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix
 from rocmkit.matrix.jaxdata import JaxData, load_jax
-from rocmkit.plan import Plan
+from rocmkit.plan import CPU, Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 
@@ -56,7 +56,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         "releases carry the version of the torch they are built against"
     )
     return Plan(
-        backend="cpu",
+        backend=CPU,
         framework="torch-xla",
         torch_version=f"{release.version}+cpu",
         requirements=(f"torch=={release.version}+cpu", f"torch-xla=={release.version}"),

@@ -73,7 +73,7 @@ def test_build_request_refuses_two_outputs_two_arch_sources_and_a_missing_python
         ({"net_timeout": 0.0}, "--net-timeout 0 is not a positive number"),
         ({"venv": Path("v"), "interpreter": Path("p")}, "--venv and --interpreter"),
         ({"plan_file": Path("p.json"), "cpu": True}, "a plan file fixes the builds"),
-        ({"wheelhouse": Path("w"), "no_companions": True}, "--no-companions does not apply"),
+        ({"wheelhouse": Path("w"), "no_companions": True}, "--skip companions does not apply"),
         ({"installer": "conda"}, "--installer 'conda'"),
     ],
 )

@@ -12,7 +12,7 @@ from rocmkit.companions.resolve import resolve_with
 from rocmkit.detect import load_machine
 from rocmkit.errors import DataError, NoPlanError
 from rocmkit.machine import Gpu, Machine
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve import Constraints, resolve
 from rocmkit.resolve.render import requirements_text, summary_text
 
@@ -96,7 +96,7 @@ def test_cuda_capture_gets_the_cuda_builds() -> None:
 
 def test_bitsandbytes_on_a_rocm_minor_it_lacks_warns_which_library_loads() -> None:
     machine = Machine(gpus=(Gpu(vendor="amd", index=0, arch="gfx90a"),))
-    plan = Plan(backend="rocm7.3", torch_version="2.14.0+rocm7.3", target_archs=("gfx90a",))
+    plan = Plan(backend=Backend.parse("rocm7.3"), torch_version="2.14.0+rocm7.3", target_archs=("gfx90a",))
     out = resolve_with(plan, machine, ("bitsandbytes",), DATA)
     assert any("has no ROCm 7.3 library; it loads its ROCm 7.2 one" in w for w in out.warnings)
 

@@ -339,7 +339,7 @@ def test_bare_render_is_the_machines_rocm_image(captures_dir: Path) -> None:
     said: list[str] = []
     (name, text), = RenderRequest().rendered(session, say=said.append).items()
     assert "ARG ROCMKIT_GFX=gfx1031\n" in text
-    rocm = plan.backend.removeprefix("rocm")
+    rocm = plan.backend.rocm
     torch = _plan_torch(session)
     assert f"RUN rocmkit install --venv /opt/rocmkit --rocm {rocm} --torch {torch}\n" in text
     assert name == f"rocm{rocm}-torch{torch}-gfx1031.Dockerfile"
@@ -354,7 +354,7 @@ def test_bare_render_is_the_machines_rocm_image(captures_dir: Path) -> None:
 def test_bare_render_keeps_the_plans_rocm_patch_index(captures_dir: Path) -> None:
     # The plan's index is rocm6.2.4 (apart from rocm6.2): the image installs from it, on 6.2's base.
     session = Session(capture=captures_dir / "mi250x-gfx90a-rocm6.2.1")
-    assert session.plan(Constraints()).backend == "rocm6.2.4"
+    assert session.plan(Constraints()).backend.tag == "rocm6.2.4"
     (name, text), = RenderRequest().rendered(session).items()
     assert name.startswith("rocm6.2.4-torch") and "FROM rocm/dev-ubuntu-22.04:6.2.4\n" in text
     assert "--rocm 6.2.4 --torch " in text and "ARG ROCMKIT_GFX=gfx90a\n" in text
@@ -364,8 +364,8 @@ def test_bare_render_keeps_the_plans_rocm_patch_index(captures_dir: Path) -> Non
 def test_bare_render_on_an_nvidia_node_is_its_cuda_image(captures_dir: Path, capture: str) -> None:
     session = Session(capture=captures_dir / capture)
     plan = session.plan(Constraints())
-    assert plan.backend.startswith("cu")
-    release = f"{plan.backend[2:-1]}.{plan.backend[-1]}"
+    assert plan.backend.kind == "cuda"
+    release = plan.backend.cuda
     torch = _plan_torch(session)
     (name, text), = RenderRequest().rendered(session).items()
     assert name == f"cuda{release}-torch{torch}.Dockerfile"
@@ -377,7 +377,7 @@ def test_bare_render_on_an_nvidia_node_is_its_cuda_image(captures_dir: Path, cap
 def test_bare_render_on_a_cpu_only_plan_is_the_cpu_image(captures_dir: Path) -> None:
     # A Ryzen APU and a GTX 1050 Ti with neither driver loaded: the plan is CPU wheels.
     session = Session(capture=captures_dir / "ryzen2400g-gtx1050ti-centos7-rocm3.8-rock-not-loaded")
-    assert session.plan(Constraints()).backend == "cpu"
+    assert session.plan(Constraints()).backend.tag == "cpu"
     (name, text), = RenderRequest().rendered(session).items()
     torch = _plan_torch(session)
     assert name == f"cpu-torch{torch}.Dockerfile"
@@ -385,10 +385,10 @@ def test_bare_render_on_a_cpu_only_plan_is_the_cpu_image(captures_dir: Path) -> 
 
 
 def test_bare_render_refuses_a_plan_no_image_renders(captures_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rocmkit.plan import Plan
+    from rocmkit.plan import Backend, Plan
 
     session = Session(capture=captures_dir / "synthetic-h100x2-nvidia-550")
-    monkeypatch.setattr(session, "plan", lambda *a, **k: Plan(backend="therock-gfx1151", torch_version="2.9.0"))
+    monkeypatch.setattr(session, "plan", lambda *a, **k: Plan(backend=Backend.parse("therock-gfx1151"), torch_version="2.9.0"))
     with pytest.raises(UsageError, match="plan is therock-gfx1151 wheels, for which rocmkit renders no image") as err:
         RenderRequest().rendered(session)
     assert "--cuda X.Y or --cpu" in (err.value.fix or "")

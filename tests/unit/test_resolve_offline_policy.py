@@ -105,7 +105,7 @@ def test_torch_2_15_on_gfx942_plans_and_strict_data_says_why_not() -> None:
 
 def test_rocm_7_14_carries_gfx1103_natively_and_not_gfx906() -> None:
     plan = plan_for("780m-gfx1103-rocm5.7", rocm="7.14")
-    assert plan.backend == "rocm7.14" and plan.target_archs == ("gfx1103",)
+    assert plan.backend.tag == "rocm7.14" and plan.target_archs == ("gfx1103",)
     assert "HSA_OVERRIDE_GFX_VERSION" not in plan.env
     assert not any("archs compiled into rocm7.14" in w for w in plan.warnings)  # now sourced
     with pytest.raises(NoPlanError, match="gfx906"):

@@ -28,6 +28,7 @@ from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status, exception_line
 from rocmkit.kernels.metrics import median
 from rocmkit.packages import canonical
+from rocmkit.plan import Backend
 from rocmkit.proc.result_file import say_phase
 
 _PLUGIN = re.compile(r"^jax-(rocm|cuda)([0-9]+)-(plugin|pjrt)$")
@@ -94,7 +95,7 @@ def version_problems(dists: Mapping[str, str]) -> list[str]:
 def rocm_major_problem(dists: Mapping[str, str], node_rocm: str | None) -> str | None:
     """A ROCm plugin built for another ROCm major than the one it will load: the pip ROCm in
     the venv (AMD's multi-arch route) if there is one, else the node's."""
-    rocm_families = [f for f in families(dists) if f.startswith("rocm")]
+    rocm_families = _rocm_families(dists)
     if not rocm_families:
         return None
     pip_rocm = dists.get("rocm") or dists.get("rocm-sdk-core")
@@ -103,10 +104,15 @@ def rocm_major_problem(dists: Mapping[str, str], node_rocm: str | None) -> str |
         return None
     where = f"the venv's pip ROCm {loads}" if pip_rocm else f"the node's ROCm {loads}"
     major = loads.split(".")[0]
-    wrong = [f for f in rocm_families if f != f"rocm{major}"]
-    if wrong and f"rocm{major}" not in rocm_families:
-        return f"jax-{wrong[0]}-plugin is built for ROCm {wrong[0][4:]}.x, but it will load {where}"
+    wrong = [f for f, rocm in rocm_families.items() if rocm != major]
+    if wrong and len(wrong) == len(rocm_families):
+        return f"jax-{wrong[0]}-plugin is built for ROCm {rocm_families[wrong[0]]}.x, but it will load {where}"
     return None
+
+
+def _rocm_families(dists: Mapping[str, str]) -> dict[str, str]:
+    """The installed ROCm plugin families and the ROCm major each is built for ({"rocm7": "7"})."""
+    return {f: b.rocm for f in families(dists) if (b := Backend.read(f)) is not None and b.rocm is not None}
 
 
 def pick_fix(text: str, backend: str) -> tuple[str, str]:
@@ -261,7 +267,7 @@ def _arch_problems(devices: list[Any], gpus: list[Any]) -> list[str]:
     from rocmkit.matrix.jaxdata import load_jax
 
     dists = installed_jax()
-    fams = [f for f in families(dists) if f.startswith("rocm")]
+    fams = list(_rocm_families(dists))
     if not fams:
         return []
     plugin = dists.get(f"jax-{fams[0]}-plugin", "0")
