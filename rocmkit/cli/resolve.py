@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rocmkit.cli.backend import backend_option, renamed_backend
 from rocmkit.cli.folds import REDIRECT_RENAMED, allow_option, unfold, with_params
 from rocmkit.cli.request import OUT, request
 from rocmkit.errors import UsageError
@@ -26,11 +27,6 @@ if TYPE_CHECKING:
 @click.option(
     "--torch", "torch_version", metavar="X.Y[.Z]", help="PyTorch release: 2.5 (newest 2.5.x) or 2.5.1."
 )
-@click.option("--rocm", metavar="X.Y[.Z]", help="ROCm version of the wheels (forces a ROCm build).")
-@click.option(
-    "--cuda", metavar="X.Y", help="CUDA version of the wheels, 12.4 or cu124 (forces a CUDA build)."
-)
-@click.option("--cpu", is_flag=True, help="CPU wheels, whatever the GPUs.")
 @click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
     help="What to plan: PyTorch, JAX (jax + jaxlib + the GPU plugin), PyTorch/XLA, or torch and jax in one venv.")
 @click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release (with --framework jax): 0.10 or 0.10.2.")
@@ -70,10 +66,13 @@ if TYPE_CHECKING:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
     help="Write the output to this file (whole, or not at all: no empty file on failure) instead of stdout.")
 @with_params(
+    backend_option("The builds to plan: rocm7.1 (or rocm6.2.4), cu128 (CUDA 12.8) or cpu, whatever the GPUs; "
+        "default: what this machine has."),
     allow_option("redirect"),
     REDIRECT_RENAMED,
+    *renamed_backend(),
 )
-@unfold("allow")
+@unfold("allow", "backend")
 @request(ResolveRequest)
 def cli(req: ResolveRequest) -> None:
     """Pick the torch, torchvision, torchaudio and Triton builds, the index and the

@@ -19,7 +19,7 @@ Sections = Mapping[str, Sequence[str]]
 INSTALL_SECTIONS: Sections = {
     "Target": ("venv", "venv_base", "interpreter"),
     "What to install": (
-        "plan_file", "from_lock", "wheelhouse", "capture", "torch", "rocm", "cuda", "channel", "cpu",
+        "plan_file", "from_lock", "wheelhouse", "capture", "torch", "backend", "channel",
         "framework", "jax_version", "strict_data", "with_packages", "build", "upgrade",
     ),
     "Sources": ("index_base", "installer", "fallback_index"),

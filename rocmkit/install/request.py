@@ -98,7 +98,7 @@ class InstallRequest:
         )
         if self.installs_exact_list and resolving:
             raise UsageError(
-                "a lock or wheelhouse fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
+                "a lock or wheelhouse fixes the builds; --torch/--backend/--strict-data/--capture do not apply"
                 " (nor --framework, --jax)"
             )
         for name, seconds in (
@@ -115,7 +115,7 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
+                "a plan file fixes the builds; --torch/--backend/--strict-data/--capture do not apply"
                 " (nor --framework, --jax)",
                 ("drop them", "drop --plan to resolve afresh"),
             )

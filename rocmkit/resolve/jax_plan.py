@@ -8,7 +8,7 @@ Facts come from ``matrices/jax.toml`` only (:mod:`rocmkit.matrix.jaxdata`):
   libraries as ``rocm[libraries,device-gfxNNN]``; the GPUs are assessed against
   the gfx code objects read from the plugin wheel, as torch's are against its arch list.
 * NVIDIA GPUs: the newest CUDA plugin whose driver floor the node's driver meets.
-* No GPU (or ``--cpu``): jax and jaxlib alone.
+* No GPU (or ``--backend cpu``): jax and jaxlib alone.
 
 Every pin is the same release: jax and jaxlib ``==V``, the plugin and its PJRT ``==V``
 or the newest post-release of V (``0.9.1.post6``), which carry ROCm-only fixes.
@@ -127,7 +127,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
     gpus = amd_gpus(machine, m)
     if major is not None and major in families:
         plugin = families[major]
-        notes.why(f"ROCm {rocm} is installed{' (--rocm)' if cons.rocm else ''}: the {plugin.family} plugin "
+        notes.why(f"ROCm {rocm} is installed{' (--backend)' if cons.rocm else ''}: the {plugin.family} plugin "
                   f"({plugin.plugin}) is built for ROCm {major}.x")
         route = jd.route("pypi")
     else:
@@ -269,7 +269,7 @@ def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
                          (_pypi(m),))
     raise NoPlanError(
         f"no JAX CUDA plugin fits this machine ({join(refused) if refused else 'none for Python ' + python})",
-        ("update the NVIDIA driver", rerun("--cpu")),
+        ("update the NVIDIA driver", rerun("--backend", "cpu")),
     )
 
 
