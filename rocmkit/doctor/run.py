@@ -291,6 +291,10 @@ class _Schedule:
                     if self.out[i] is not None or i in running.values() or not self.ready(i):
                         continue
                     if chk.exclusive and running:
+                        if any(self.pending[r].long_running for r in running.values()):
+                            # It cannot start before the compile beside it ends anyway: meanwhile
+                            # the short checks after it use the free core instead of idling.
+                            continue
                         break  # it starts alone, once what runs has ended; nothing overtakes it
                     if on_start is not None:
                         on_start(chk)
@@ -320,14 +324,11 @@ class _Schedule:
     def start_order(self) -> list[int]:
         """The order checks are offered a free slot in: a ``long_running`` check first (a real
         compile that outlasts the rest: started late it runs alone at the end, started early
-        the short checks fill the other cores beside it), never past an exclusive check still
-        to run; then the selected order. Results are reported in the selected order anyway."""
-        early: list[int] = []
-        for i, chk in enumerate(self.pending):
-            if any(self.pending[j].exclusive and self.out[j] is None for j in range(i)):
-                break
-            if chk.long_running:
-                early.append(i)
+        the short checks fill the other cores beside it), even ahead of an exclusive check, which
+        then waits for it while the short checks after it run beside the compile (an exclusive
+        check runs alone either way, so this costs it nothing and saves the compile waiting on
+        it); then the selected order. Results are reported in the selected order anyway."""
+        early = [i for i, chk in enumerate(self.pending) if chk.long_running]
         return [*early, *(i for i in range(len(self.pending)) if i not in early)]
 
     def ready(self, i: int) -> bool:
