@@ -18,6 +18,7 @@ from rocmkit.cli.folds import (
     unfold,
     with_params,
 )
+from rocmkit.cli.framework import framework_option, renamed_jax
 from rocmkit.cli.request import OUT, request
 from rocmkit.cli.sections import INSTALL_SECTIONS, SectionedCommand
 from rocmkit.install.request import InstallRequest
@@ -36,9 +37,15 @@ BACKEND_OPTION = backend_option(
     "default: what this machine has."
 )
 
-# The flags the families and --backend replaced, kept one release (hidden; each says its new spelling).
+FRAMEWORK_OPTION = framework_option(
+    "What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT; jax=0.10: that release), PyTorch/XLA, "
+    "or torch and jax."
+)
+
+# The flags the families, --backend and --framework replaced, kept one release (hidden; each says its new spelling).
 OLD_FLAGS = (
     *renamed_backend(),
+    renamed_jax(),
     renamed_flag("--no-guard", "--skip guard"),
     renamed_flag("--no-verify", "--skip verify"),
     renamed_flag("--no-compile", "--skip compile"),
@@ -72,9 +79,6 @@ OLD_FLAGS = (
     "--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
     help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly)."
 )
-@click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
-    help="What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT), PyTorch/XLA, or torch and jax.")
-@click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release to resolve (with --framework jax).")
 @click.option("--strict-data", is_flag=True,
     help="Resolve only builds a source confirms (no build known only from upstream's build lists).")
 @click.option("--index-base",
@@ -106,8 +110,8 @@ OLD_FLAGS = (
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the outcome as JSON (rocmkit.install/1) on stdout."
 )
-@with_params(BACKEND_OPTION, SKIP_OPTION, ALLOW_OPTION, TIMEOUT_OPTION, *OLD_FLAGS)
-@unfold("skip", "allow", "timeout", "backend")
+@with_params(BACKEND_OPTION, FRAMEWORK_OPTION, SKIP_OPTION, ALLOW_OPTION, TIMEOUT_OPTION, *OLD_FLAGS)
+@unfold("skip", "allow", "timeout", "backend", "framework")
 @request(InstallRequest)
 def cli(req: InstallRequest) -> None:
     """Install the resolved torch/triton (or jax: --framework jax) builds into a virtual environment.

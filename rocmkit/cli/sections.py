@@ -20,7 +20,7 @@ INSTALL_SECTIONS: Sections = {
     "Target": ("venv", "venv_base", "interpreter"),
     "What to install": (
         "plan_file", "from_lock", "wheelhouse", "capture", "torch", "backend", "channel",
-        "framework", "jax_version", "strict_data", "with_packages", "build", "upgrade",
+        "framework", "strict_data", "with_packages", "build", "upgrade",
     ),
     "Sources": ("index_base", "installer", "fallback_index"),
     "Safety": ("dry_run", "skip", "allow"),

@@ -99,7 +99,7 @@ class InstallRequest:
         if self.installs_exact_list and resolving:
             raise UsageError(
                 "a lock or wheelhouse fixes the builds; --torch/--backend/--strict-data/--capture do not apply"
-                " (nor --framework, --jax)"
+                " (nor --framework)"
             )
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
@@ -116,7 +116,7 @@ class InstallRequest:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
                 "a plan file fixes the builds; --torch/--backend/--strict-data/--capture do not apply"
-                " (nor --framework, --jax)",
+                " (nor --framework)",
                 ("drop them", "drop --plan to resolve afresh"),
             )
         if self.no_companions and self.installs_exact_list:

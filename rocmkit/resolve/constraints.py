@@ -34,7 +34,7 @@ class Constraints:
     # seen on an index) is never planned unless --backend names its index.
     strict_data: bool = False
     framework: str = "torch"  # torch | jax | torch-xla | torch,jax (what to plan for)
-    jax: str | None = None  # "0.10" (newest 0.10.x) or "0.10.2"; with --framework jax
+    jax: str | None = None  # "0.10" (newest 0.10.x) or "0.10.2": --framework jax=0.10
 
     def validated(self) -> Constraints:
         """Check the shape of every value; one clear error per bad value."""
@@ -60,9 +60,9 @@ class Constraints:
         if "torch-xla" in names and len(names) > 1:
             raise UsageError("--framework torch-xla goes alone", "plan torch-xla and the others separately")
         if self.jax is not None and "jax" not in names:
-            raise UsageError("--jax goes with --framework jax", "add --framework jax")
+            raise UsageError(f"a JAX release ({self.jax}) goes with --framework jax", f"write --framework jax={self.jax}")
         if self.jax is not None and not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,4}){1,3}", self.jax):
-            raise UsageError(f"--jax {self.jax!r} is not a version", "give a release like 0.10 or 0.10.2")
+            raise UsageError(f"JAX {self.jax!r} is not a release", "give --framework jax=0.10 or jax=0.10.2")
         if "torch" not in names and self.torch is not None:
             raise UsageError("--torch goes with --framework torch", ("drop --torch", "add torch to --framework"))
         if "torch" not in names and self.channel != "stable":

@@ -38,11 +38,11 @@ def _relies(jd: JaxData, notes: Notes, fact_unconfirmed: bool, sources: tuple[st
 
 
 def _releases(jd: JaxData, cons: Constraints, python: str) -> list[JaxRelease]:
-    """Releases matching --jax and the Python, newest first; NoPlanError names the fix."""
+    """Releases matching --framework jax=X.Y and the Python, newest first; NoPlanError names the fix."""
     pool = [r for r in reversed(jd.releases) if cons.jax is None or _matches(r.version, cons.jax)]
     if not pool:
         known = ", ".join(r.version for r in jd.releases[-6:])
-        raise NoPlanError(f"jax {cons.jax} is not in matrices/jax.toml", f"choose a recent one: {known}")
+        raise NoPlanError(f"jax {cons.jax} is not in matrices/jax.toml", f"choose a recent one (--framework jax=X.Y): {known}")
     fits = [r for r in pool if r.supports_python(python)]
     if not fits:
         lo = min(Version(r.python_min) for r in pool)
@@ -186,7 +186,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
         notes.why(route.description.format(major=plugin.major, gfx=arch))
         _relies(jd, notes, not route.is_confirmed(), route.sources, f"the {route.name} route")
         notes.warn(f"AMD's multi-arch index ({route.index}) is a nightly index: which jax versions it holds "
-                   f"is not recorded; if {plugin.plugin}=={build.version} is missing there, pass --jax with one it has")
+                   f"is not recorded; if {plugin.plugin}=={build.version} is missing there, pass --framework jax=X.Y with one it has")
     else:
         notes.why(route.description.format(major=plugin.major) + (f"; the same as jax[{plugin.extra}]=="
                                                                   f"{release.version}" if plugin.extra else ""))

@@ -22,15 +22,14 @@ from tests.support.cli import rocmkit
 
 MOST_OPTIONS = 20
 # A command above MOST_OPTIONS, with how many it shows and why they are not folded (yet).
-_PLAN = ("what to plan (--torch --backend --framework --jax --channel --capture --python --strict-data --with "
-    "--build --upgrade): each a question of its own, spelled alike in install, lock, wheelhouse, resolve and export")
+_PLAN = ("what to plan (--torch --backend --framework --channel --capture --python --strict-data --with --build "
+    "--upgrade): each a question of its own, spelled alike in install, lock, wheelhouse, resolve and export")
 _INPUT = ("and install's inputs (--plan FILE, --from-lock FILE, --wheelhouse DIR): each names what the file is, as "
     "the verbs that write them do (a single --from would guess a file's kind from its contents)")
 WIDER = {
-    "install": (25, f"{_PLAN}; {_INPUT}"),
-    "lock": (22, _PLAN),
-    "wheelhouse": (22, _PLAN),
-    "resolve": (21, _PLAN),
+    "install": (24, f"{_PLAN}; {_INPUT}"),
+    "lock": (21, _PLAN),
+    "wheelhouse": (21, _PLAN),
     "doctor": (24, "which checks (--level --only --skip --framework --backend --list), on what (--capture --venv "
         "--python --image-build), how (--jobs --isolation --timeout-scale --fresh --warm-caches --strict --set): "
         "each a question of its own"),
@@ -183,13 +182,17 @@ def test_the_families_defaults_are_the_requests(installs: list[Any], tmp_path: P
 def test_a_bad_word_is_one_line_and_exit_4(
     installs: list[Any], tmp_path: Path, args: tuple[str, ...], error: str, fix: str | None
 ) -> None:
-    result = rocmkit("install", "--venv", str(tmp_path / "v"), *args)
+    _refused(rocmkit("install", "--venv", str(tmp_path / "v"), *args), error, fix)
+    assert installs == []
+
+
+def _refused(result: Any, error: str, fix: str | None) -> None:
+    """Exit 4 and the one ``error`` line, then ``fix`` (when given) as the only fix line."""
     assert result.code == UsageError.exit_code
     lines = result.one_line_error().splitlines()
     assert lines[0] == error
     if fix is not None:
         assert lines[1:] == [fix]
-    assert installs == []
 
 
 def test_lock_and_wheelhouse_take_only_the_words_before_an_install(installs: list[Any], tmp_path: Path) -> None:
@@ -497,3 +500,70 @@ def test_a_fix_with_backend_replaces_the_old_options(capsys: pytest.CaptureFixtu
         print_error(exc, argv)
     fixes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("fix:")]
     assert fixes == ["fix: rocmkit resolve --torch 2.5 --backend cpu"] * 4
+
+
+# -- --framework NAME[=VERSION]: JAX's release on the framework it names ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "old", "framework", "jax"),
+    [
+        (("--framework", "jax=0.10"), ("--framework", "jax", "--jax", "0.10"), "jax", "0.10"),
+        (("--framework", "torch,jax=0.10.2"), ("--framework", "torch,jax", "--jax", "0.10.2"), "torch,jax", "0.10.2"),
+        (("--framework", "jax"), ("--framework", "jax"), "jax", None),
+        ((), (), "torch", None),
+    ],
+)
+def test_framework_carries_jaxs_release(
+    installs: list[Any], resolves: list[Any], tmp_path: Path,
+    given: tuple[str, ...], old: tuple[str, ...], framework: str, jax: str | None,
+) -> None:
+    venv = ("--venv", str(tmp_path / "v"))
+    for words in (("install", *venv), ("lock", str(tmp_path / "t.lock"))):
+        new = rocmkit(*words, *given)
+        assert new.code == 0 and "note:" not in new.stderr, new.stderr
+        assert rocmkit(*words, *old).code == 0
+    rocmkit("resolve", "--offline", *given)
+    rocmkit("resolve", "--offline", *old)
+    assert [(r.framework, r.jax_version) for r in (*installs, *resolves)] == [(framework, jax)] * 6
+    assert installs[0] == installs[1] and installs[2] == installs[3] and resolves[0] == resolves[1]
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "fix"),
+    [
+        ("torch=2.5", "error: --framework torch=2.5: only jax takes =VERSION here", "fix: give torch's release with --torch 2.5"),
+        ("torch-xla=2.8", "error: --framework torch-xla=2.8: only jax takes =VERSION here", "fix: write --framework torch-xla"),
+        ("jax=", "error: --framework jax=: no JAX release after =", "fix: write --framework jax=X.Y, e.g. jax=0.10"),
+        ("jax=zero", "error: JAX 'zero' is not a release", "fix: give --framework jax=0.10 or jax=0.10.2"),
+        ("tensorflow", "error: --framework 'tensorflow' is not one of torch, jax, torch-xla (or torch,jax)",
+            "fix: give torch, jax, torch-xla, or torch,jax"),
+    ],
+)
+def test_a_bad_framework_is_one_line_and_exit_4(resolves: list[Any], value: str, error: str, fix: str) -> None:
+    _refused(rocmkit("resolve", "--offline", "--framework", value), error, fix)
+    assert resolves == []
+
+
+@pytest.mark.parametrize(
+    ("framework", "new"),
+    [((), "--framework jax=0.10"), (("--framework", "jax"), "--framework jax=0.10"),
+     (("--framework", "torch,jax"), "--framework torch,jax=0.10")],
+)
+def test_old_jax_says_the_framework_spelling_once(
+    installs: list[Any], tmp_path: Path, framework: tuple[str, ...], new: str
+) -> None:
+    """The note names the frameworks given beside --jax, so the spelling it says asks for the same."""
+    result = rocmkit("install", "--venv", str(tmp_path / "v"), *framework, "--jax", "0.10")
+    assert result.code == 0, result.stderr
+    assert result.stderr.count(f"`--jax 0.10` is now `{new}`") == 1 and result.stderr.count("is now") == 1
+    assert installs[0].jax_version == "0.10"
+    # What it says, typed, makes that request with jax in it (without --jax, torch alone has no JAX to pin).
+    assert rocmkit("install", "--venv", str(tmp_path / "v"), *new.split()).code == 0
+    assert installs[1].jax_version == "0.10" and "jax" in installs[1].framework.split(",")
+
+
+def test_old_jax_alone_is_refused_naming_the_new_spelling(resolves: list[Any]) -> None:
+    result = rocmkit("resolve", "--offline", "--jax", "0.10")
+    assert result.one_line_error() == ("error: a JAX release (0.10) goes with --framework jax\n"
+        "fix: write --framework jax=0.10")
