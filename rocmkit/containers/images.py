@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 FILE = "images.toml"
 LABELS: dict[Backend, str] = {"rocm": "ROCm", "cuda": "CUDA", "cpu": "CPU"}
-# "12.8" or "cu128": a CUDA release as images.toml and the old --cuda wrote it (--backend cu128 gives 12.8).
+# "12.8" or "cu128": a CUDA release as images.toml writes it (and the old CUDA option took it; --backend cu128 gives 12.8).
 _CUDA = re.compile(r"^(?:cu([0-9]{3})|([0-9]{2})\.([0-9]))$")
 
 

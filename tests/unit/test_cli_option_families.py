@@ -567,3 +567,21 @@ def test_old_jax_alone_is_refused_naming_the_new_spelling(resolves: list[Any]) -
     result = rocmkit("resolve", "--offline", "--jax", "0.10")
     assert result.one_line_error() == ("error: a JAX release (0.10) goes with --framework jax\n"
         "fix: write --framework jax=0.10")
+
+
+def test_no_message_in_the_package_names_an_old_plan_option() -> None:
+    """Fix lines, reasons, generated Dockerfiles and help say --backend and --framework jax=X.Y;
+    the old names live only where they are kept as aliases (and where a fix's --backend drops them)."""
+    import re
+
+    import rocmkit
+
+    package = Path(rocmkit.__file__).parent
+    kept = {"cli/backend.py", "cli/framework.py", "errors.py"}
+    old = re.compile(r"--(rocm|cuda|cpu|jax)\b(?![-\w])")
+    found = [
+        f"{path.relative_to(package)}:{n}: {line.strip()}"
+        for path in sorted(package.rglob("*.py")) if path.relative_to(package).as_posix() not in kept
+        for n, line in enumerate(path.read_text().splitlines(), 1) if old.search(line)
+    ]
+    assert found == []
