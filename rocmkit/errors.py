@@ -51,8 +51,8 @@ def _flat(text: str) -> str:
 # command line already has (`--allow insecure-index` + the fix's `--allow redirect=HOST`).
 FAMILIES = ("--allow", "--skip", "--report")
 # Options a fix's option also replaces: the old spellings it folded (kept one release as hidden
-# aliases, cli/backend.py and cli/framework.py), each with whether it takes a value.
-REPLACES = {"--backend": {"--rocm": True, "--cuda": True, "--cpu": False}, "--framework": {"--jax": True}}
+# aliases, cli/backend.py), each with whether it takes a value.
+REPLACES = {"--backend": {"--rocm": True, "--cuda": True, "--cpu": False}}
 
 
 def _again(argv: Sequence[str], extra: str) -> str:
