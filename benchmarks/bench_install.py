@@ -10,7 +10,7 @@ One run, one machine, one local index, so the ratios hold even on a busy box:
   * each round, alternating, into a fresh ``uv venv``:
       - ``uv pip install torch==V`` (the peer);
       - the peer then ``python -c "import torch"`` (what a careful user runs to check);
-      - ``rocmkit install --venv V --cpu --torch X.Y --skip companions --index-base URL``:
+      - ``rocmkit install --venv V --backend cpu --torch X.Y --skip companions --index-base URL``:
         resolve, the live index check, the journal, uv, the guard, and the verification (a
         child imports torch and writes the byte code of what it loads);
       - the same with ``--skip verify`` (rocmkit's own cost beside uv's; ``--no-verify`` before);
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 plan_file.write_text(json.dumps(plan))
                 rk_args = ["--plan", str(plan_file)]
             else:
-                rk_args = ["--cpu", "--torch", release, "--skip", "companions", "--index-base", base]
+                rk_args = ["--backend", "cpu", "--torch", release, "--skip", "companions", "--index-base", base]
 
             def uv_row(venv: Path, cache_env: dict[str, str]) -> float:
                 python = fresh_venv(venv, cache_env)

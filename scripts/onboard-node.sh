@@ -8,7 +8,7 @@
 #   --level N    doctor level 0-3 (default 2: kernels and performance)
 #   --out DIR    where the reports go (default ./rocmkit-reports)
 #   --from SPEC  what pip installs rocmkit from (default: the checkout this script is in)
-#   -- ARGS      passed on to `rocmkit install` (e.g. -- --torch 2.5 --rocm 6.2)
+#   -- ARGS      passed on to `rocmkit install` (e.g. -- --torch 2.5 --backend rocm6.2)
 #
 # Writes OUT/<host>.json (rocmkit.report/1), OUT/<host>.xml (JUnit) and
 # OUT/<host>.prom (node_exporter textfile). Exit status: the doctor's (0 pass,

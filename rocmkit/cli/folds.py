@@ -209,7 +209,9 @@ def unfold(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
         @functools.wraps(body)
         def command(**params: Any) -> None:
             for name in names:
-                for folded in params.pop(name, ()) or ():
+                given = params.pop(name, None)
+                # A family is repeatable (a tuple of Folded); --backend is given once (one Folded).
+                for folded in (given,) if isinstance(given, Folded) else given or ():
                     for field, value in folded:
                         old = params.get(field)
                         params[field] = (*old, value) if isinstance(old, tuple) else value

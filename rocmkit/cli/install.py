@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from rocmkit.cli.backend import backend_option, renamed_backend
 from rocmkit.cli.folds import (
     REDIRECT_RENAMED,
     allow_option,
@@ -17,6 +18,7 @@ from rocmkit.cli.folds import (
     unfold,
     with_params,
 )
+from rocmkit.cli.framework import framework_option, renamed_jax
 from rocmkit.cli.request import OUT, request
 from rocmkit.cli.sections import INSTALL_SECTIONS, SectionedCommand
 from rocmkit.install.request import InstallRequest
@@ -30,8 +32,20 @@ SKIP_OPTION = skip_option("guard", "verify", "compile", "companions")
 ALLOW_OPTION = allow_option("insecure-index", "redirect", "env", "system-packages")
 TIMEOUT_OPTION = timeout_option("install", "net", "probe", defaults=_DEFAULT)
 
-# The flags the families replaced, kept one release (hidden; each says its new spelling).
+BACKEND_OPTION = backend_option(
+    "The builds to resolve: rocm7.1, cu128 (CUDA 12.8, whatever the GPUs, as for an image) or cpu; "
+    "default: what this machine has."
+)
+
+FRAMEWORK_OPTION = framework_option(
+    "What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT; jax=0.10: that release), PyTorch/XLA, "
+    "or torch and jax."
+)
+
+# The flags the families, --backend and --framework replaced, kept one release (hidden; each says its new spelling).
 OLD_FLAGS = (
+    *renamed_backend(),
+    renamed_jax(),
     renamed_flag("--no-guard", "--skip guard"),
     renamed_flag("--no-verify", "--skip verify"),
     renamed_flag("--no-compile", "--skip compile"),
@@ -61,17 +75,10 @@ OLD_FLAGS = (
 @click.option("--capture", type=click.Path(path_type=Path, file_okay=False),
     help="Resolve for a captured machine instead of this one.")
 @click.option("--torch", help="Torch release to resolve (e.g. 2.5).")
-@click.option("--rocm", help="ROCm version to resolve for (e.g. 6.2).")
-@click.option("--cuda", metavar="X.Y",
-    help="CUDA version of the wheels, 12.8 or cu128 (a CUDA build whatever the GPUs, as for an image).")
 @click.option(
     "--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
     help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly)."
 )
-@click.option("--cpu", is_flag=True, help="Resolve CPU wheels whatever the machine has.")
-@click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
-    help="What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT), PyTorch/XLA, or torch and jax.")
-@click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release to resolve (with --framework jax).")
 @click.option("--strict-data", is_flag=True,
     help="Resolve only builds a source confirms (no build known only from upstream's build lists).")
 @click.option("--index-base",
@@ -103,8 +110,8 @@ OLD_FLAGS = (
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the outcome as JSON (rocmkit.install/1) on stdout."
 )
-@with_params(SKIP_OPTION, ALLOW_OPTION, TIMEOUT_OPTION, *OLD_FLAGS)
-@unfold("skip", "allow", "timeout")
+@with_params(BACKEND_OPTION, FRAMEWORK_OPTION, SKIP_OPTION, ALLOW_OPTION, TIMEOUT_OPTION, *OLD_FLAGS)
+@unfold("skip", "allow", "timeout", "backend", "framework")
 @request(InstallRequest)
 def cli(req: InstallRequest) -> None:
     """Install the resolved torch/triton (or jax: --framework jax) builds into a virtual environment.

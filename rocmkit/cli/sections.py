@@ -19,8 +19,8 @@ Sections = Mapping[str, Sequence[str]]
 INSTALL_SECTIONS: Sections = {
     "Target": ("venv", "venv_base", "interpreter"),
     "What to install": (
-        "plan_file", "from_lock", "wheelhouse", "capture", "torch", "rocm", "cuda", "channel", "cpu",
-        "framework", "jax_version", "strict_data", "with_packages", "build", "upgrade",
+        "plan_file", "from_lock", "wheelhouse", "capture", "torch", "backend", "channel",
+        "framework", "strict_data", "with_packages", "build", "upgrade",
     ),
     "Sources": ("index_base", "installer", "fallback_index"),
     "Safety": ("dry_run", "skip", "allow"),

@@ -151,7 +151,7 @@ def _export(fmt: str) -> Callable[..., None]:
 
 _RESOLVE_SECTIONS: Sections = {
     "What to plan": (
-        "capture", "torch_version", "rocm", "cuda", "cpu", "framework", "jax_version", "python", "channel",
+        "capture", "torch_version", "backend", "framework", "python", "channel",
         "strict_data", "with_packages", "build", "venv", "upgrade", "closure",
     ),
     "Sources": ("index_base", "offline", "fresh", "fallback_index", "allow"),

@@ -236,8 +236,7 @@ def _refusal(name: str, plan: Plan, fits: list[Fit], note: str | None) -> NoPlan
     if paired is not None and paired.torch is not None:
         torch_minor = ".".join(paired.torch.split(".")[:2])
         served = Backend.parse(paired.backends[-1])
-        flag = f"--rocm {served.rocm}" if served.rocm else f"--cuda {served}"  # cu130: --cuda takes it
-        fix = f"resolve a torch it pairs with (e.g. --torch {torch_minor} {flag} for {name} {paired.version}), or {fix}"
+        fix = f"resolve a torch it pairs with (e.g. --torch {torch_minor} --backend {served} for {name} {paired.version}), or {fix}"
     return NoPlanError(f"--with {name}: no build fits {torch} ({plan.backend}){archs}: {why}", fix)
 
 

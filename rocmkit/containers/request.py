@@ -37,9 +37,9 @@ class RenderRequest:
             raise UsageError("--check needs --out DIR", "name the folder that holds the Dockerfiles")
         if self.out is not None and self.output is not None:
             raise UsageError("--out DIR and --output FILE name two places to write", "pass only one of them")
-        named = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]
+        named = [n for n, v in (("rocm", self.rocm), ("cuda", self.cuda), ("cpu", self.cpu)) if v]
         if len(named) > 1:
-            raise UsageError(f"{' and '.join(named)} name different images", "choose one of them")
+            raise UsageError(f"two backends asked for: {' and '.join(named)}", "give one --backend")
         if self.gfx is not None and (self.cuda or self.cpu):
             raise UsageError(
                 "--gfx is for ROCm images", "drop --gfx: a CPU or CUDA image runs on whatever the node has"
@@ -99,7 +99,7 @@ def machine_spec(images: Images, session: Session, *, say: Say | None = None) ->
         what = f"{backend} wheels" if plan.torch_version else f"{plan.framework} only"
         raise UsageError(
             f"this machine's plan is {what}, for which rocmkit renders no image",
-            "name the image: --rocm X.Y --gfx LIST, --cuda X.Y or --cpu (or --out DIR for every image in the matrix)",
+            "name the image: --backend rocmX.Y --gfx LIST, --backend cuXYZ or --backend cpu (or --out DIR for every image in the matrix)",
         )
     planned = plan.torch_version.split("+", 1)[0]
     # A planned build known only from upstream's build lists (no index confirmed it): the
@@ -132,9 +132,8 @@ def machine_spec(images: Images, session: Session, *, say: Say | None = None) ->
 
 def options(spec: ImageSpec, *, torch: str | None = None) -> str:
     """The ``docker render`` options that name ``spec`` (with another torch release)."""
-    kind = {"cpu": "--cpu", "cuda": f"--cuda {spec.release}", "rocm": f"--rocm {spec.release}"}[spec.kind]
     gfx = f" --gfx {','.join(spec.gfx)}" if spec.gfx else ""
-    return f"{kind} --torch {torch or spec.torch}{gfx}"
+    return f"--backend {spec.backend_tag} --torch {torch or spec.torch}{gfx}"
 
 
 def _kind_of(backend: Backend) -> str | None:

@@ -100,7 +100,7 @@ def kept_torch(prefix: Path) -> Kept | None:
 
 def keeps(cons: Constraints, prefix: Path | None, *, with_packages: bool, upgrade: bool) -> Kept | None:
     """The venv's rocmkit torch to keep for a ``--with`` plan, unless ``--upgrade`` or the
-    constraints already name a build (--torch/--rocm/--cuda/--cpu: the user chose)."""
+    constraints already name a build (--torch/--backend: the user chose)."""
     if prefix is None or not with_packages or upgrade:
         return None
     if cons.torch or cons.rocm or cons.cuda or cons.cpu or cons.frameworks != ("torch",) or cons.channel != "stable":

@@ -98,8 +98,8 @@ class InstallRequest:
         )
         if self.installs_exact_list and resolving:
             raise UsageError(
-                "a lock or wheelhouse fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
-                " (nor --framework, --jax)"
+                "a lock or wheelhouse fixes the builds; --torch/--backend/--strict-data/--capture do not apply"
+                " (nor --framework)"
             )
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
@@ -115,8 +115,8 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
-                " (nor --framework, --jax)",
+                "a plan file fixes the builds; --torch/--backend/--strict-data/--capture do not apply"
+                " (nor --framework)",
                 ("drop them", "drop --plan to resolve afresh"),
             )
         if self.no_companions and self.installs_exact_list:

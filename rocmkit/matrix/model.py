@@ -179,7 +179,7 @@ class Channel(Fact):
     all_arch_url: str | None = None  # amd: the whl/ index (device-all automatic)
     legacy_url: str | None = None  # amd: the whl-multi-arch index of releases before layout_from
     layout_from: str | None = None  # amd: the first ROCm release published in the whl/whl-next layout
-    rocm: str | None = None  # amd: the ROCm release the stream publishes now (the driver check without --rocm)
+    rocm: str | None = None  # amd: the ROCm release the stream publishes now (the driver check without --backend rocmX.Y)
 
     def index_for(self, rocm: str | None) -> str:
         """AMD's index for ROCm ``rocm`` ("7.13"): the legacy multi-arch one before layout_from."""

@@ -8,7 +8,7 @@ RX 7900 XTX gets ``device-gfx942,device-gfx1100``); a GPU the channel has no dev
 for is hidden, as the stable path hides a GPU its wheel cannot run. With no AMD GPU to go
 by (an image build), the all-arch index (``whl/``, ``device-all`` automatic) is used.
 
-``--rocm X.Y`` picks the ROCm release: releases before the channel's ``layout_from``
+``--backend rocmX.Y`` picks the ROCm release: releases before the channel's ``layout_from``
 live on the older multi-arch index (``legacy_url``), and ``rocm[libraries,device-...]`` is
 pinned beside torch in the version form of the channel's stream (``==7.14.*`` for
 releases, ``>=7.14.0rc0,<7.15`` for release candidates, ``>=7.14.0a0,<7.15`` for
@@ -109,13 +109,13 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     if wanted:
         reqs.append(f"rocm[libraries,{extras}]{rocm_spec(chan.stream, wanted)}")
         notes.why(
-            f"--rocm {wanted}: rocm[libraries,{extras}] is pinned beside torch, so the resolver takes the "
+            f"--backend rocm{wanted}: rocm[libraries,{extras}] is pinned beside torch, so the resolver takes the "
             f"torch built with ROCm {wanted} ({chan.stream} versions: AMD's versioning.md)"
         )
         check_driver(machine, m, notes, wanted)
     else:
         notes.why(
-            f"no --rocm: the newest ROCm on {chan.name}"
+            f"no --backend rocmX.Y: the newest ROCm on {chan.name}"
             + (f" ({chan.rocm} as matrices/channels.toml records it)" if chan.rocm else "")
             + "; torch depends on rocm[libraries] from the same index"
         )

@@ -130,19 +130,19 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         ]
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
         raise NoPlanError(
-            f"{what} has no {wanted} wheels for Python {python}", f"choose --cuda from: {join(have)}"
+            f"{what} has no {wanted} wheels for Python {python}", f"choose --backend from: {join(have)}"
         )
     if passed and not refused:
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
         raise NoPlanError(
             f"{what}'s CUDA builds for Python {python} ({join(passed)}) are not yet "
             "confirmed (--strict-data): only build lists name them",
-            ("drop --strict-data to plan one (install falls back if the index lacks it)", "name one with --cuda X.Y"),
+            ("drop --strict-data to plan one (install falls back if the index lacks it)", "name one with --backend cuXYZ"),
         )
     fix = "update the NVIDIA driver" if driver else "check `nvidia-smi`"
     raise NoPlanError(
         f"no CUDA wheel in the matrix fits this machine ({join(sorted(set(refused))) if refused else 'no variant matches'})",
-        (fix, rerun("--cpu"), *(["another --cuda"] if wanted else [])),
+        (fix, rerun("--backend", "cpu"), *(["another --backend cuXYZ"] if wanted else [])),
     )
 
 

@@ -8,7 +8,7 @@ Facts come from ``matrices/jax.toml`` only (:mod:`rocmkit.matrix.jaxdata`):
   libraries as ``rocm[libraries,device-gfxNNN]``; the GPUs are assessed against
   the gfx code objects read from the plugin wheel, as torch's are against its arch list.
 * NVIDIA GPUs: the newest CUDA plugin whose driver floor the node's driver meets.
-* No GPU (or ``--cpu``): jax and jaxlib alone.
+* No GPU (or ``--backend cpu``): jax and jaxlib alone.
 
 Every pin is the same release: jax and jaxlib ``==V``, the plugin and its PJRT ``==V``
 or the newest post-release of V (``0.9.1.post6``), which carry ROCm-only fixes.
@@ -38,11 +38,11 @@ def _relies(jd: JaxData, notes: Notes, fact_unconfirmed: bool, sources: tuple[st
 
 
 def _releases(jd: JaxData, cons: Constraints, python: str) -> list[JaxRelease]:
-    """Releases matching --jax and the Python, newest first; NoPlanError names the fix."""
+    """Releases matching --framework jax=X.Y and the Python, newest first; NoPlanError names the fix."""
     pool = [r for r in reversed(jd.releases) if cons.jax is None or _matches(r.version, cons.jax)]
     if not pool:
         known = ", ".join(r.version for r in jd.releases[-6:])
-        raise NoPlanError(f"jax {cons.jax} is not in matrices/jax.toml", f"choose a recent one: {known}")
+        raise NoPlanError(f"jax {cons.jax} is not in matrices/jax.toml", f"choose a recent one (--framework jax=X.Y): {known}")
     fits = [r for r in pool if r.supports_python(python)]
     if not fits:
         lo = min(Version(r.python_min) for r in pool)
@@ -127,7 +127,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
     gpus = amd_gpus(machine, m)
     if major is not None and major in families:
         plugin = families[major]
-        notes.why(f"ROCm {rocm} is installed{' (--rocm)' if cons.rocm else ''}: the {plugin.family} plugin "
+        notes.why(f"ROCm {rocm} is installed{' (--backend)' if cons.rocm else ''}: the {plugin.family} plugin "
                   f"({plugin.plugin}) is built for ROCm {major}.x")
         route = jd.route("pypi")
     else:
@@ -186,7 +186,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
         notes.why(route.description.format(major=plugin.major, gfx=arch))
         _relies(jd, notes, not route.is_confirmed(), route.sources, f"the {route.name} route")
         notes.warn(f"AMD's multi-arch index ({route.index}) is a nightly index: which jax versions it holds "
-                   f"is not recorded; if {plugin.plugin}=={build.version} is missing there, pass --jax with one it has")
+                   f"is not recorded; if {plugin.plugin}=={build.version} is missing there, pass --framework jax=X.Y with one it has")
     else:
         notes.why(route.description.format(major=plugin.major) + (f"; the same as jax[{plugin.extra}]=="
                                                                   f"{release.version}" if plugin.extra else ""))
@@ -269,7 +269,7 @@ def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
                          (_pypi(m),))
     raise NoPlanError(
         f"no JAX CUDA plugin fits this machine ({join(refused) if refused else 'none for Python ' + python})",
-        ("update the NVIDIA driver", rerun("--cpu")),
+        ("update the NVIDIA driver", rerun("--backend", "cpu")),
     )
 
 

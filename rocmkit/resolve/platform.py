@@ -15,7 +15,7 @@ import dataclasses
 from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix.platforms import PlatformData, WslRelease, load_platforms
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import AMD_CHANNELS, Constraints
 from rocmkit.resolve.explain import Notes, short_source
 
@@ -77,7 +77,7 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
             )
             raise NoPlanError(
                 f"{what}: no ROCm build for aarch64 (PyTorch's and the jax ROCm plugins have x86_64 wheels only)",
-                (rerun("--cpu") + "   # CPU aarch64 wheels", "rocmkit build   # torch for ROCm, from source"),
+                (rerun("--backend", "cpu") + "   # CPU aarch64 wheels", "rocmkit build   # torch for ROCm, from source"),
             )
         notes.why(
             "aarch64 host: only builds published for linux-aarch64 are considered (matrices/platforms.toml)"
@@ -91,7 +91,7 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
     installed = _line(machine.rocm.version)
     if row is None:
         have = (
-            f"--rocm {cons.rocm}"
+            f"--backend {Backend.rocm_index(cons.rocm_version or '')}"
             if cons.rocm
             else f"ROCm {machine.rocm.version} is installed"
             if machine.rocm.version

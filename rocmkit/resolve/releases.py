@@ -101,7 +101,7 @@ def listed_only(variant: TorchVariant) -> bool:
 
 def usable(variant: TorchVariant, cons: Constraints, *, named: bool) -> bool:
     """May the resolver plan ``variant``? A confirmed build always; one known only from the build
-    lists unless --strict-data (or when --rocm/--cuda names its index: the user asked for it)."""
+    lists unless --strict-data (or when --backend names its index: the user asked for it)."""
     return not listed_only(variant) or named or not cons.strict_data
 
 

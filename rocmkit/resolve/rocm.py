@@ -47,7 +47,7 @@ class _Candidate:
 
 
 def rocm_matches(index_rocm: str, wanted: str, m: Matrix) -> bool:
-    """--rocm 6.2 means the rocm6.2 index when one exists, else any rocm6.2.x (--rocm 6.4 -> rocm6.4.1)."""
+    """--backend rocm6.2 means the rocm6.2 index when one exists, else any rocm6.2.x (rocm6.4 -> rocm6.4.1)."""
     if any(i.rocm == wanted for i in m.rocm_indexes.values()):
         return index_rocm == wanted
     return index_rocm.startswith(wanted + ".")
@@ -60,7 +60,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
             notes.why(f"{g.label}: detection gave no gfx name; its {g.arch_from} is {g.arch}")
     if not gpus:
         notes.why(
-            "no AMD GPU is visible on this machine; the plan follows --rocm/--channel for another machine"
+            "no AMD GPU is visible on this machine; the plan follows --backend/--channel for another machine"
             " (or a container image)"
         )
     if cons.channel == "nightly":
@@ -100,14 +100,14 @@ def _stable(
                 f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet "
                 "confirmed (--strict-data): only build lists name them",
                 "drop --strict-data to plan one (install falls back if the index lacks it); or name one with "
-                "--rocm X.Y",
+                "--backend rocmX.Y",
             )
         have = sorted(
             {v.rocm or "" for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
         )
         raise NoPlanError(
             f"{what} has no ROCm{' ' + wanted if wanted else ''} wheels for Python {python}",
-            f"choose --rocm from: {join(have)}",
+            f"choose --backend from: {join([str(Backend.rocm_index(v)) for v in have])}",
         )
     best = max(candidates, key=_Candidate.key)
     if gpus and not best.fit.usable:
@@ -148,7 +148,7 @@ def _inside_driver_window(
         f"torch {best.release.version}+{best.variant.index} was passed over: its ROCm {best.variant.rocm} is "
         f"outside the window of {how} (ROCm {rel.userspace_min} to {rel.userspace_max}); "
         f"{chosen.release.version}+{chosen.variant.index} is inside (for the newer one, install the amdgpu-dkms "
-        f"of a newer ROCm, or pass --rocm {best.variant.rocm})"
+        f"of a newer ROCm, or pass --backend {best.variant.backend})"
     )
     return chosen
 
@@ -178,7 +178,7 @@ def _no_wheel_for(gpus: tuple[AmdGpu, ...], m: Matrix, cons: Constraints, python
     if unknown:
         # "device code for unknown" names no fix; the override does.
         fixes.append("set ROCMKIT_GFX=gfxNNNN to the GPU's gfx target if you know it")
-    fixes.append("or --cpu for CPU wheels" if fixes else "use --cpu for CPU wheels")
+    fixes.append("or --backend cpu for CPU wheels" if fixes else "use --backend cpu for CPU wheels")
     on = f" for ROCm {cons.rocm_version}" if cons.rocm else ""
     if unknown and len(unknown) == len(gpus):
         gpu_word = "GPU" if len(unknown) == 1 else "GPUs"
@@ -223,7 +223,7 @@ def _finish(
             )
             notes.warn(
                 f"torch {tag}: {arch} code is in torch, but a library the wheel bundles reportedly lacks it "
-                f"({why}); if GPU matrix multiplies fail, pick an older --rocm"
+                f"({why}); if GPU matrix multiplies fail, pick an older --backend rocmX.Y"
             )
     env: dict[str, str] = {}
     for use in fit.usable:
@@ -314,7 +314,7 @@ def _nightly(
         raise NoPlanError(
             f"the nightly ROCm wheels ({join(options)}) carry no code for "
             f"{join(sorted({g.arch or 'unknown' for g in gpus}))}",
-            (rerun("--channel", "amd-nightly") + "   # AMD's multi-arch builds", rerun("--cpu")),
+            (rerun("--channel", "amd-nightly") + "   # AMD's multi-arch builds", rerun("--backend", "cpu")),
         )
     for use in fit.usable:
         if use.how == "override":

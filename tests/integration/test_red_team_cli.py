@@ -41,7 +41,7 @@ def test_install_with_a_companion_that_contradicts_the_plan(with_: str, says: st
 
 
 def test_install_dry_run_for_a_python_not_on_this_machine(tmp_path: Path) -> None:
-    res = rocmkit("install", "--dry-run", "--cpu", "--venv", str(tmp_path / "v"), "--python", "3.99")
+    res = rocmkit("install", "--dry-run", "--backend", "cpu", "--venv", str(tmp_path / "v"), "--python", "3.99")
     assert res.code == 4
     assert res.one_line_error().startswith("error: --python 3.99: no such Python on this machine")
 

@@ -22,16 +22,14 @@ from tests.support.cli import rocmkit
 
 MOST_OPTIONS = 20
 # A command above MOST_OPTIONS, with how many it shows and why they are not folded (yet).
-_PLAN = ("resolve's plan options (--torch --rocm --cuda --cpu --jax), spelled alike in install, lock, wheelhouse, "
-    "export and docker render and in ~100 fix lines in resolve/, fold into --backend TAG and --framework NAME=VERSION "
-    "with the typed backend (docs/architecture.md, 'Option counts')")
+_PLAN = ("what to plan (--torch --backend --framework --channel --capture --python --strict-data --with --build "
+    "--upgrade): each a question of its own, spelled alike in install, lock, wheelhouse, resolve and export")
+_INPUT = ("and install's inputs (--plan FILE, --from-lock FILE, --wheelhouse DIR): each names what the file is, as "
+    "the verbs that write them do (a single --from would guess a file's kind from its contents)")
 WIDER = {
-    "install": (27, _PLAN),
-    "lock": (24, _PLAN),
-    "wheelhouse": (24, _PLAN),
-    "resolve": (23, _PLAN),
-    "export uv-project": (22, _PLAN),
-    "export requirements": (21, _PLAN),
+    "install": (24, f"{_PLAN}; {_INPUT}"),
+    "lock": (21, _PLAN),
+    "wheelhouse": (21, _PLAN),
     "doctor": (24, "which checks (--level --only --skip --framework --backend --list), on what (--capture --venv "
         "--python --image-build), how (--jobs --isolation --timeout-scale --fresh --warm-caches --strict --set): "
         "each a question of its own"),
@@ -184,13 +182,17 @@ def test_the_families_defaults_are_the_requests(installs: list[Any], tmp_path: P
 def test_a_bad_word_is_one_line_and_exit_4(
     installs: list[Any], tmp_path: Path, args: tuple[str, ...], error: str, fix: str | None
 ) -> None:
-    result = rocmkit("install", "--venv", str(tmp_path / "v"), *args)
+    _refused(rocmkit("install", "--venv", str(tmp_path / "v"), *args), error, fix)
+    assert installs == []
+
+
+def _refused(result: Any, error: str, fix: str | None) -> None:
+    """Exit 4 and the one ``error`` line, then ``fix`` (when given) as the only fix line."""
     assert result.code == UsageError.exit_code
     lines = result.one_line_error().splitlines()
     assert lines[0] == error
     if fix is not None:
         assert lines[1:] == [fix]
-    assert installs == []
 
 
 def test_lock_and_wheelhouse_take_only_the_words_before_an_install(installs: list[Any], tmp_path: Path) -> None:
@@ -255,6 +257,12 @@ OLD = [
     (("lock", "x.lock"), ("--no-companions",), "--skip companions", "no_companions", True),
     (("lock", "x.lock"), ("--net-timeout", "9"), "--timeout net=9", "net_timeout", 9.0),
     (("wheelhouse", "wh"), ("--allow-insecure-index",), "--allow insecure-index", "allow_insecure_index", True),
+    (("install",), ("--rocm", "7.1"), "--backend rocm7.1", "rocm", "7.1"),
+    (("install",), ("--cuda", "12.8"), "--backend cu128", "cuda", "12.8"),
+    (("install",), ("--cuda", "cu128"), "--backend cu128", "cuda", "cu128"),
+    (("install",), ("--cpu",), "--backend cpu", "cpu", True),
+    (("lock", "x.lock"), ("--rocm", "rocm6.2.4"), "--backend rocm6.2.4", "rocm", "rocm6.2.4"),
+    (("wheelhouse", "wh"), ("--cpu",), "--backend cpu", "cpu", True),
 ]
 
 
@@ -381,3 +389,199 @@ def test_a_fix_adds_a_familys_word_to_those_given(capsys: pytest.CaptureFixture[
         "fix: rocmkit install --venv v --allow redirect=h   # if you trust that host",
     ]
     assert "(fix: run it again with --allow redirect=h" in exc.one_line()
+
+
+# -- --backend TAG: one tag for --rocm X.Y, --cuda X.Y, --cpu ------------------------------------
+
+# (the tag, the old spelling that asked for the same builds)
+SAME = [
+    ("rocm7.1", ("--rocm", "7.1")),
+    ("rocm6.2.4", ("--rocm", "6.2.4")),
+    ("cu128", ("--cuda", "12.8")),
+    ("cu118", ("--cuda", "11.8")),
+    ("cpu", ("--cpu",)),
+]
+
+
+@pytest.mark.parametrize(("tag", "old"), SAME)
+def test_backend_makes_the_request_the_old_option_made(
+    installs: list[Any], resolves: list[Any], tmp_path: Path, tag: str, old: tuple[str, ...]
+) -> None:
+    """The tag sets the request fields --rocm/--cuda/--cpu set, with the values they held, so the
+    request (and so the plan) is the same one, on install, its verbs, resolve and the exports."""
+    venv = ("--venv", str(tmp_path / "v"))
+    for words in (("install", *venv), ("lock", str(tmp_path / "t.lock")), ("wheelhouse", str(tmp_path / "wh"))):
+        new = rocmkit(*words, "--backend", tag)
+        assert new.code == 0 and "note:" not in new.stderr, new.stderr
+        assert rocmkit(*words, *old).code == 0
+    for words in (("resolve", "--offline"), ("export", "requirements", "--offline")):
+        rocmkit(*words, "--backend", tag)
+        rocmkit(*words, *old)
+    assert len(installs) == 6 and len(resolves) == 4
+    for new_req, old_req in zip(installs[::2] + resolves[::2], installs[1::2] + resolves[1::2], strict=True):
+        assert new_req == old_req
+    assert (installs[0].rocm, installs[0].cuda, installs[0].cpu) == {
+        "rocm": (old[-1], None, False), "cuda": (None, old[-1], False), "cpu": (None, None, True),
+    }[old[0].lstrip("-")]
+
+
+def test_an_old_cuda_tag_and_release_name_one_index(resolves: list[Any]) -> None:
+    # --cuda took the index name too (cu128); the field holds what was typed, read as one index.
+    for value in ("cu128", "12.8"):
+        rocmkit("resolve", "--offline", "--cuda", value)
+    rocmkit("resolve", "--offline", "--backend", "cu128")
+    assert len({str(r.constraints().cuda_index) for r in resolves}) == 1
+    assert str(resolves[-1].constraints().cuda_index) == "cu128"
+
+
+@pytest.mark.parametrize(
+    ("tag", "amd"),
+    [("rocm", False), ("rocm7", False), ("cuda12.8", False), ("12.8", False), ("ROCm7.1", False), ("xpu", False),
+     ("gfx942", False), ("cu", False), ("amd-nightly-gfx942", True), ("therock-gfx1151", True)],
+)
+def test_a_bad_backend_is_one_line_with_the_forms_and_the_known_tags(
+    installs: list[Any], tmp_path: Path, tag: str, amd: bool
+) -> None:
+    from rocmkit.matrix import load_matrix
+
+    result = rocmkit("install", "--venv", str(tmp_path / "v"), "--backend", tag)
+    assert result.code == UsageError.exit_code
+    lines = result.one_line_error().splitlines()
+    assert lines[0] == f"error: --backend {tag!r} is not a ROCm, CUDA or CPU tag"
+    assert lines[1] == ("fix: give --backend rocmX.Y or rocmX.Y.Z (PyTorch's ROCm wheels: rocm7.1), "
+        "cuXYZ (CUDA XY.Z: cu128 is 12.8) or cpu")
+    assert (len(lines) == 4 and "--channel amd, amd-rc or amd-nightly" in lines[2]) is amd
+    known = lines[-1].removeprefix("fix: the tags rocmkit's data knows: ").split(", ")
+    # Every index the data has, each one a tag --backend takes, and no other.
+    assert set(known) == {v.index for r in load_matrix().torch_releases for v in r.variants}
+    for good in known:
+        assert rocmkit("install", "--venv", str(tmp_path / "v"), "--backend", good).code == 0, good
+    assert len(installs) == len(known)
+
+
+def test_two_backends_are_refused_in_the_new_spelling(resolves: list[Any], tmp_path: Path) -> None:
+    result = rocmkit("resolve", "--offline", "--backend", "cu128", "--rocm", "6.2")
+    assert result.code == UsageError.exit_code
+    assert result.stderr.count("is now `--backend rocm6.2`") == 0  # the request is refused before the note
+    assert result.one_line_error() == "error: two backends asked for: rocm6.2 and cu128\nfix: give one --backend"
+    assert resolves == []
+
+
+def test_export_uv_project_passes_backend_to_install(installs: list[Any], tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
+    result = rocmkit("export", "uv-project", "--project", str(tmp_path), "--backend", "cu126")
+    assert result.code == 0, result.stderr
+    (req,) = installs
+    assert (req.cuda, req.project) == ("12.6", tmp_path)
+
+
+@pytest.mark.parametrize(("tag", "old"), [("rocm6.2", ("--rocm", "6.2")), ("cu128", ("--cuda", "12.8")), ("cpu", ("--cpu",))])
+def test_docker_render_takes_the_same_backend(tag: str, old: tuple[str, ...]) -> None:
+    new = rocmkit("docker", "render", "--backend", tag)
+    was = rocmkit("docker", "render", *old)
+    assert new.code == was.code == 0, (new.stderr, was.stderr)
+    assert new.stdout == was.stdout and f"RUN rocmkit install --venv /opt/rocmkit --backend {tag} --torch " in new.stdout
+    assert new.stderr == ""
+    assert was.stderr.count(f"`{' '.join(old)}` is now `--backend {tag}`") == 1
+    bad = rocmkit("docker", "render", "--backend", "rocm")
+    assert bad.one_line_error().startswith("error: --backend 'rocm' is not a ROCm, CUDA or CPU tag")
+
+
+def test_a_fix_with_backend_replaces_the_old_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """A rerun fix giving --backend cpu drops --rocm X / --cuda X / --cpu from the line (else
+    the rerun would ask for two backends)."""
+    from rocmkit.cli.group import print_error
+    from rocmkit.errors import NoPlanError, rerun
+
+    exc = NoPlanError("no wheel fits", rerun("--backend", "cpu"))
+    capsys.readouterr()
+    for argv in (("resolve", "--rocm", "6.2", "--torch", "2.5"), ("resolve", "--cuda=12.8", "--torch", "2.5"),
+                 ("resolve", "--backend", "rocm6.2", "--torch", "2.5"), ("resolve", "--cpu", "--torch", "2.5")):
+        print_error(exc, argv)
+    fixes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("fix:")]
+    assert fixes == ["fix: rocmkit resolve --torch 2.5 --backend cpu"] * 4
+
+
+# -- --framework NAME[=VERSION]: JAX's release on the framework it names ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "old", "framework", "jax"),
+    [
+        (("--framework", "jax=0.10"), ("--framework", "jax", "--jax", "0.10"), "jax", "0.10"),
+        (("--framework", "torch,jax=0.10.2"), ("--framework", "torch,jax", "--jax", "0.10.2"), "torch,jax", "0.10.2"),
+        (("--framework", "jax"), ("--framework", "jax"), "jax", None),
+        ((), (), "torch", None),
+    ],
+)
+def test_framework_carries_jaxs_release(
+    installs: list[Any], resolves: list[Any], tmp_path: Path,
+    given: tuple[str, ...], old: tuple[str, ...], framework: str, jax: str | None,
+) -> None:
+    venv = ("--venv", str(tmp_path / "v"))
+    for words in (("install", *venv), ("lock", str(tmp_path / "t.lock"))):
+        new = rocmkit(*words, *given)
+        assert new.code == 0 and "note:" not in new.stderr, new.stderr
+        assert rocmkit(*words, *old).code == 0
+    rocmkit("resolve", "--offline", *given)
+    rocmkit("resolve", "--offline", *old)
+    assert [(r.framework, r.jax_version) for r in (*installs, *resolves)] == [(framework, jax)] * 6
+    assert installs[0] == installs[1] and installs[2] == installs[3] and resolves[0] == resolves[1]
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "fix"),
+    [
+        ("torch=2.5", "error: --framework torch=2.5: only jax takes =VERSION here", "fix: give torch's release with --torch 2.5"),
+        ("torch-xla=2.8", "error: --framework torch-xla=2.8: only jax takes =VERSION here", "fix: write --framework torch-xla"),
+        ("jax=", "error: --framework jax=: no JAX release after =", "fix: write --framework jax=X.Y, e.g. jax=0.10"),
+        ("jax=zero", "error: JAX 'zero' is not a release", "fix: give --framework jax=0.10 or jax=0.10.2"),
+        ("tensorflow", "error: --framework 'tensorflow' is not one of torch, jax, torch-xla (or torch,jax)",
+            "fix: give torch, jax, torch-xla, or torch,jax"),
+    ],
+)
+def test_a_bad_framework_is_one_line_and_exit_4(resolves: list[Any], value: str, error: str, fix: str) -> None:
+    _refused(rocmkit("resolve", "--offline", "--framework", value), error, fix)
+    assert resolves == []
+
+
+@pytest.mark.parametrize(
+    ("framework", "new"),
+    [((), "--framework jax=0.10"), (("--framework", "jax"), "--framework jax=0.10"),
+     (("--framework", "torch,jax"), "--framework torch,jax=0.10")],
+)
+def test_old_jax_says_the_framework_spelling_once(
+    installs: list[Any], tmp_path: Path, framework: tuple[str, ...], new: str
+) -> None:
+    """The note names the frameworks given beside --jax, so the spelling it says asks for the same."""
+    result = rocmkit("install", "--venv", str(tmp_path / "v"), *framework, "--jax", "0.10")
+    assert result.code == 0, result.stderr
+    assert result.stderr.count(f"`--jax 0.10` is now `{new}`") == 1 and result.stderr.count("is now") == 1
+    assert installs[0].jax_version == "0.10"
+    # What it says, typed, makes that request with jax in it (without --jax, torch alone has no JAX to pin).
+    assert rocmkit("install", "--venv", str(tmp_path / "v"), *new.split()).code == 0
+    assert installs[1].jax_version == "0.10" and "jax" in installs[1].framework.split(",")
+
+
+def test_old_jax_alone_is_refused_naming_the_new_spelling(resolves: list[Any]) -> None:
+    result = rocmkit("resolve", "--offline", "--jax", "0.10")
+    assert result.one_line_error() == ("error: a JAX release (0.10) goes with --framework jax\n"
+        "fix: write --framework jax=0.10")
+
+
+def test_no_message_in_the_package_names_an_old_plan_option() -> None:
+    """Fix lines, reasons, generated Dockerfiles and help say --backend and --framework jax=X.Y;
+    the old names live only where they are kept as aliases (and where a fix's --backend drops them)."""
+    import re
+
+    import rocmkit
+
+    package = Path(rocmkit.__file__).parent
+    kept = {"cli/backend.py", "cli/framework.py", "errors.py"}
+    old = re.compile(r"--(rocm|cuda|cpu|jax)\b(?![-\w])")
+    found = [
+        f"{path.relative_to(package)}:{n}: {line.strip()}"
+        for path in sorted(package.rglob("*.py")) if path.relative_to(package).as_posix() not in kept
+        for n, line in enumerate(path.read_text().splitlines(), 1) if old.search(line)
+    ]
+    assert found == []

@@ -71,7 +71,7 @@ def test_xformers_for_another_torch_is_refused_with_the_pairing_that_would_fit()
     assert err.value.exit_code == 6
     assert "--with xformers: no build fits torch 2.13.0+rocm7.2 (rocm7.2) on gfx942" in err.value.message
     assert "PyTorch's index serves it for rocm7.1, not rocm7.2" in err.value.message
-    assert err.value.fix and "--torch 2.10 --rocm 7.1" in err.value.fix
+    assert err.value.fix and "--torch 2.10 --backend rocm7.1" in err.value.fix
 
 
 def test_cpu_has_bitsandbytes_but_no_xformers_or_flash_attn() -> None:
@@ -120,7 +120,7 @@ def test_resolve_with_on_the_command_line() -> None:
     assert ok.code == 0, ok.stderr
     assert "With:\n  xformers==0.0.35  (prebuilt wheel)" in ok.stdout
     assert "rocmkit install --venv V --with xformers==0.0.35" in ok.stdout
-    refused = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--cpu", "--with", "flash-attn")
+    refused = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--backend", "cpu", "--with", "flash-attn")
     assert refused.code == 6
     assert "--with flash-attn: no build fits torch" in refused.one_line_error()
     bad = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--with", "xformers,>=1")

@@ -301,7 +301,7 @@ def test_resolve_constraints_with_a_plan_file_are_refused(tmp_path: Path) -> Non
     plan.write_text(json.dumps(Plan(backend=Backend.parse("cpu"), torch_version="2.13.0+cpu").to_dict()))
     result = CliRunner().invoke(cli, ["--plan", str(plan), "--torch", "2.5", "--venv", str(tmp_path / "v")])
     assert isinstance(result.exception, UsageError), result.output
-    assert "--torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply" in result.exception.message
+    assert "--torch/--backend/--strict-data/--capture do not apply" in result.exception.message
 
 
 @pytest.mark.parametrize("option", ["--net-timeout", "--timeout", "--probe-timeout"])

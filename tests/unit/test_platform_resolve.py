@@ -71,7 +71,7 @@ def test_aarch64_with_an_amd_gpu_is_refused_naming_why() -> None:
     with pytest.raises(NoPlanError) as err:
         _plan(m)
     assert "aarch64" in err.value.message and "no ROCm build" in err.value.message
-    assert "--cpu" in (err.value.fix or "")
+    assert "--backend cpu" in (err.value.fix or "")
     with pytest.raises(NoPlanError):
         _plan(Machine(host=Host(arch="aarch64")), rocm="7.2")
     # --cpu is a plan: CPU aarch64 wheels, from the cpu index.

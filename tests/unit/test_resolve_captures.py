@@ -73,7 +73,7 @@ def test_capture_plans(name: str) -> None:
         assert arch in line
 
 
-# Captures whose only GPU no wheel in the matrix supports: resolve must refuse, and offer --cpu.
+# Captures whose only GPU no wheel in the matrix supports: resolve must refuse, and offer --backend cpu.
 NO_PLAN: set[str] = set()
 # Captures whose GPUs no ROCm build of torch carries at all (old GCN): CPU torch, with a warning.
 NO_ROCM_TORCH = {
@@ -123,7 +123,7 @@ def test_every_capture_resolves_to_a_plan_the_matrix_backs(folder: str) -> None:
     if folder in NO_PLAN:
         with pytest.raises(NoPlanError) as info:
             resolve(load_machine(CAPTURES / folder), Constraints(python="3.11"))
-        assert "--cpu" in (info.value.fix or "")
+        assert "--backend cpu" in (info.value.fix or "")
         return
     plan = resolve(load_machine(CAPTURES / folder), Constraints(python="3.11"))
     if plan.torch_version:

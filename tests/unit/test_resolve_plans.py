@@ -179,7 +179,7 @@ def test_index_base_from_the_constraint_only(monkeypatch: pytest.MonkeyPatch) ->
 def test_rocm_constraint() -> None:
     assert go(amd("gfx90a"), rocm="6.2").torch_version == "2.5.1+rocm6.2"
     assert go(amd("gfx90a"), rocm="6.2.4").torch_version == "2.7.1+rocm6.2.4"
-    # --rocm on a machine without AMD GPUs: a plan for another machine (an image build).
+    # --backend rocmX.Y on a machine without AMD GPUs: a plan for another machine (an image build).
     plan = go(Machine(), rocm="6.4")
     assert plan.backend.tag == "rocm6.4" and plan.torch_version == "2.9.1+rocm6.4"
     with pytest.raises(NoPlanError, match=r"has no ROCm 9\.9 wheels"):
@@ -398,10 +398,10 @@ def test_constraint_mismatch_messages_name_what_exists() -> None:
     with pytest.raises(NoPlanError) as info:
         go(nvidia("NVIDIA H100 80GB HBM3", "580.65.06"), cuda="12.4", torch="2.8")
     assert info.value.message == "torch 2.8 has no cu124 wheels for Python 3.11"
-    assert info.value.fix == "choose --cuda from: cu126, cu128, cu129"
+    assert info.value.fix == "choose --backend from: cu126, cu128, cu129"
     with pytest.raises(NoPlanError) as info:
         go(amd("gfx1100"), torch="2.5", rocm="6.4")
-    assert info.value.fix == "choose --rocm from: 6.1, 6.2"
+    assert info.value.fix == "choose --backend from: rocm6.1, rocm6.2"
     # Without --torch the subject is the matrix (once read "no release ... has no ...").
     with pytest.raises(NoPlanError) as info:
         go(nvidia("NVIDIA H100 80GB HBM3", "580.65.06"), cuda="99.9")

@@ -263,13 +263,9 @@ def matching_set_command(torch_version: str, python: str | None = None, prefix: 
     if version is not None:
         args += ["--torch", version.public]
         named = Backend.read(version.local or "")  # the index the build came from: its local label
-        if named is not None and named.pytorch_index:
-            if named.kind == "cpu":
-                args.append("--cpu")
-            elif named.rocm:
-                args += ["--rocm", named.rocm]
-            elif named.cuda:
-                args += ["--cuda", named.cuda]
+        # A tag --backend takes (not xpu, nor a source build's bare "rocm").
+        if named is not None and named.pytorch_index and (named.kind == "cpu" or named.toolkit) and named.kind != "xpu":
+            args += ["--backend", str(named)]
     return shlex.join(args)
 
 
