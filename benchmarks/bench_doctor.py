@@ -6,7 +6,8 @@
 ``--baseline DIR`` (a checkout of an earlier commit: ``git worktree add DIR 5ba11a0``) times
 level 2 only, cold then warm, this tree against DIR's rocmkit in the same run and interleaved
 (old cold, new cold, old warm, new warm per round), so a machine others load slows both
-alike; it prints each run, the ratios new/old, and the per-check times of the last round.
+alike; it prints each run (wall and the CPU seconds of its whole process tree), the ratios
+new/old, and the per-check times of the last round.
 
 Each run is a fresh process, as a user or a Slurm prolog starts it. "cold" uses an
 empty ROCMKIT_CACHE_DIR (no detection cache, empty Triton and inductor caches);
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -70,25 +72,35 @@ def _hit_rate(report: dict[str, Any] | None) -> str:
     )
 
 
-def _tree_doctor(tree: Path, cache: Path, work: Path, *extra: str) -> tuple[float, int, dict[str, Any] | None]:
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _tree_doctor(
+    tree: Path, cache: Path, work: Path, *extra: str
+) -> tuple[float, int, dict[str, Any] | None, float]:
     """The doctor of ``tree`` (its rocmkit first on the path; run from ``work``, since the
-    folder a ``python -m`` starts in comes before PYTHONPATH)."""
+    folder a ``python -m`` starts in comes before PYTHONPATH), and the CPU seconds of its whole
+    process tree (every process it waited for: its workers, their forks, the compilers), which a
+    machine others load changes far less than the wall time."""
     env = {**os.environ, "ROCMKIT_CACHE_DIR": str(cache), "PYTHONPATH": str(tree)}
     for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "ROCMKIT_OFFLINE"):
         env.pop(var, None)
     env["ROCMKIT_OFFLINE"] = "1"  # the plan from the packaged data: no index in the timing
     argv = [sys.executable, "-m", "rocmkit", "doctor", "--level", "2", "--json", *extra]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=work, timeout=1800, check=False)
     took = time.perf_counter() - start
     report = json.loads(proc.stdout) if proc.stdout.startswith("{") else None
-    return took, proc.returncode, report
+    return took, proc.returncode, report, _children_cpu() - cpu
 
 
 def against(baseline: Path, repeat: int, extra: tuple[str, ...]) -> int:
     """Level 2, cold and warm, this tree against ``baseline``, interleaved."""
     trees = {"old": baseline.resolve(), "new": REPO}
     walls: dict[str, list[float]] = {f"{t} {k}": [] for t in trees for k in ("cold", "warm")}
+    cpus: dict[str, list[float]] = {key: [] for key in walls}
     last: dict[str, dict[str, Any] | None] = {}
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
     print(f"old = {trees['old']}, new = {trees['new']}; doctor --level 2 --json {' '.join(extra)}")
@@ -97,17 +109,22 @@ def against(baseline: Path, repeat: int, extra: tuple[str, ...]) -> int:
             work = Path(tmp)
             for kind in ("cold", "warm"):
                 for tree, path in trees.items():
-                    took, code, report = _tree_doctor(path, work / f"cache-{tree}", work, *extra)
+                    took, code, report, cpu = _tree_doctor(path, work / f"cache-{tree}", work, *extra)
                     walls[f"{tree} {kind}"].append(took)
+                    cpus[f"{tree} {kind}"].append(cpu)
                     last[f"{tree} {kind}"] = report
                     verdict = report["verdict"] if report else "no report"
-                    print(f"  round {rnd} {tree} {kind}: {took:7.1f} s (exit {code}, {verdict}), "
+                    print(f"  round {rnd} {tree} {kind}: {took:7.1f} s, CPU {cpu:5.1f} s (exit {code}, {verdict}), "
                           f"load {os.getloadavg()[0]:.1f}", flush=True)
     print(f"\n{'':10} {'old (s)':>9} {'new (s)':>9} {'new/old':>8}   runs old | new")
     for kind in ("cold", "warm"):
         old, new = statistics.median(walls[f"old {kind}"]), statistics.median(walls[f"new {kind}"])
         runs = f"{' '.join(f'{v:.1f}' for v in walls[f'old {kind}'])} | {' '.join(f'{v:.1f}' for v in walls[f'new {kind}'])}"
         print(f"level 2 {kind:4} {old:9.1f} {new:9.1f} {new / old:8.2f}   {runs}")
+    for kind in ("cold", "warm"):
+        old, new = statistics.median(cpus[f"old {kind}"]), statistics.median(cpus[f"new {kind}"])
+        runs = f"{' '.join(f'{v:.1f}' for v in cpus[f'old {kind}'])} | {' '.join(f'{v:.1f}' for v in cpus[f'new {kind}'])}"
+        print(f"CPU s {kind:6} {old:9.1f} {new:9.1f} {new / old:8.2f}   {runs}")
     names = [n for k in last for n in _durations(last[k])]
     order = sorted(set(names), key=lambda n: -max(_durations(last[k]).get(n, 0.0) for k in last))
     print("\nper check, last round (s; checks overlap: two run at once on two cores)")
