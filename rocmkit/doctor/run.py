@@ -231,7 +231,8 @@ def run_checks(
 
     ``jobs`` checks run at once, except that a GPU check waits for every GPU check
     before it (the built-in ones use every visible GPU, so one at a time), an
-    ``exclusive`` check (one whose verdict is a speedup or a bandwidth) runs alone, and a check
+    ``exclusive`` check (one whose verdict is a speedup or a bandwidth) runs alone, once nothing
+    runs (the checks after it do not wait for it), and a check
     waits for the gate check of what it needs (``torch.import`` for torch), whose
     failure skips it. ``on_result`` is called in ``selected``'s order whatever the order
     the checks end in, so progress and the report read the same on every run."""
@@ -294,11 +295,10 @@ class _Schedule:
                     if self.out[i] is not None or i in running.values() or not self.ready(i):
                         continue
                     if chk.exclusive and running:
-                        if any(self.pending[r].long_running for r in running.values()):
-                            # It cannot start before the compile beside it ends anyway: meanwhile
-                            # the short checks after it use the free core instead of idling.
-                            continue
-                        break  # it starts alone, once what runs has ended; nothing overtakes it
+                        # It starts alone, once nothing runs: meanwhile the checks after it go
+                        # ahead, a slot each, instead of queueing behind it with a core idle
+                        # (a compile beside it, or the short checks), so it mostly runs last.
+                        continue
                     if on_start is not None:
                         on_start(chk)
                     found = self.gate(chk)
@@ -329,9 +329,8 @@ class _Schedule:
         """The order checks are offered a free slot in: a ``long_running`` check first (a real
         compile that outlasts the rest: started late it runs alone at the end, started early
         the short checks fill the other cores beside it), even ahead of an exclusive check, which
-        then waits for it while the short checks after it run beside the compile (an exclusive
-        check runs alone either way, so this costs it nothing and saves the compile waiting on
-        it); then the selected order. Results are reported in the selected order anyway."""
+        waits until nothing runs anyway; then the selected order. Results are reported in the
+        selected order anyway."""
         early = [i for i, chk in enumerate(self.pending) if chk.long_running]
         return [*early, *(i for i in range(len(self.pending)) if i not in early)]
 

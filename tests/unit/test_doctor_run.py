@@ -238,6 +238,44 @@ def test_checks_run_concurrently_gpu_ones_one_at_a_time_and_the_order_holds(tmp_
     assert "par.excl" not in act.seen["par.after"]
 
 
+def test_the_checks_after_an_exclusive_one_do_not_queue_behind_it(tmp_path: Path) -> None:
+    """s.x ends only once s.y has run beside it, which it can only if s.y may overtake the
+    exclusive check between them (that one then runs alone, after both)."""
+    import threading
+
+    from rocmkit.doctor.run import run_checks
+
+    y_ran = threading.Event()
+    active: set[str] = set()
+    seen: dict[str, set[str]] = {}
+
+    def func(name: str) -> CheckFunc:
+        def run(ctx: CheckContext) -> CheckResult:
+            seen[name] = set(active)
+            active.add(name)
+            try:
+                if name == "s.y":
+                    y_ran.set()
+                ok = y_ran.wait(10) if name == "s.x" else True
+                return CheckResult(status=Status.PASS if ok else Status.FAIL, message=name)
+            finally:
+                active.discard(name)
+
+        return run
+
+    checks = [
+        Check(name="s.x", level=0, description="", func=func("s.x"), module=__name__),
+        Check(name="s.excl", level=0, description="", func=func("s.excl"), module=__name__, exclusive=True),
+        Check(name="s.y", level=0, description="", func=func("s.y"), module=__name__),
+    ]
+    ctx = CheckContext(machine=Machine(), backend="cpu", cache_dir=tmp_path)
+    started: list[str] = []
+    out = run_checks(checks, ctx, jobs=2, on_start=lambda c: started.append(c.name))
+    assert all(r.status is Status.PASS for r in out), [(r.name, r.message) for r in out]
+    assert started == ["s.x", "s.y", "s.excl"] and seen["s.excl"] == set()
+    assert [r.name for r in out] == ["s.x", "s.excl", "s.y"]  # reported in the selected order
+
+
 def test_a_long_running_check_is_offered_a_slot_first_but_reported_in_order(tmp_path: Path) -> None:
     """A real compile that outlasts the rest starts as soon as it may, so the short checks run
     beside it instead of leaving it alone at the end, even ahead of an exclusive check, which
