@@ -10,10 +10,10 @@ One run, one machine, one local index, so the ratios hold even on a busy box:
   * each round, alternating, into a fresh ``uv venv``:
       - ``uv pip install torch==V`` (the peer);
       - the peer then ``python -c "import torch"`` (what a careful user runs to check);
-      - ``rocmkit install --venv V --cpu --torch X.Y --no-companions --index-base URL``:
+      - ``rocmkit install --venv V --backend cpu --torch X.Y --skip companions --index-base URL``:
         resolve, the live index check, the journal, uv, the guard, and the verification (a
         child imports torch and writes the byte code of what it loads);
-      - the same with ``--no-verify`` (rocmkit's own cost beside uv's);
+      - the same with ``--skip verify`` (rocmkit's own cost beside uv's; ``--no-verify`` before);
   * after each install, a later ``import torch`` in that venv (what the next command pays);
   * ``--cold``: one more round where each tool starts with an empty uv cache (downloads and
     unpacks the wheels from 127.0.0.1, as a first install does).
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 plan_file.write_text(json.dumps(plan))
                 rk_args = ["--plan", str(plan_file)]
             else:
-                rk_args = ["--cpu", "--torch", release, "--no-companions", "--index-base", base]
+                rk_args = ["--backend", "cpu", "--torch", release, "--skip", "companions", "--index-base", base]
 
             def uv_row(venv: Path, cache_env: dict[str, str]) -> float:
                 python = fresh_venv(venv, cache_env)
@@ -172,8 +172,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 later = import_torch(work / "uv" / "bin" / "python", env)
                 rows.setdefault("uv pip install + import torch", []).append(took + later)
                 rows.setdefault("  later import torch (after uv)", []).append(later)
-                rows.setdefault("rocmkit install --no-verify", []).append(
-                    rk_row(work / "rkn", env, "--no-verify")
+                rows.setdefault("rocmkit install --skip verify", []).append(
+                    rk_row(work / "rkn", env, "--skip", "verify")
                 )
                 rows.setdefault("rocmkit install", []).append(rk_row(work / "rk", env))
                 rows.setdefault("  later import torch (after rocmkit)", []).append(
@@ -200,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"{label:44} {statistics.median(values):7.2f}s {min(values):7.2f}s   {runs}")
     # Both floors, each with its runs: the ratio of each round (the tools ran back to back in
     # it, so a load that comes and goes moves both), then the ratio of the medians.
-    for label in ("rocmkit install", "rocmkit install --no-verify"):
+    for label in ("rocmkit install", "rocmkit install --skip verify"):
         mine = statistics.median(rows[label])
         for floor, peer in (("uv pip install", rows["uv pip install"]),
                             ("uv pip install + import torch", rows["uv pip install + import torch"])):

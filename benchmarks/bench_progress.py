@@ -155,6 +155,8 @@ def main() -> int:
                 )
                 for label, tree in trees:
                     name = label.replace(" ", "-")
+                    # The old spellings (--cpu, --no-companions, --allow-insecure-index): a baseline tree
+                    # from before the option families knows no other, and this one still takes them.
                     argv = [
                         "install", "--venv", str(work / f"venv-{name}"), "--cpu", "--torch", args.torch,
                         "--no-companions", "--index-base", f"{srv.url}/whl", "--allow-insecure-index",

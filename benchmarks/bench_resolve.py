@@ -123,7 +123,7 @@ def main() -> None:
             t_uv = best_of(uv_cmd, runs, "uv")
             # Online, warm: the index answered minutes ago and its answer is still fresh, so the
             # output cache replays the plan (issue 31: <= 200 ms).
-            online = [py, "-m", "rocmkit", "resolve", "--json", "--cpu"]
+            online = [py, "-m", "rocmkit", "resolve", "--json", "--backend", "cpu"]
             with tempfile.TemporaryDirectory() as cache:
                 env = {**os.environ, "ROCMKIT_CACHE_DIR": cache, "ROCMKIT_INDEX_BASE": f"{srv.url}/whl"}
                 env.pop("ROCMKIT_OFFLINE", None)

@@ -301,8 +301,8 @@ def grade(m: Matrix, machine: Machine, pick: Pick) -> None:
     no_gpu_build = not (best_amd(m, machine) if amd else None) and not cuda
     if pick.index is None:
         # A refusal is right only where no known GPU build runs, and it names the way on:
-        # the GPU's target (ROCMKIT_GFX) when nobody can tell it, else --cpu.
-        if no_gpu_build and ("ROCMKIT_GFX" in (pick.error or "") if unknown else "--cpu" in (pick.error or "")):
+        # the GPU's target (ROCMKIT_GFX) when nobody can tell it, else CPU wheels (--backend cpu).
+        if no_gpu_build and ("ROCMKIT_GFX" in (pick.error or "") if unknown else "--backend cpu" in (pick.error or "")):
             pick.grade = "right"
         else:
             pick.grade, pick.why = "wrong", ""
@@ -352,7 +352,7 @@ def rocmkit_pick(m: Matrix, machine: Machine) -> Pick:
     except RocmkitError as exc:
         return Pick(None, error=f"refused: {exc.message} (fix: {exc.fix})")
     torch = (plan.torch_version or "").split("+")[0] or None
-    return Pick(plan.backend, torch=torch, env=dict(plan.env))
+    return Pick(str(plan.backend), torch=torch, env=dict(plan.env))
 
 
 def _index_rank(index: str) -> tuple[int, ...]:

@@ -32,10 +32,10 @@ COPY matrices /tmp/rocmkit-src/matrices
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir /tmp/rocmkit-src && rm -rf /tmp/rocmkit-src
 
-# CPU wheels whatever the build machine has (--cpu).
+# CPU wheels whatever the build machine has (--backend cpu).
 # The torch index: a mirror or a local index with --build-arg ROCMKIT_INDEX_BASE=URL.
 ARG ROCMKIT_INDEX_BASE=https://download.pytorch.org/whl
-RUN rocmkit install --venv /opt/rocmkit --cpu --torch 2.13
+RUN rocmkit install --venv /opt/rocmkit --backend cpu --torch 2.13
 # Static checks only (no GPU here). A step of its own, so that a failing
 # check is named in the build log apart from the install. The host checks
 # are left out: they would judge the build machine, not the node that runs this.

@@ -33,11 +33,11 @@ COPY matrices /tmp/rocmkit-src/matrices
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir /tmp/rocmkit-src && rm -rf /tmp/rocmkit-src
 
-# No GPU at build time: the CUDA wheels are named (--cuda), not detected; a running
+# No GPU at build time: the CUDA wheels are named (--backend), not detected; a running
 # container detects its real GPUs.
 # The torch index: a mirror or a local index with --build-arg ROCMKIT_INDEX_BASE=URL.
 ARG ROCMKIT_INDEX_BASE=https://download.pytorch.org/whl
-RUN rocmkit install --venv /opt/rocmkit --cuda 12.8 --torch 2.11
+RUN rocmkit install --venv /opt/rocmkit --backend cu128 --torch 2.11
 # Static checks only (no GPU here). A step of its own, so that a failing
 # check is named in the build log apart from the install. The host checks
 # are left out: they would judge the build machine, not the node that runs this.

@@ -38,7 +38,7 @@ ARG ROCMKIT_GFX=gfx90a,gfx942,gfx1100
 ARG ROCMKIT_ROCM_VERSION=6.2.4
 # The torch index: a mirror or a local index with --build-arg ROCMKIT_INDEX_BASE=URL.
 ARG ROCMKIT_INDEX_BASE=https://download.pytorch.org/whl
-RUN rocmkit install --venv /opt/rocmkit --rocm 6.2 --torch 2.5
+RUN rocmkit install --venv /opt/rocmkit --backend rocm6.2 --torch 2.5
 # Static checks only (no GPU here). A step of its own, so that a failing
 # check is named in the build log apart from the install. The host checks
 # are left out: they would judge the build machine, not the node that runs this.

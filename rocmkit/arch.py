@@ -23,11 +23,16 @@ from typing import Final, Literal, get_args
 Vendor = Literal["amd", "nvidia"]
 VENDORS: Final[tuple[Vendor, ...]] = get_args(Vendor)
 
-# A backend a GPU build or image targets, and the backends a torch build can have.
+# A backend a GPU build or image targets, the backends rocmkit builds, checks and renders images
+# for, and every kind a plan's backend can be (PyTorch's xpu index: Intel GPUs, which rocmkit
+# neither detects nor plans for, but reads back: plan.Backend; download.pytorch.org/whl/xpu, built
+# since pytorch/builder#1879).
 GpuBackend = Literal["rocm", "cuda"]
 Backend = Literal[GpuBackend, "cpu"]
+BackendKind = Literal[Backend, "xpu"]
 GPU_BACKENDS: Final[tuple[GpuBackend, ...]] = get_args(GpuBackend)
 BACKENDS: Final[tuple[Backend, ...]] = get_args(Backend)
+BACKEND_KINDS: Final[tuple[BackendKind, ...]] = get_args(BackendKind)
 
 _GFX = re.compile(r"^gfx([0-9]{1,2})([0-9])([0-9a-f])$")
 _OVERRIDE = re.compile(r"^([0-9]{1,2})\.([0-9]{1,2})\.([0-9]{1,2})$")

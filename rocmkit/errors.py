@@ -47,14 +47,28 @@ def _flat(text: str) -> str:
     return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
 
 
+# The option families (cli/folds.py): their words add up, so a fix that gives one keeps those the
+# command line already has (`--allow insecure-index` + the fix's `--allow redirect=HOST`).
+FAMILIES = ("--allow", "--skip", "--report")
+# Options a fix's option also replaces: the old spellings it folded (kept one release as hidden
+# aliases, cli/backend.py), each with whether it takes a value.
+REPLACES = {"--backend": {"--rocm": True, "--cuda": True, "--cpu": False}}
+
+
 def _again(argv: Sequence[str], extra: str) -> str:
     """The command line ``argv`` with the options of ``extra`` ("--index-base URL") in place of
-    the same options already on it, so that a fix never gives an option twice."""
+    the same options already on it, so that a fix never gives an option twice (a family's word
+    is added to the words given, unless it is one of them)."""
     import shlex
 
     words = extra.split()
+    given = {(w, argv[i + 1]) for i, w in enumerate(argv[:-1]) if w in FAMILIES}
+    if len(words) == 2 and words[0] in FAMILIES:
+        return "rocmkit " + shlex.join([*argv, *(() if tuple(words) in given else words)])
     values = {w: words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else None
               for i, w in enumerate(words) if w.startswith("--")}
+    for option in list(values):
+        values.update({old: "" if takes else None for old, takes in REPLACES.get(option, {}).items()})
     kept: list[str] = []
     skip = False
     for i, word in enumerate(argv):

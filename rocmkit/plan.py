@@ -7,13 +7,139 @@ consume it.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
+from rocmkit.arch import BackendKind
 from rocmkit.errors import DataError
 
 SCHEMA = "rocmkit.plan/1"
+
+# Whose builds a backend names: PyTorch's indexes (their names are also the torch wheels' local
+# labels: 2.5.1+rocm6.2), a JAX plugin family, AMD's own channels, TheRock's per-family indexes
+# (plans from older rocmkits), or a lock that carries no rocmkit plan (what it holds is not said).
+BackendSource = Literal["pytorch", "jax", "amd", "therock", "lock"]
+
+# rocm6.2, rocm6.2.4: PyTorch's index; a bare "rocm" is a source build whose torch.version.hip said no release.
+_PYTORCH_ROCM = re.compile(r"rocm([0-9]+(?:\.[0-9]+)+)?")
+_PYTORCH_CUDA = re.compile(r"cu([0-9]+)([0-9])")  # cu128: CUDA 12.8
+_JAX_FAMILY = re.compile(r"(rocm|cuda)([0-9]+)")  # rocm7, cuda13: a JAX plugin family (a major only)
+_AMD = re.compile(r"amd-([A-Za-z0-9_.]+)-(.+)")  # amd-nightly-gfx942-gfx1100, amd-rc-all, amd-nightly-3-targets
+_THEROCK = re.compile(r"therock(?:-(.+))?")  # therock-gfx1151, therock-gfx94X-dcgpu
+_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backend:
+    """What a plan's builds run on: parsed once from its tag where a plan is made or read back
+    (:meth:`parse`), printed once as that same tag (``str``), so plan files, locks, pylock and
+    JSON output keep the strings they always had. Code reads the fields, never the tag.
+
+    Tags: PyTorch's indexes ``rocm6.2`` ``cu128`` ``cpu`` ``xpu``; a JAX plugin family ``rocm7``
+    ``cuda13``; AMD's channels ``amd-<stream>-<targets>`` (``amd-nightly-gfx942-gfx1100``,
+    ``amd-nightly-all``, ``amd-nightly-3-targets``); TheRock's ``therock-gfx1151``; ``unknown``
+    (a lock without a rocmkit plan)."""
+
+    kind: BackendKind | None  # None: not said (a lock without a rocmkit plan)
+    # The ROCm or CUDA release the builds are made with: "6.2.4", "12.8"; a JAX plugin family's
+    # major alone ("7"); None for CPU, xpu, and AMD's channels (whose ROCm is a pin, not the tag).
+    toolkit: str | None = None
+    source: BackendSource = "pytorch"
+    channel: str | None = None  # AMD's release stream: "nightly", "rc", "stable"
+    # AMD's channels: the targets ("gfx942-gfx1100", "all", "3-targets"); TheRock: the gfx family.
+    variant: str | None = None
+
+    @classmethod
+    def parse(cls, tag: str) -> Backend:
+        """The backend a tag names; ValueError when it names none rocmkit knows."""
+        found = cls.read(tag)
+        if found is None:
+            raise ValueError(f"{tag[:64]!r} is not a backend rocmkit knows (rocm6.2, cu128, cpu, amd-nightly-gfx942, ...)")
+        return found
+
+    @classmethod
+    def read(cls, tag: str) -> Backend | None:
+        """:meth:`parse` for text that may be no tag at all (a wheel's local label, ``+git1a2b``): None."""
+        return _read(tag)
+
+    def __str__(self) -> str:
+        if self.kind is None:
+            return _UNKNOWN
+        if self.source == "amd":
+            return f"amd-{self.channel}-{self.variant}"
+        if self.source == "therock":
+            return f"therock-{self.variant}" if self.variant else "therock"
+        if self.source == "jax":
+            return f"{self.kind}{self.toolkit}"
+        if self.kind == "rocm":
+            return f"rocm{self.toolkit or ''}"
+        if self.kind == "cuda":
+            return "cu" + (self.toolkit or "").replace(".", "")
+        return self.kind
+
+    @property
+    def tag(self) -> str:
+        return str(self)
+
+    @property
+    def pytorch_index(self) -> bool:
+        """One of PyTorch's own wheel indexes (``rocm6.2``, ``cu128``, ``cpu``): the tag is the
+        index's name and the torch wheel's local label."""
+        return self.source == "pytorch" and self.kind is not None
+
+    @property
+    def rocm(self) -> str | None:
+        """The ROCm release the tag names ("6.2", a JAX family's "7"); None for AMD's channels."""
+        return self.toolkit if self.kind == "rocm" else None
+
+    @property
+    def cuda(self) -> str | None:
+        """The CUDA release the tag names ("12.8", a JAX family's "13")."""
+        return self.toolkit if self.kind == "cuda" else None
+
+    @classmethod
+    def rocm_index(cls, version: str) -> Backend:
+        """PyTorch's index for ROCm ``version`` ("6.2" -> rocm6.2)."""
+        return cls(kind="rocm", toolkit=version)
+
+    @classmethod
+    def cuda_index(cls, version: str) -> Backend:
+        """PyTorch's index for CUDA ``version`` ("12.8" -> cu128)."""
+        return cls(kind="cuda", toolkit=version)
+
+    @classmethod
+    def amd_channel(cls, stream: str, targets: str) -> Backend:
+        """AMD's channel ``stream`` with the device packages of ``targets`` ("gfx942-gfx1100", "all")."""
+        return cls(kind="rocm", source="amd", channel=stream, variant=targets)
+
+
+CPU = Backend(kind="cpu")
+
+
+@functools.lru_cache(maxsize=512)
+def _read(tag: str) -> Backend | None:
+    # Cached: the data's index names are read again and again while one plan is ranked, and a
+    # Backend is immutable.
+    if tag == "cpu":
+        return CPU
+    if tag == "xpu":
+        return Backend(kind="xpu")
+    if tag == _UNKNOWN:
+        return Backend(kind=None, source="lock")
+    if m := _PYTORCH_ROCM.fullmatch(tag):
+        return Backend(kind="rocm", toolkit=m.group(1))
+    if m := _PYTORCH_CUDA.fullmatch(tag):
+        return Backend(kind="cuda", toolkit=f"{m.group(1)}.{m.group(2)}")
+    if m := _JAX_FAMILY.fullmatch(tag):
+        return Backend(kind="rocm" if m.group(1) == "rocm" else "cuda", toolkit=m.group(2), source="jax")
+    if m := _AMD.fullmatch(tag):
+        return Backend(kind="rocm", source="amd", channel=m.group(1), variant=m.group(2))
+    if m := _THEROCK.fullmatch(tag):
+        return Backend(kind="rocm", source="therock", variant=m.group(1))
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +162,7 @@ class WithPackage:
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
-    backend: str  # "rocm6.2", "cu128", "cpu", "therock-gfx1151"
+    backend: Backend  # printed "rocm6.2", "cu128", "cpu", "amd-nightly-gfx942", "therock-gfx1151"
     channel: str = "stable"  # stable | nightly | therock
     torch_version: str | None = None  # "2.5.1+rocm6.2"
     triton: str | None = None  # "pytorch-triton-rocm==3.1.0", or None where torch pins none
@@ -90,6 +216,7 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["backend"] = str(self.backend)  # the tag, as plan files have always had it
         return {
             "schema": SCHEMA,
             **data,
@@ -102,12 +229,17 @@ class Plan:
         """A plan from its JSON form, every field checked (a plan may come from anyone):
         see :mod:`rocmkit.planschema`. ``allow_env``: variable names the user allowed
         beyond the allow-list (``install --allow-env NAME``)."""
-        from rocmkit.planschema import check_plan_dict
+        from rocmkit.planschema import FIX, check_plan_dict
 
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise DataError(f"not a {SCHEMA} object", "pass the output of `rocmkit resolve --json`")
         fields = check_plan_dict(data, allow_env)
         fields["with_packages"] = tuple(WithPackage(**item) for item in fields["with_packages"])
+        # The same parser that made it reads it back: a tag is never kept as a string.
+        backend = Backend.read(fields["backend"])
+        if backend is None:
+            raise DataError(f"plan field 'backend' names no backend rocmkit knows: {fields['backend'][:40]!r}", FIX)
+        fields["backend"] = backend
         return cls(**fields)
 
     def _index_args(self) -> list[str]:

@@ -9,7 +9,7 @@ plan) may come from another person. What it may carry is narrow:
 - ``index_urls``: http(s) or file URLs, checked again for https before use
   (:func:`rocmkit.install.sources_policy.check_source_urls`);
 - ``env``: names from :data:`ENV_ALLOW` (what resolve itself emits) unless the
-  user names more with ``--allow-env``, always shell identifiers, and values
+  user names more with ``--allow env=NAME``, always shell identifiers, and values
   without control characters. They are exported by ``<venv>/bin/activate``:
   ``LD_PRELOAD`` or ``PATH`` from a stranger's plan would run their code.
 
@@ -113,7 +113,7 @@ def check_env(value: Any, allow: frozenset[str]) -> dict[str, str]:
             raise DataError(
                 f"plan field 'env' sets {name}, which rocmkit does not set from a plan "
                 "(only HSA_OVERRIDE_GFX_VERSION and *_VISIBLE_DEVICES)",
-                f"if you trust this plan, pass --allow-env {name}",
+                f"if you trust this plan, pass --allow env={name}",
             )
         text = _text(val, f"env.{name}")
         assert text is not None
@@ -123,7 +123,7 @@ def check_env(value: Any, allow: frozenset[str]) -> dict[str, str]:
 
 def check_with_packages(value: Any, allow: frozenset[str]) -> list[dict[str, Any]]:
     """``with_packages``: each item's fields checked; their build_env names from
-    :data:`BUILD_ENV_ALLOW` (or ``--allow-env``)."""
+    :data:`BUILD_ENV_ALLOW` (or ``--allow env=NAME``)."""
     if value is None:
         return []
     if not isinstance(value, list | tuple) or len(value) > MAX_ITEMS:
@@ -147,7 +147,7 @@ def check_with_packages(value: Any, allow: frozenset[str]) -> list[dict[str, Any
             ):
                 raise DataError(
                     f"plan field '{where}.build_env' sets {str(name)[:60]!r}, which rocmkit does not set for a build",
-                    f"if you trust this plan, pass --allow-env {str(name)[:60]}",
+                    f"if you trust this plan, pass --allow env={str(name)[:60]}",
                 )
             _text(build_env[name], f"{where}.build_env.{name}")
         pins = item.get("pins_torch", False)

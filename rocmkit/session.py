@@ -143,13 +143,31 @@ class Session:
             filled = dataclasses.replace(filled, python=self.python)
         return filled.validated()
 
-    def plan(self, constraints: Constraints, fallbacks: Sequence[Fallback] = ()) -> Plan:
+    def for_archs(self, archs: Sequence[str]) -> Session:
+        """This session for a machine made of gfx targets rather than detected (``build --arch``):
+        one discrete AMD GPU per target, in order; the same data, index base, Python and
+        environment. Its plans are never cached beside a detected machine's (its source is
+        ``--arch``)."""
+        from rocmkit.machine import Gpu, Machine
+
+        made = Session(
+            offline=self.offline, python=self.python, environ=self.environ, cache_dir=self._cache_dir,
+            allow_redirect=self.allow_redirect,
+        )
+        made.index_base, made.index_base_from, made._matrix = self.index_base, self.index_base_from, self.matrix()
+        gpus = tuple(Gpu(vendor="amd", index=i, arch=a, integrated=False) for i, a in enumerate(archs))
+        made._machine = Machine(gpus=gpus, source="--arch")
+        return made
+
+    def plan(self, constraints: Constraints, fallbacks: Sequence[Fallback] = (), *, live: bool = True) -> Plan:
         """The plan for this session's machine: resolved from the data (cached beside the
         machine), then, unless offline, held to what its index serves now; when that index does
-        not answer, to what ``fallbacks`` (the user's own pip sources) hold. Raises what resolve
-        raises (NoPlanError with the fix, DataError for broken data)."""
+        not answer, to what ``fallbacks`` (the user's own pip sources) hold. ``live=False``: the
+        data's answer only, for a note that should not wait on an index (``build``'s wheel
+        coverage). Raises what resolve raises (NoPlanError with the fix, DataError for broken data)."""
         cons = self.constraints(constraints)
-        key = json.dumps([dataclasses.asdict(cons), [list(f) for f in fallbacks], self.offline], sort_keys=True)
+        online = live and not self.offline
+        key = json.dumps([dataclasses.asdict(cons), [list(f) for f in fallbacks], online], sort_keys=True)
         if key in self._plans:
             return self._plans[key]
         from rocmkit.cache.detect_cache import cached_plan
@@ -168,7 +186,7 @@ class Session:
         )
         assert plan is not None  # resolve raises rather than answer None
         # The live check reads PyTorch's indexes; a JAX or torch-xla plan rests on the data.
-        if not self.offline and cons.frameworks == ("torch",):
+        if online and cons.frameworks == ("torch",):
             from rocmkit.resolve.live import Seen, check_plan, observer
 
             read = observer(cache=self.cache_dir / "indexes")

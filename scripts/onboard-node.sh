@@ -8,7 +8,7 @@
 #   --level N    doctor level 0-3 (default 2: kernels and performance)
 #   --out DIR    where the reports go (default ./rocmkit-reports)
 #   --from SPEC  what pip installs rocmkit from (default: the checkout this script is in)
-#   -- ARGS      passed on to `rocmkit install` (e.g. -- --torch 2.5 --rocm 6.2)
+#   -- ARGS      passed on to `rocmkit install` (e.g. -- --torch 2.5 --backend rocm6.2)
 #
 # Writes OUT/<host>.json (rocmkit.report/1), OUT/<host>.xml (JUnit) and
 # OUT/<host>.prom (node_exporter textfile). Exit status: the doctor's (0 pass,
@@ -67,7 +67,7 @@ step "installing the torch/triton builds that fit"
 step "doctor, level $level"
 rc=0
 "$rocmkit" doctor --level "$level" --json \
-  --junit "$out/$host.xml" --prom "$out/$host.prom" > "$out/$host.json" || rc=$?
+  --report junit="$out/$host.xml" --report prom="$out/$host.prom" > "$out/$host.json" || rc=$?
 "$rocmkit" fleet summarize "$out/$host.json" >&2
 step "reports: $out/$host.json, $out/$host.xml, $out/$host.prom (doctor exit $rc)"
 exit "$rc"

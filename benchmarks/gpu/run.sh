@@ -107,8 +107,8 @@ timeout "$suite_s" "$py" -m rocmkit bench models --suite huggingface --size "$si
 
 # 3. tables: Markdown and HTML of what finished, and the comparison with the MI250 line.
 if [ -s "$results" ]; then
-    "$py" -m rocmkit bench models --load "$results" --markdown "$tables/gpu-$slug.md" \
-        --html "$out/hf-train-$dtype-$slug.html" >"$out/hf-train-$dtype-$slug.txt" || true
+    "$py" -m rocmkit bench models --load "$results" --report markdown="$tables/gpu-$slug.md" \
+        --report html="$out/hf-train-$dtype-$slug.html" >"$out/hf-train-$dtype-$slug.txt" || true
     "$py" -m rocmkit bench compare "$results" "$results" --html "$out/compare-$slug.html" >/dev/null || true
 fi
 # 4. jax: its own interpreter (a jax venv need not hold torch), a short step limit of its own.

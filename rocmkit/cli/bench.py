@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from rocmkit.bench.request import BenchRequest, CompareRequest, MergeRequest
+from rocmkit.cli.folds import renamed_report, report_option, unfold, with_params
+from rocmkit.cli.renamed import renamed
 from rocmkit.cli.request import OUT, command_line, request
 from rocmkit.cli.sections import BENCH_SECTIONS, SectionedCommand
 
@@ -63,20 +65,12 @@ def cli() -> None:
     help="Each model in a fork of one worker that imported torch and inductor once, or in a fresh "
     "interpreter (the slower baseline).")
 @click.option("--json", "as_json", is_flag=True, help="Write the rocmkit.bench/1 JSON to stdout.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Also write one CSV row per model to FILE.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Also write a self-contained HTML page with the speedup chart to FILE.")
-@click.option("--svg", "svg_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Also write the speedup chart alone as an SVG file.")
-@click.option("--markdown", "md_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Also write the table as Markdown to FILE.")
 @click.option(
     "--load",
     "load_path",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
-    help="Render a saved --json result (table, --csv, --html, --svg, --markdown) instead of running.",
+    help="Render a saved --json result (the table, --report's files) instead of running.",
 )
 @click.option("--venv", type=click.Path(file_okay=False, path_type=Path),
     help="Measure this virtual environment's torch (as made by `rocmkit install --venv`). "
@@ -85,6 +79,14 @@ def cli() -> None:
 @click.option("--list", "list_only", is_flag=True, help="List the models and exit.")
 @click.option("--perturb-compiled", "perturb", type=float, default=0.0, hidden=True,
     help="Diagnosis: add this to compiled outputs, to see the accuracy check fail.")
+@with_params(
+    report_option("csv", "html", "svg", "markdown", intro="Also write the result to FILE in FORMAT"),
+    renamed_report("--csv", "csv", "csv_path"),
+    renamed_report("--html", "html", "html_path"),
+    renamed_report("--svg", "svg", "svg_path"),
+    renamed_report("--markdown", "markdown", "md_path"),
+)
+@unfold("report")
 @request(BenchRequest)
 def models_cmd(req: BenchRequest) -> None:
     """Measure torch.compile against eager on a model suite.
@@ -100,6 +102,8 @@ def models_cmd(req: BenchRequest) -> None:
     """
     from rocmkit.bench.carry import carry_out
 
+    for line in renamed(click.get_current_context()):
+        OUT.message(line)
     _exit(carry_out(req, command_line(), OUT))
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from rocmkit.cli.backend import backend_option, renamed_backend
+from rocmkit.cli.folds import unfold, with_params
 from rocmkit.cli.request import OUT, request
 from rocmkit.containers.request import RenderRequest
 
@@ -17,15 +19,16 @@ def cli() -> None:
 
 
 @cli.command("render")
-@click.option("--rocm", metavar="X.Y", help="A ROCm image: ROCm release of the base image (e.g. 6.2).")
-@click.option("--cuda", metavar="X.Y", help="A CUDA image: CUDA release of the torch wheels, 12.8 or cu128.")
-@click.option("--cpu", is_flag=True, help="A CPU image: torch's CPU wheels.")
+@with_params(
+    backend_option("The image: rocm6.2 (ROCm 6.2's base image and wheels), cu128 (the CUDA 12.8 wheels) or cpu."),
+    *renamed_backend(),
+)
 @click.option(
     "--torch", metavar="X.Y", help="torch release to install (default: the matrix's image for that release)."
 )
 @click.option("--gfx", metavar="LIST", help="ROCm: comma-separated gfx archs to install for (e.g. gfx90a,gfx942).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-    help="Write NAME.Dockerfile files here. Without --rocm/--cuda/--cpu: every image in the matrix.")
+    help="Write NAME.Dockerfile files here. Without --backend: every image in the matrix.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
     help="Write the one Dockerfile to this file (whole, or not at all) instead of stdout.")
 @click.option(
@@ -33,6 +36,7 @@ def cli() -> None:
 )
 @click.option("--syntax", is_flag=True,
     help="Start with `# syntax=docker/dockerfile:1` (BuildKit then pulls that frontend: not air-gapped).")
+@unfold("backend")
 @request(RenderRequest)
 def render_cmd(req: RenderRequest) -> None:
     """Render Dockerfiles that install rocmkit, run `rocmkit install` for a ROCm, CUDA or
@@ -40,16 +44,20 @@ def render_cmd(req: RenderRequest) -> None:
     at run time.
 
     \b
-    rocmkit docker render                              the image for this machine (its plan)
-    rocmkit docker render --out docker                 every image in matrices/images.toml
-    rocmkit docker render --rocm 6.2 --gfx gfx942      one Dockerfile on stdout
-    rocmkit docker render --cuda 12.8 --torch 2.11     a CUDA image (the cu128 wheels)
-    rocmkit docker render --cpu                        a CPU image
-    rocmkit docker render --cpu --output Dockerfile    written whole to a file (a failed redirect leaves none)
-    rocmkit docker render --out docker --check         are the committed files current?
+    rocmkit docker render                                  the image for this machine (its plan)
+    rocmkit docker render --out docker                     every image in matrices/images.toml
+    rocmkit docker render --backend rocm6.2 --gfx gfx942   one Dockerfile on stdout
+    rocmkit docker render --backend cu128 --torch 2.11     a CUDA image (the CUDA 12.8 wheels)
+    rocmkit docker render --backend cpu                    a CPU image
+    rocmkit docker render --backend cpu --output Dockerfile   written whole to a file (a failed redirect leaves none)
+    rocmkit docker render --out docker --check             are the committed files current?
     """
+    from rocmkit.cli.renamed import renamed
     from rocmkit.containers.dockerfile import stale_files
     from rocmkit.session import Session
+
+    for line in renamed(click.get_current_context()):
+        OUT.message(line)
 
     rendered = req.rendered(Session() if req.this_machine else None, say=OUT.message)
     out = req.out

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 from rocmkit.arch import BACKENDS
+from rocmkit.cli.folds import allow_option, renamed_flag, renamed_report, report_option, unfold, with_params
+from rocmkit.cli.renamed import renamed
 from rocmkit.cli.request import OUT, request
 from rocmkit.cli.sections import DOCTOR_SECTIONS, SectionedCommand
 from rocmkit.doctor.request import DoctorRequest
@@ -34,9 +36,6 @@ if TYPE_CHECKING:
 )
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report (--json, --format) to this file instead of stdout: whole, or not at all.")
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML here.")
-@click.option("--prom", type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write a node_exporter textfile here (written atomically).")
 @click.option("--capture", type=click.Path(path_type=Path),
     help="Check a capture folder (rocmkit snapshot) instead of this machine; level-0 static checks only.")
 @click.option(
@@ -46,8 +45,6 @@ if TYPE_CHECKING:
     "Default: the active venv, else rocmkit's own Python.",
 )
 @click.option("--python", "python_path", metavar="PATH", help="Check this interpreter's torch and Triton.")
-@click.option("--allow-untrusted-python", is_flag=True, help="As root: run the --venv/--python even when another "
-    "user can change what it loads at start-up (its owner's code then runs as root); a WARNING says why.")
 @click.option("--backend", type=click.Choice(BACKENDS),
     help="Device path for GPU checks (default: what detection found; cpu runs Triton's interpreter).")
 @click.option("--framework", metavar="torch|jax|torch,jax",
@@ -76,6 +73,14 @@ if TYPE_CHECKING:
     help="The table of every result (default: what failed or warned), with remedies and child stderr.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (lines, status line, heartbeat): "
     "the report only.")
+@with_params(
+    report_option("junit", "prom", intro="Also write the report to FILE in FORMAT (written whole, or not at all)"),
+    allow_option("untrusted-python"),
+    renamed_report("--junit", "junit", "junit"),
+    renamed_report("--prom", "prom", "prom"),
+    renamed_flag("--allow-untrusted-python", "--allow untrusted-python"),
+)
+@unfold("report", "allow")
 @request(DoctorRequest)
 def cli(req: DoctorRequest) -> None:
     """Validate the environment, Triton kernels and torch.compile on this node.
@@ -84,6 +89,8 @@ def cli(req: DoctorRequest) -> None:
     Exit codes: 0 pass, 1 a check failed, 2 warnings only, 3 a check could not run.
     With --format npd: 0 OK, 1 a problem, 2 unknown (node-problem-detector's protocol).
     """
+    for line in renamed(click.get_current_context()):
+        OUT.message(line)
     if req.fmt == "npd":
         from rocmkit.errors import RocmkitError
 

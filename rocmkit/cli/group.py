@@ -47,7 +47,7 @@ def _empty(value: Any) -> bool:
 
 def refuse_empty_values(command: click.Command) -> click.Command:
     """Every option of ``command`` (and its subcommands) given an empty value on the command line
-    (``--rocm ""``, ``--index-base ""``) is a usage error, never the option left out: a
+    (``--backend ""``, ``--index-base ""``) is a usage error, never the option left out: a
     variable that expanded to nothing must not render the CPU image or drop a mirror."""
     from click.core import ParameterSource
 

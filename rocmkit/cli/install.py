@@ -2,14 +2,64 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
 
+from rocmkit.cli.backend import backend_option, renamed_backend
+from rocmkit.cli.folds import (
+    REDIRECT_RENAMED,
+    allow_option,
+    renamed_flag,
+    renamed_value,
+    skip_option,
+    timeout_option,
+    unfold,
+    with_params,
+)
+from rocmkit.cli.framework import framework_option, renamed_jax
 from rocmkit.cli.request import OUT, request
 from rocmkit.cli.sections import INSTALL_SECTIONS, SectionedCommand
 from rocmkit.install.request import InstallRequest
 from rocmkit.resolve.constraints import CHANNELS
+
+_DEFAULT = {f.name: f.default for f in dataclasses.fields(InstallRequest)}
+
+# Install's option families (the verbs take narrower ones, cli/verbs.py): what to leave out,
+# what to let through, how long to wait.
+SKIP_OPTION = skip_option("guard", "verify", "compile", "companions")
+ALLOW_OPTION = allow_option("insecure-index", "redirect", "env", "system-packages")
+TIMEOUT_OPTION = timeout_option("install", "net", "probe", defaults=_DEFAULT)
+
+BACKEND_OPTION = backend_option(
+    "The builds to resolve: rocm7.1, cu128 (CUDA 12.8, whatever the GPUs, as for an image) or cpu; "
+    "default: what this machine has."
+)
+
+FRAMEWORK_OPTION = framework_option(
+    "What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT; jax=0.10: that release), PyTorch/XLA, "
+    "or torch and jax."
+)
+
+# The flags the families, --backend and --framework replaced, kept one release (hidden; each says its new spelling).
+OLD_FLAGS = (
+    *renamed_backend(),
+    renamed_jax(),
+    renamed_flag("--no-guard", "--skip guard"),
+    renamed_flag("--no-verify", "--skip verify"),
+    renamed_flag("--no-compile", "--skip compile"),
+    renamed_flag("--no-companions", "--skip companions"),
+    renamed_flag("--allow-insecure-index", "--allow insecure-index"),
+    renamed_flag("--break-system-packages", "--allow system-packages"),
+    renamed_value("--allow-env", lambda v: "--allow " + ",".join(f"env={n}" for n in v), field="allow_env",
+        multiple=True, metavar="NAME"),
+    REDIRECT_RENAMED,
+    renamed_value("--net-timeout", lambda v: f"--timeout net={v:g}", field="net_timeout", type=float,
+        default=_DEFAULT["net_timeout"]),
+    renamed_value("--probe-timeout", lambda v: f"--timeout probe={v:g}", field="probe_timeout", type=float,
+        default=_DEFAULT["probe_timeout"]),
+)
 
 
 @click.command("install", cls=SectionedCommand, sections=INSTALL_SECTIONS)
@@ -25,17 +75,10 @@ from rocmkit.resolve.constraints import CHANNELS
 @click.option("--capture", type=click.Path(path_type=Path, file_okay=False),
     help="Resolve for a captured machine instead of this one.")
 @click.option("--torch", help="Torch release to resolve (e.g. 2.5).")
-@click.option("--rocm", help="ROCm version to resolve for (e.g. 6.2).")
-@click.option("--cuda", metavar="X.Y",
-    help="CUDA version of the wheels, 12.8 or cu128 (a CUDA build whatever the GPUs, as for an image).")
 @click.option(
     "--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
     help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly)."
 )
-@click.option("--cpu", is_flag=True, help="Resolve CPU wheels whatever the machine has.")
-@click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
-    help="What to install: PyTorch, JAX (jax + jaxlib + the GPU plugin and PJRT), PyTorch/XLA, or torch and jax.")
-@click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release to resolve (with --framework jax).")
 @click.option("--strict-data", is_flag=True,
     help="Resolve only builds a source confirms (no build known only from upstream's build lists).")
 @click.option("--index-base",
@@ -43,8 +86,6 @@ from rocmkit.resolve.constraints import CHANNELS
 @click.option("--installer", type=click.Choice(["auto", "uv", "pip"]), default="auto", show_default=True)
 @click.option("--with", "with_packages", multiple=True, metavar="PKG",
     help="Companion packages, comma-separated or repeated (transformers,timm), installed under the guard.")
-@click.option("--no-companions", is_flag=True,
-    help="Install torch and its Triton only: leave out torchvision/torchaudio (minimal images).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
 @click.option("--project", "project", type=click.Path(path_type=Path, file_okay=False), hidden=True,
     help="Write the plan's [[tool.uv.index]] and [tool.uv.sources] into DIR/pyproject.toml "
@@ -58,23 +99,6 @@ from rocmkit.resolve.constraints import CHANNELS
 )
 @click.option("--wheelhouse", type=click.Path(path_type=Path, file_okay=False),
     help="Install from this wheelhouse folder, offline (`rocmkit wheelhouse DIR` fills one).")
-@click.option("--no-guard", is_flag=True, help="Do not pin torch against later pip/uv installs.")
-@click.option("--no-verify", is_flag=True, help="Skip the check in a child process after installing.")
-@click.option("--no-compile", is_flag=True,
-    help="Write no byte code: the check's imports (torch, Triton, jax) leave no .pyc files in the venv.")
-@click.option(
-    "--break-system-packages", is_flag=True, help="Allow modifying an externally managed (PEP 668) Python."
-)
-@click.option("--net-timeout", type=float, default=15.0, show_default=True,
-    help="Per-request network timeout for pip/uv (s).")
-@click.option("--timeout", "install_timeout", type=float, default=3600.0, show_default=True,
-    help="Overall limit per pip/uv run (s).")
-@click.option("--probe-timeout", type=float, default=5.0, show_default=True,
-    help="Index reachability check timeout (s).")
-@click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
-    help="Let a plan or lock set NAME in bin/activate (beyond HSA_OVERRIDE_GFX_VERSION, *_VISIBLE_DEVICES).")
-@click.option("--allow-insecure-index", is_flag=True,
-    help="Allow plain-http and file:// indexes (warned about). Env: ROCMKIT_ALLOW_INSECURE_INDEX=1.")
 @click.option("--fallback-index", is_flag=True, envvar="ROCMKIT_FALLBACK_INDEX",
     help="When the plan's index does not answer (or it names none), take the exact planned builds "
     "from your pip configuration's sources, with a WARNING naming them. Without it, install stops.")
@@ -82,12 +106,12 @@ from rocmkit.resolve.constraints import CHANNELS
     help="Build these --with packages from source against the plan's torch instead of trading torch for a prebuilt wheel.")
 @click.option("--upgrade", is_flag=True,
     help="With --with on a venv whose torch rocmkit installed: plan afresh and replace it (else it is kept).")
-@click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",
-    help="Let the index check follow a redirect to HOST (else only to the host asked).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not stream pip/uv output.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the outcome as JSON (rocmkit.install/1) on stdout."
 )
+@with_params(BACKEND_OPTION, FRAMEWORK_OPTION, SKIP_OPTION, ALLOW_OPTION, TIMEOUT_OPTION, *OLD_FLAGS)
+@unfold("skip", "allow", "timeout", "backend", "framework")
 @request(InstallRequest)
 def cli(req: InstallRequest) -> None:
     """Install the resolved torch/triton (or jax: --framework jax) builds into a virtual environment.

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from rocmkit.cli.folds import REDIRECT_RENAMED, allow_option, renamed_flag, unfold, with_params
+from rocmkit.cli.renamed import renamed
 from rocmkit.cli.request import OUT, request
 from rocmkit.datafiles import CheckRequest, check_data
 from rocmkit.matrix.request import RefreshRequest, refresh_write
@@ -132,10 +134,16 @@ def show(directory: Path | None, torch_spec: str | None, gfx: str | None, sku: s
     help="With --write: a clone of ROCm/TheRock.")
 @click.option("--pytorch", type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="With --write: a clone of pytorch/pytorch (its .ci/docker/manywheel/build.sh: ROCm arch lists).")
-@click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",
-    help="Follow a redirect to HOST (repeatable); a redirect to any other host than the one asked is refused.")
-@click.option("--allow-insecure-index", is_flag=True,
-    help="With --write: accept a plain-http --simple index off the loopback interface.")
+@with_params(
+    allow_option(
+        "redirect", "insecure-index",
+        redirect="a redirect to HOST is followed; to any host but the one asked, refused otherwise",
+        insecure_index="with --write, a plain-http --simple index off the loopback interface",
+    ),
+    REDIRECT_RENAMED,
+    renamed_flag("--allow-insecure-index", "--allow insecure-index"),
+)
+@unfold("allow")
 @request(RefreshRequest)
 def refresh(req: RefreshRequest) -> None:
     """Compare the matrix with a live package index and report what it lacks or has wrong:
@@ -145,6 +153,8 @@ def refresh(req: RefreshRequest) -> None:
     simple index, variants from pytorch/test-infra's build-matrix history, TheRock's arch extras
     and Pythons; every fact with its source. Exit 9 when an index does not answer (nothing written).
     """
+    for line in renamed(click.get_current_context()):
+        OUT.message(line)
     if req.write:
         with req.redirects():
             refresh_write(req, data=lambda text: OUT.data(text, nl=False), message=OUT.message)

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rocmkit.cli.backend import backend_option, renamed_backend
+from rocmkit.cli.folds import REDIRECT_RENAMED, allow_option, unfold, with_params
+from rocmkit.cli.framework import framework_option, renamed_jax
 from rocmkit.cli.request import OUT, request
 from rocmkit.errors import UsageError
 from rocmkit.resolve.constraints import CHANNELS
@@ -25,14 +28,12 @@ if TYPE_CHECKING:
 @click.option(
     "--torch", "torch_version", metavar="X.Y[.Z]", help="PyTorch release: 2.5 (newest 2.5.x) or 2.5.1."
 )
-@click.option("--rocm", metavar="X.Y[.Z]", help="ROCm version of the wheels (forces a ROCm build).")
-@click.option(
-    "--cuda", metavar="X.Y", help="CUDA version of the wheels, 12.4 or cu124 (forces a CUDA build)."
+@with_params(
+    backend_option("The builds to plan: rocm7.1 (or rocm6.2.4), cu128 (CUDA 12.8) or cpu, whatever the GPUs; "
+        "default: what this machine has."),
+    framework_option("What to plan: PyTorch, JAX (jax + jaxlib + the GPU plugin; jax=0.10 or jax=0.10.2: that "
+        "release), PyTorch/XLA, or torch and jax in one venv."),
 )
-@click.option("--cpu", is_flag=True, help="CPU wheels, whatever the GPUs.")
-@click.option("--framework", default="torch", show_default=True, metavar="torch|jax|torch-xla|torch,jax",
-    help="What to plan: PyTorch, JAX (jax + jaxlib + the GPU plugin), PyTorch/XLA, or torch and jax in one venv.")
-@click.option("--jax", "jax_version", metavar="X.Y[.Z]", help="JAX release (with --framework jax): 0.10 or 0.10.2.")
 @click.option("--python", metavar="X.Y", help="Target Python (default: the running one).")
 @click.option("--channel", type=click.Choice(CHANNELS), default="stable", show_default=True,
     help="PyTorch releases or nightlies; AMD's releases, release candidates or nightlies (therock: amd-nightly).")
@@ -56,8 +57,6 @@ if TYPE_CHECKING:
 @click.option("--upgrade", is_flag=True, help="With --venv and --with: plan afresh instead of keeping the venv's torch.")
 @click.option("--fallback-index", is_flag=True, envvar="ROCMKIT_FALLBACK_INDEX",
     help="When the planned index does not answer, plan from your pip configuration's sources, as install does.")
-@click.option("--allow-redirect", "allow_redirect", multiple=True, metavar="HOST",
-    help="Let the index check follow a redirect to HOST (else only to the host asked).")
 @click.option(
     "--format",
     "fmt",
@@ -70,6 +69,13 @@ if TYPE_CHECKING:
 )
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
     help="Write the output to this file (whole, or not at all: no empty file on failure) instead of stdout.")
+@with_params(
+    allow_option("redirect"),
+    REDIRECT_RENAMED,
+    *renamed_backend(),
+    renamed_jax(),
+)
+@unfold("allow", "backend", "framework")
 @request(ResolveRequest)
 def cli(req: ResolveRequest) -> None:
     """Pick the torch, torchvision, torchaudio and Triton builds, the index and the

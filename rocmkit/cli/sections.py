@@ -19,12 +19,12 @@ Sections = Mapping[str, Sequence[str]]
 INSTALL_SECTIONS: Sections = {
     "Target": ("venv", "venv_base", "interpreter"),
     "What to install": (
-        "plan_file", "from_lock", "wheelhouse", "capture", "torch", "rocm", "cuda", "channel", "cpu",
-        "framework", "jax_version", "strict_data", "with_packages", "no_companions", "build", "upgrade",
+        "plan_file", "from_lock", "wheelhouse", "capture", "torch", "backend", "channel",
+        "framework", "strict_data", "with_packages", "build", "upgrade",
     ),
-    "Sources": ("index_base", "installer", "allow_insecure_index", "fallback_index", "allow_redirect"),
-    "Safety": ("dry_run", "no_guard", "no_verify", "no_compile", "break_system_packages", "allow_env"),
-    "Limits": ("net_timeout", "install_timeout", "probe_timeout"),
+    "Sources": ("index_base", "installer", "fallback_index"),
+    "Safety": ("dry_run", "skip", "allow"),
+    "Limits": ("timeout",),
     "Output": ("quiet", "as_json"),
 }
 
@@ -32,9 +32,9 @@ INSTALL_SECTIONS: Sections = {
 # `rocmkit doctor`: which checks, on what, how they run, and the reports.
 DOCTOR_SECTIONS: Sections = {
     "Which checks": ("level", "only", "skip", "framework", "backend", "settings", "list_only"),
-    "What is checked": ("capture", "venv", "python_path", "allow_untrusted_python", "image_build"),
+    "What is checked": ("capture", "venv", "python_path", "allow", "image_build"),
     "How they run": ("isolation", "jobs", "timeout_scale", "fresh", "warm_caches", "strict"),
-    "Reports": ("as_json", "output_format", "output", "junit", "prom", "verbose", "quiet"),
+    "Reports": ("as_json", "output_format", "output", "report", "verbose", "quiet"),
 }
 
 # `rocmkit bench models`: which models, how they are measured, where, and what is written.
@@ -44,7 +44,7 @@ BENCH_SECTIONS: Sections = {
         "mode", "dtype", "repeat", "warmup", "compile_mode", "cosine", "threads", "timeout_s", "isolation",
     ),
     "Where": ("device", "venv", "python_path"),
-    "Results": ("results_path", "resume", "load_path", "as_json", "csv_path", "html_path", "svg_path", "md_path"),
+    "Results": ("results_path", "resume", "load_path", "as_json", "report"),
 }
 
 class SectionedCommand(click.Command):

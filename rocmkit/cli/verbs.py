@@ -18,16 +18,25 @@ from typing import Any
 
 import click
 
+from rocmkit.cli.folds import allow_option, skip_option
 from rocmkit.cli.renamed import EXPORT_FORMATS, given
 from rocmkit.cli.sections import INSTALL_SECTIONS, SectionedCommand, Sections
 from rocmkit.errors import UsageError
 
 # install's options that choose a mode, or act on an installed environment: a verb that writes a
-# lock or fills a wheelhouse takes none of them.
+# lock or fills a wheelhouse takes none of them (and its --skip and --allow only the words that
+# apply before an install: _NOT_INSTALLING).
 _INSTALL_MODES = (
     "dry_run", "project", "lock_file", "from_lock", "download_only", "wheelhouse",
-    "no_guard", "no_verify", "no_compile", "break_system_packages", "allow_env",
+    "no_guard", "no_verify", "no_compile", "break_system_packages", "allow_env", "skip", "allow",
 )
+
+
+def _not_installing() -> list[click.Parameter]:
+    return [
+        skip_option("companions"),
+        allow_option("insecure-index", "redirect"),
+    ]
 
 
 def derived(
@@ -86,7 +95,10 @@ lock = derived(
     "lock",
     _install(),
     drop=_INSTALL_MODES,
-    extra=[click.Argument(["lock_file"], type=click.Path(path_type=Path, dir_okay=False), metavar="FILE")],
+    extra=[
+        click.Argument(["lock_file"], type=click.Path(path_type=Path, dir_okay=False), metavar="FILE"),
+        *_not_installing(),
+    ],
     callback=_lock,
 )
 
@@ -94,7 +106,10 @@ wheelhouse = derived(
     "wheelhouse",
     _install(),
     drop=_INSTALL_MODES,
-    extra=[click.Argument(["folder"], type=click.Path(path_type=Path, file_okay=False), metavar="DIR")],
+    extra=[
+        click.Argument(["folder"], type=click.Path(path_type=Path, file_okay=False), metavar="DIR"),
+        *_not_installing(),
+    ],
     callback=_wheelhouse,
 )
 
@@ -136,10 +151,10 @@ def _export(fmt: str) -> Callable[..., None]:
 
 _RESOLVE_SECTIONS: Sections = {
     "What to plan": (
-        "capture", "torch_version", "rocm", "cuda", "cpu", "framework", "jax_version", "python", "channel",
+        "capture", "torch_version", "backend", "framework", "python", "channel",
         "strict_data", "with_packages", "build", "venv", "upgrade", "closure",
     ),
-    "Sources": ("index_base", "offline", "fresh", "fallback_index", "allow_redirect"),
+    "Sources": ("index_base", "offline", "fresh", "fallback_index", "allow"),
     "Project": ("project", "dry_run"),
     "Output": ("output",),
 }

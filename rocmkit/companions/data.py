@@ -15,12 +15,13 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from rocmkit.arch import BACKENDS
 from rocmkit.errors import DataError
 from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, rows
 from rocmkit.packages import canonical
+from rocmkit.plan import Backend
 
 FILE = "companions.toml"
-BACKENDS = ("rocm", "cuda", "cpu")
 KINDS = ("wheel", "source")
 INDEXES = ("pytorch", "pypi")
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -169,7 +170,8 @@ def _build(data: Any, i: int, src: dict[str, str], names: set[str]) -> Build:
     if index == "pytorch" and not backends:
         raise row.error("index = 'pytorch' needs backends (the index suffixes that serve it)")
     for suffix in backends:
-        if not suffix.startswith(backend if backend != "cuda" else "cu"):
+        served = Backend.read(suffix)
+        if served is None or served.kind != backend or not served.pytorch_index:
             raise row.error(f"backends lists {suffix!r}, which is not a {backend} index")
     for key in ("rocm", "cuda", "archs"):
         if row.has(key) and not row.strings(key):

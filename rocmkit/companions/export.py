@@ -26,7 +26,7 @@ TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 def index_name(plan: Plan, url: str) -> str:
     """``pytorch-rocm7-2`` for the plan's own index; a name from the URL for others."""
     if plan.index_urls and url == plan.index_urls[0]:
-        base = plan.backend
+        base = str(plan.backend)
     else:
         base = url.rstrip("/").rsplit("/", 1)[-1] or "index"
     return "pytorch-" + re.sub(r"[^A-Za-z0-9]+", "-", base).strip("-").lower()

@@ -12,28 +12,16 @@ package (transformers, timm) comes from the plan's indexes, with PyPI added last
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rocmkit.arch import BackendKind
 from rocmkit.companions.data import PYPI_SIMPLE, Build, CompanionData
 from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.packages import canonical
-from rocmkit.plan import Plan, WithPackage
+from rocmkit.plan import Backend, Plan, WithPackage
 from rocmkit.util.buildjobs import max_jobs
-
-
-def backend_kind(backend: str) -> tuple[str, str | None]:
-    """("rocm", "7.2") / ("cuda", "12.8") / ("cpu", None) from a plan's backend name."""
-    if backend.startswith("rocm"):
-        return "rocm", backend[len("rocm") :] or None
-    if backend.startswith(("therock", "amd-")):  # AMD's channels: "amd-nightly-gfx942"
-        return "rocm", None
-    match = re.fullmatch(r"cu(\d+)(\d)", backend)
-    if match:
-        return "cuda", f"{match.group(1)}.{match.group(2)}"
-    return "cpu", None
 
 
 def _major_minor(version: str | None) -> str | None:
@@ -52,7 +40,7 @@ class Fit:
 
 def assess(build: Build, plan: Plan, wanted_version: str | None = None) -> Fit:
     """Whether ``build`` fits ``plan``, and what to warn about when it does."""
-    kind, toolkit = backend_kind(plan.backend)
+    kind, toolkit = plan.backend.kind, plan.backend.toolkit
     problems: list[str] = []
     warnings: list[str] = []
     torch_release = plan.torch_version.split("+", 1)[0] if plan.torch_version else None
@@ -61,7 +49,7 @@ def assess(build: Build, plan: Plan, wanted_version: str | None = None) -> Fit:
         return Fit(build=build, problems=tuple(problems))
     if wanted_version is not None and build.version != wanted_version:
         problems.append(f"it is {build.version}, --with asks for {wanted_version}")
-    if build.index == "pytorch" and plan.backend not in build.backends:
+    if build.index == "pytorch" and plan.backend not in [Backend.parse(b) for b in build.backends]:
         problems.append(f"PyTorch's index serves it for {', '.join(build.backends)}, not {plan.backend}")
     if torch_release is None:
         if build.torch is not None or build.torch_requires != "*":
@@ -228,10 +216,10 @@ def _resolved(
 def _refusal(name: str, plan: Plan, fits: list[Fit], note: str | None) -> NoPlanError:
     archs = f" on {', '.join(plan.target_archs)}" if plan.target_archs else ""
     torch = f"torch {plan.torch_version}" if plan.torch_version else f"the {plan.channel} torch"
-    same = [f for f in fits if f.build.backend == backend_kind(plan.backend)[0]]
+    same = [f for f in fits if f.build.backend == plan.backend.kind]
     why = "; ".join(f"{f.build.label}: {f.problems[0]}" for f in same[:4])
     if not same:
-        why = f"matrices/companions.toml has no {backend_kind(plan.backend)[0]} build of it" + (
+        why = f"matrices/companions.toml has no {plan.backend.kind} build of it" + (
             f" ({note})" if note else ""
         )
     fix = f"drop --with {name}"
@@ -247,9 +235,8 @@ def _refusal(name: str, plan: Plan, fits: list[Fit], note: str | None) -> NoPlan
     )
     if paired is not None and paired.torch is not None:
         torch_minor = ".".join(paired.torch.split(".")[:2])
-        suffix = paired.backends[-1]
-        flag = f"--rocm {suffix[4:]}" if suffix.startswith("rocm") else f"--cuda {suffix}"  # cu130: --cuda takes it
-        fix = f"resolve a torch it pairs with (e.g. --torch {torch_minor} {flag} for {name} {paired.version}), or {fix}"
+        served = Backend.parse(paired.backends[-1])
+        fix = f"resolve a torch it pairs with (e.g. --torch {torch_minor} --backend {served} for {name} {paired.version}), or {fix}"
     return NoPlanError(f"--with {name}: no build fits {torch} ({plan.backend}){archs}: {why}", fix)
 
 
@@ -300,9 +287,9 @@ def resolve_with(
     )
 
 
-# (torch release, backend index "rocm7.1" / "cu128") -> the plan for them, as the session makes
+# (torch release, backend index rocm7.1 / cu128) -> the plan for them, as the session makes
 # it (held to what the index serves); raises NoPlanError when that pair does not fit the machine.
-Replan = Callable[[str, str], Plan]
+Replan = Callable[[str, Backend], Plan]
 
 
 def pair_with(
@@ -331,7 +318,7 @@ def pair_with(
         ]
         if any(not assess(b, current, pinned).problems for b in wheels):
             continue  # a wheel fits the torch planned: nothing to trade
-        kind = backend_kind(current.backend)[0]
+        kind = current.backend.kind
         found = _first_paired(current, wheels, kind, pinned, replan)
         if found is not None:
             candidate, wheel, index = found
@@ -348,14 +335,14 @@ def pair_with(
 
 
 def _first_paired(
-    plan: Plan, wheels: list[Build], kind: str, pinned: str | None, replan: Replan
+    plan: Plan, wheels: list[Build], kind: BackendKind | None, pinned: str | None, replan: Replan
 ) -> tuple[Plan, Build, str] | None:
     for wheel in wheels:
         if wheel.backend != kind or not wheel.torch or not wheel.backends:
             continue
         for index in reversed(wheel.backends):  # the newest toolkit the machine runs
             try:
-                candidate = replan(wheel.torch, index)
+                candidate = replan(wheel.torch, Backend.parse(index))
             except NoPlanError:
                 continue
             if not assess(wheel, candidate, pinned).problems:
@@ -363,12 +350,11 @@ def _first_paired(
     return None
 
 
-def pairing_constraints(torch: str, index: str) -> dict[str, str]:
-    """The constraints that name ``torch`` on the backend index ``index`` ("rocm7.1", "cu128")."""
-    kind, toolkit = backend_kind(index)
+def pairing_constraints(torch: str, index: Backend) -> dict[str, str]:
+    """The constraints that name ``torch`` on the backend index ``index`` (rocm7.1, cu128)."""
     fields = {"torch": torch}
-    if kind == "rocm" and toolkit:
-        fields["rocm"] = toolkit
-    elif kind == "cuda" and toolkit:
-        fields["cuda"] = toolkit
+    if index.rocm:
+        fields["rocm"] = index.rocm
+    elif index.cuda:
+        fields["cuda"] = index.cuda
     return fields

@@ -11,9 +11,8 @@ install`` for the image's torch build, and runs ``rocmkit doctor --level 0
 --image-build`` as a build step. There is no GPU at build time, so the image says
 what to install for: a ROCm image through the detection overrides ``ROCMKIT_GFX``
 and ``ROCMKIT_ROCM_VERSION`` (build ``ARG``s, not ``ENV``, so a running container
-detects its real GPUs) and ``--rocm``; a CPU image with ``--cpu``; a CUDA image by
-naming its wheels (``rocmkit resolve --cuda`` writes the plan that ``rocmkit install
---plan`` installs). The entrypoint runs ``rocmkit doctor``.
+detects its real GPUs) and ``--backend rocmX.Y``; a CPU image with ``--backend cpu``; a
+CUDA image by naming its wheels (``--backend cu128``). The entrypoint runs ``rocmkit doctor``.
 
 The files in ``docker/`` are this package's output, byte for byte
 (``rocmkit docker render --out docker --check`` proves it).

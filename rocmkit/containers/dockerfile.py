@@ -155,7 +155,7 @@ def _python_why(spec: ImageSpec) -> list[str]:
 
 def _install(spec: ImageSpec, version: str) -> list[str]:
     """The install step and what it reads: there is no GPU at build time, so the image says
-    what to install for (ROCm: the detection overrides; CPU: --cpu; CUDA: the wheels by name)."""
+    what to install for (ROCm: the detection overrides; CPU and CUDA: the wheels by name, --backend)."""
     index = [
         "# The torch index: a mirror or a local index with --build-arg ROCMKIT_INDEX_BASE=URL.",
         f"ARG ROCMKIT_INDEX_BASE={DEFAULT_INDEX_BASE}",
@@ -167,19 +167,19 @@ def _install(spec: ImageSpec, version: str) -> list[str]:
             f"ARG ROCMKIT_GFX={','.join(spec.gfx)}",
             f"ARG ROCMKIT_ROCM_VERSION={version}",
             *index,
-            f"RUN rocmkit install --venv {VENV} --rocm {spec.release} --torch {spec.torch}",
+            f"RUN rocmkit install --venv {VENV} --backend {spec.backend_tag} --torch {spec.torch}",
         ]
     if spec.kind == "cuda":
         return [
-            "# No GPU at build time: the CUDA wheels are named (--cuda), not detected; a running",
+            "# No GPU at build time: the CUDA wheels are named (--backend), not detected; a running",
             "# container detects its real GPUs.",
             *index,
-            f"RUN rocmkit install --venv {VENV} --cuda {spec.release} --torch {spec.torch}",
+            f"RUN rocmkit install --venv {VENV} --backend {spec.backend_tag} --torch {spec.torch}",
         ]
     return [
-        "# CPU wheels whatever the build machine has (--cpu).",
+        "# CPU wheels whatever the build machine has (--backend cpu).",
         *index,
-        f"RUN rocmkit install --venv {VENV} --cpu --torch {spec.torch}",
+        f"RUN rocmkit install --venv {VENV} --backend cpu --torch {spec.torch}",
     ]
 
 

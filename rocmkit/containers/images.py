@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from rocmkit.arch import BACKENDS, Backend
 from rocmkit.errors import UsageError
 from rocmkit.matrix.fields import Row, check_keys, did_you_mean, parse_release, read_sources, read_toml, rows
+from rocmkit.plan import Backend as PlanBackend
 from rocmkit.util.paths import matrices_dir
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 FILE = "images.toml"
 LABELS: dict[Backend, str] = {"rocm": "ROCm", "cuda": "CUDA", "cpu": "CPU"}
-# "12.8" or "cu128": what --cuda takes, as `rocmkit resolve --cuda` does.
+# "12.8" or "cu128": a CUDA release as images.toml writes it (and the old CUDA option took it; --backend cu128 gives 12.8).
 _CUDA = re.compile(r"^(?:cu([0-9]{3})|([0-9]{2})\.([0-9]))$")
 
 
@@ -63,9 +64,16 @@ class ImageSpec:
         return ".".join(self.release.split(".")[:2])
 
     @property
+    def backend_tag(self) -> str:
+        """What ``--backend`` names this image's wheels by: rocm6.2, cu128, cpu."""
+        if self.kind == "rocm":
+            return str(PlanBackend.rocm_index(self.release))
+        return self.cuda_tag if self.kind == "cuda" else "cpu"
+
+    @property
     def cuda_tag(self) -> str:
         """ "12.8" -> "cu128", the torch index's name for the CUDA wheels."""
-        return "cu" + self.release.replace(".", "")
+        return str(PlanBackend.cuda_index(self.release))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,14 +230,14 @@ def _torch(text: str, row: Row) -> str:
     return text
 
 
-def cuda_release(text: str, *, what: str = "--cuda") -> str:
+def cuda_release(text: str, *, what: str = "CUDA") -> str:
     """ "12.8" or "cu128" -> "12.8" (a UsageError when it is neither)."""
     m = _CUDA.match(text.strip().lower())
     if m is None:
-        raise UsageError(f"{what} {text!r} is not a CUDA release", "give one like 12.8 or cu128")
+        fix = "give --backend cuXYZ, e.g. cu128 (CUDA 12.8)" if what == "CUDA" else "give one like 12.8 or cu128"
+        raise UsageError(f"{what} {text!r} is not a {'release' if what == 'CUDA' else 'CUDA release'}", fix)
     if m.group(1):
-        digits = m.group(1)
-        return f"{digits[:-1]}.{digits[-1]}"
+        return PlanBackend.parse(m.group(0)).cuda or ""
     return f"{m.group(2)}.{m.group(3)}"
 
 
@@ -263,7 +271,7 @@ def _wheels_for(m: Matrix, kind: Backend, release: str) -> Callable[[Sequence[To
         for r in releases:
             if kind == "rocm" and any(rocm_matches(v.rocm or "", release, m) for v in r.of_kind("rocm")):
                 return True
-            if kind == "cuda" and r.variant("cu" + release.replace(".", "")) is not None:
+            if kind == "cuda" and r.variant(str(PlanBackend.cuda_index(release))) is not None:
                 return True
             if kind == "cpu" and r.of_kind("cpu"):
                 return True
@@ -305,7 +313,7 @@ def _check_cuda_release(release: str) -> None:
 
     m = load_matrix()
     known = sorted(
-        {f"{v.index[2:-1]}.{v.index[-1]}" for r in m.torch_releases for v in r.of_kind("cuda")}, key=release_key
+        {v.cuda or "" for r in m.torch_releases for v in r.of_kind("cuda")}, key=release_key
     )
     if release not in known:
         raise UsageError(
@@ -325,13 +333,13 @@ def choose_spec(
 ) -> ImageSpec:
     """The image for these options; what is not given comes from the first ``[[image]]``
     row of the same kind and release."""
-    named = [n for n, v in (("--rocm", rocm), ("--cuda", cuda), ("--cpu", cpu)) if v]
+    named = [n for n, v in (("rocm", rocm), ("cuda", cuda), ("cpu", cpu)) if v]
     if not named:
         raise UsageError(
-            "say which image to render", "pass --rocm X.Y, --cuda X.Y or --cpu, or --out DIR for every image"
+            "say which image to render", "pass --backend rocmX.Y, cuXYZ or cpu, or --out DIR for every image"
         )
     if len(named) > 1:
-        raise UsageError(f"{' and '.join(named)} name different images", "choose one of them")
+        raise UsageError(f"two backends asked for: {' and '.join(named)}", "give one --backend")
     kind: Backend = "rocm" if rocm else "cuda" if cuda else "cpu"
     if gfx and kind != "rocm":
         raise UsageError("--gfx is for ROCm images", "drop --gfx: a CPU or CUDA image runs on whatever the node has")
@@ -339,7 +347,7 @@ def choose_spec(
     if kind == "cuda":
         release = cuda_release(cuda or "")
         _check_cuda_release(release)
-    # A ROCm base is per minor release; --rocm 6.2.4 (a torch index of its own) starts from 6.2's.
+    # A ROCm base is per minor release; --backend rocm6.2.4 (a torch index of its own) starts from 6.2's.
     images.base(kind, ".".join(release.split(".")[:2]))
     row = next((s for s in images.specs if s.kind == kind and s.release == release), None)
     torch = torch or (row.torch if row else None)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,11 +11,11 @@ from rocmkit.containers.dockerfile import render_all, render_dockerfile
 from rocmkit.containers.images import Images, ImageSpec, choose_spec, cuda_release, load_images
 from rocmkit.errors import UsageError
 from rocmkit.packages import parse_pin
+from rocmkit.util.say import Say
 
 if TYPE_CHECKING:
+    from rocmkit.plan import Backend
     from rocmkit.session import Session
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,9 +37,9 @@ class RenderRequest:
             raise UsageError("--check needs --out DIR", "name the folder that holds the Dockerfiles")
         if self.out is not None and self.output is not None:
             raise UsageError("--out DIR and --output FILE name two places to write", "pass only one of them")
-        named = [n for n, v in (("--rocm", self.rocm), ("--cuda", self.cuda), ("--cpu", self.cpu)) if v]
+        named = [n for n, v in (("rocm", self.rocm), ("cuda", self.cuda), ("cpu", self.cpu)) if v]
         if len(named) > 1:
-            raise UsageError(f"{' and '.join(named)} name different images", "choose one of them")
+            raise UsageError(f"two backends asked for: {' and '.join(named)}", "give one --backend")
         if self.gfx is not None and (self.cuda or self.cpu):
             raise UsageError(
                 "--gfx is for ROCm images", "drop --gfx: a CPU or CUDA image runs on whatever the node has"
@@ -100,7 +99,7 @@ def machine_spec(images: Images, session: Session, *, say: Say | None = None) ->
         what = f"{backend} wheels" if plan.torch_version else f"{plan.framework} only"
         raise UsageError(
             f"this machine's plan is {what}, for which rocmkit renders no image",
-            "name the image: --rocm X.Y --gfx LIST, --cuda X.Y or --cpu (or --out DIR for every image in the matrix)",
+            "name the image: --backend rocmX.Y --gfx LIST, --backend cuXYZ or --backend cpu (or --out DIR for every image in the matrix)",
         )
     planned = plan.torch_version.split("+", 1)[0]
     # A planned build known only from upstream's build lists (no index confirmed it): the
@@ -111,7 +110,7 @@ def machine_spec(images: Images, session: Session, *, say: Say | None = None) ->
     if kind == "cpu":
         spec = choose_spec(images, cpu=True, torch=torch)
     elif kind == "cuda":
-        spec = choose_spec(images, cuda=backend, torch=torch)
+        spec = choose_spec(images, cuda=str(backend), torch=torch)
     else:
         amd = [g for g in session.machine().amd_gpus if g.visible and g.arch]
         # An iGPU beside discrete GPUs is hidden by the plan (HIP_VISIBLE_DEVICES): not an image arch.
@@ -119,7 +118,7 @@ def machine_spec(images: Images, session: Session, *, say: Say | None = None) ->
         gfx = list(dict.fromkeys(a for a in discrete if a)) or list(plan.target_archs) or None
         # The plan's own index release (rocm6.2.4 is an index apart from rocm6.2): the image's
         # base is that minor release's, its install names the index the plan used.
-        spec = choose_spec(images, rocm=backend.removeprefix("rocm"), torch=torch, gfx=gfx)
+        spec = choose_spec(images, rocm=backend.rocm, torch=torch, gfx=gfx)
     if plan.platform:  # aarch64 or WSL2: the image is built and run for it (docs/platforms.md)
         spec = dataclasses.replace(spec, platform=plan.platform)
     if confirmed is not None and say is not None:
@@ -133,19 +132,16 @@ def machine_spec(images: Images, session: Session, *, say: Say | None = None) ->
 
 def options(spec: ImageSpec, *, torch: str | None = None) -> str:
     """The ``docker render`` options that name ``spec`` (with another torch release)."""
-    kind = {"cpu": "--cpu", "cuda": f"--cuda {spec.release}", "rocm": f"--rocm {spec.release}"}[spec.kind]
     gfx = f" --gfx {','.join(spec.gfx)}" if spec.gfx else ""
-    return f"{kind} --torch {torch or spec.torch}{gfx}"
+    return f"--backend {spec.backend_tag} --torch {torch or spec.torch}{gfx}"
 
 
-def _kind_of(backend: str) -> str | None:
-    """The image a plan's backend makes: "rocm6.2" -> rocm, "cu128" -> cuda, "cpu" -> cpu;
-    None for one no image renders (an AMD channel's "therock-gfx1151")."""
-    if backend.startswith("rocm"):
-        return "rocm"
-    if backend.startswith("cu") and backend[2:].isdigit() and len(backend) == 5:
-        return "cuda"
-    return "cpu" if backend == "cpu" else None
+def _kind_of(backend: Backend) -> str | None:
+    """The image a plan's backend makes: rocm6.2 -> rocm, cu128 -> cuda, cpu -> cpu; None for one
+    no image renders (an AMD channel's amd-nightly-gfx1151, a JAX plugin family, xpu)."""
+    if not backend.pytorch_index or backend.kind not in ("rocm", "cuda", "cpu"):
+        return None
+    return backend.kind
 
 
 def _fallback_torch(fallback: tuple[str, ...]) -> str | None:

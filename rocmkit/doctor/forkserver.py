@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ class ForkServer(ForkClient):
         preload: tuple[str, ...] = (),
         modules: tuple[str, ...] = (),
         output_cap: int = OUTPUT_CAP_BYTES,
+        env: Mapping[str, str] | None = None,
+        what: str = "doctor's worker",
     ) -> None:
         super().__init__(Path(tempfile.mkdtemp(prefix="rocmkit-doctor-")))
         self.ctx = ctx
@@ -57,6 +60,8 @@ class ForkServer(ForkClient):
         self.preload = preload
         self.modules = modules
         self.output_cap = output_cap
+        self.env = dict(env or {})  # on top of the checks' environment (JAX_PLATFORMS for jax's worker)
+        self.what = what
         self.imports: list[dict[str, Any]] = []  # per worker start: what it imported, in how long
 
     def start_worker(self) -> PreforkProcess:
@@ -65,7 +70,7 @@ class ForkServer(ForkClient):
         executable = str(self.python.executable) if self.python is not None else sys.executable
         worker = PreforkProcess.start(
             executable,
-            env=isolate.child_env(self.ctx, shim=shim),
+            env={**isolate.child_env(self.ctx, shim=shim), **self.env},
             # Not the user's folder: a stray torch/ or triton.py there would shadow the real ones.
             cwd=self.folder,
             preload=self.preload,

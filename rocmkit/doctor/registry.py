@@ -54,6 +54,8 @@ CHECK_MODULES: tuple[str, ...] = (
 
 # "live": looks at this running machine or Python (not at a capture's facts).
 Need = Literal["torch", "triton", "gpu", "transformers", "live", "jax"]
+# The warm workers a pristine check may fork from (Check.worker).
+Worker = Literal["jax"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +123,10 @@ class Check:
     # doctor's warm worker): e.g. one that must import torch under changed
     # *_VISIBLE_DEVICES. Implies isolated.
     pristine: bool = False
+    # A pristine check that may fork from a warm worker of its own instead of a fresh
+    # interpreter: "jax" is a worker of the checked Python that imported jax alone, with
+    # JAX_PLATFORMS set (rocmkit.doctor.run.jax_server); None: spawned, one interpreter each.
+    worker: Worker | None = None
     # Runs with no other check beside it: its verdict is a measured speedup or bandwidth
     # that concurrent checks would distort.
     exclusive: bool = False
@@ -155,6 +161,7 @@ def check(
     isolated: bool = False,
     timeout_s: float = 60.0,
     pristine: bool = False,
+    worker: Worker | None = None,
     options: Mapping[str, str] | None = None,
     exclusive: bool = False,
     python_facts: bool = False,
@@ -184,9 +191,10 @@ def check(
             func=run,
             module=func.__module__,
             needs=frozenset(needs),
-            isolated=isolated or pristine,
+            isolated=isolated or pristine or worker is not None,
             timeout_s=timeout_s,
-            pristine=pristine,
+            pristine=pristine or worker is not None,
+            worker=worker,
             options=dict(options or {}),
             option_kinds=dict(option_kinds or {}),
             exclusive=exclusive,

@@ -223,6 +223,7 @@ def run_checks(
     level: int = 1,
     jobs: int = 1,
     server: ForkServer | None = None,
+    workers: Mapping[str, ForkServer] | None = None,
 ) -> list[CheckResult]:
     """Run ``selected`` and return their results in ``selected``'s order. ``level``: the
     level asked for; from 1 on, torch (or Triton next to torch) missing from the checked
@@ -235,7 +236,7 @@ def run_checks(
     failure skips it. ``on_result`` is called in ``selected``'s order whatever the order
     the checks end in, so progress and the report read the same on every run."""
     pending = list(selected)
-    plan = _Schedule(pending, ctx, timeout_scale, python, level, server)
+    plan = _Schedule(pending, ctx, timeout_scale, python, level, server, workers or {})
     if jobs <= 1:
         return plan.run_serial(on_start, on_result)
     return plan.run_parallel(jobs, on_start, on_result)
@@ -252,6 +253,7 @@ class _Schedule:
         python: PyEnv | None,
         level: int,
         server: ForkServer | None,
+        workers: Mapping[str, ForkServer],
     ) -> None:
         self.pending = pending
         self.ctx = ctx
@@ -259,6 +261,7 @@ class _Schedule:
         self.python = python
         self.level = level
         self.server = server
+        self.workers = workers  # Check.worker -> its warm worker (jax's)
         self.out: list[list[CheckResult] | None] = [None] * len(pending)
         self.broken: dict[str, Why] = {}  # need -> why later checks needing it are not run
         self.emitted = 0
@@ -291,6 +294,10 @@ class _Schedule:
                     if self.out[i] is not None or i in running.values() or not self.ready(i):
                         continue
                     if chk.exclusive and running:
+                        if any(self.pending[r].long_running for r in running.values()):
+                            # It cannot start before the compile beside it ends anyway: meanwhile
+                            # the short checks after it use the free core instead of idling.
+                            continue
                         break  # it starts alone, once what runs has ended; nothing overtakes it
                     if on_start is not None:
                         on_start(chk)
@@ -309,8 +316,9 @@ class _Schedule:
         except KeyboardInterrupt:
             # Ctrl-C: stop every running fork (closing the worker kills their groups), keep
             # what ran and say plainly what did not, so the partial report is honest.
-            if self.server is not None:
-                self.server.close()
+            for forks in (self.server, *self.workers.values()):
+                if forks is not None:
+                    forks.close()
             self.interrupted(set(running.values()))
             self.emit(on_result)
         finally:
@@ -320,14 +328,11 @@ class _Schedule:
     def start_order(self) -> list[int]:
         """The order checks are offered a free slot in: a ``long_running`` check first (a real
         compile that outlasts the rest: started late it runs alone at the end, started early
-        the short checks fill the other cores beside it), never past an exclusive check still
-        to run; then the selected order. Results are reported in the selected order anyway."""
-        early: list[int] = []
-        for i, chk in enumerate(self.pending):
-            if any(self.pending[j].exclusive and self.out[j] is None for j in range(i)):
-                break
-            if chk.long_running:
-                early.append(i)
+        the short checks fill the other cores beside it), even ahead of an exclusive check, which
+        then waits for it while the short checks after it run beside the compile (an exclusive
+        check runs alone either way, so this costs it nothing and saves the compile waiting on
+        it); then the selected order. Results are reported in the selected order anyway."""
+        early = [i for i, chk in enumerate(self.pending) if chk.long_running]
         return [*early, *(i for i in range(len(self.pending)) if i not in early)]
 
     def ready(self, i: int) -> bool:
@@ -379,7 +384,13 @@ class _Schedule:
         if not in_child(chk, python):
             return isolate.call_check(chk, ctx)
         budget = chk.timeout_s * self.timeout_scale
-        if self.server is not None and not chk.pristine:
+        named = self.workers.get(chk.worker) if chk.worker is not None else None
+        if named is not None:
+            try:
+                return named.run(chk, ctx, timeout_s=budget)
+            except WorkerUnavailable:
+                pass  # that worker cannot run it: a fresh interpreter, as a pristine check had
+        elif self.server is not None and not chk.pristine:
             try:
                 return self.server.run(chk, ctx, timeout_s=budget)
             except WorkerUnavailable:
@@ -533,6 +544,28 @@ def fork_server(selected: Sequence[Check], ctx: CheckContext, python: PyEnv) -> 
     return ForkServer(ctx, python=python, preload=preload, modules=modules)
 
 
+def jax_server(selected: Sequence[Check], ctx: CheckContext, python: PyEnv) -> ForkServer | None:
+    """The warm worker of the jax checks (``worker="jax"``): a fresh interpreter of the checked
+    Python that imports jax alone (no torch, which a jax venv need not have), with
+    JAX_PLATFORMS pinned before the import as each check pins it, so the checks fork from it
+    instead of each importing jax again (about 1 s each). A plugin that cannot load still fails
+    loudly: the backend starts in each fork (``jax.devices()``), never in the worker. None where
+    no such check runs or the Python has no jax (jax.import then says so from a spawned child)."""
+    forked = [c for c in selected if c.worker == "jax" and missing_need(c, ctx, python) is None]
+    if not forked or not python.has("jax"):
+        return None
+    from rocmkit.doctor.checks.jaxchecks import expected_platform
+
+    return ForkServer(
+        ctx,
+        python=python,
+        preload=("jax",),
+        modules=tuple(dict.fromkeys(c.module for c in forked)),
+        env={"JAX_PLATFORMS": expected_platform(ctx.backend)},
+        what="doctor's jax worker",
+    )
+
+
 def image_build(machine: Machine) -> bool:
     """A container image build, seen from inside: the GPU was named with ``ROCMKIT_GFX`` (the
     documented way to check or resolve without a GPU at hand) and no ``/dev/kfd`` exists, since
@@ -598,6 +631,9 @@ def doctor(
         python=None if py.own else py,
     )
     server = fork_server(selected, ctx, py) if opts.isolation == "fork" else None
+    workers = {"jax": w} if opts.isolation == "fork" and (w := jax_server(selected, ctx, py)) else {}
+    for warm in workers.values():
+        warm.prestart()  # jax imports on the other core while the main worker imports torch
     sku = gpu_model(machine, ctx.backend, selected)
     hook = on_result
     if on_result is not None and sku is not None:
@@ -615,14 +651,17 @@ def doctor(
             on_result=hook,
             python=py,
             level=opts.level,
-            jobs=opts.jobs or (usable_cores() if server is not None else 1),
+            jobs=opts.jobs or (usable_cores() if server is not None or workers else 1),
             server=server,
+            workers=workers,
         )
     finally:
         if server is not None:
             # The worker's exit (torch's teardown, on a busy node seconds) is a wait like any other.
             with shared_ticker().task("worker", phase="stopping the doctor's worker"):
                 server.close()
+        for warm in workers.values():
+            warm.close()
     if sku is not None:
         from rocmkit.doctor.sku import apply_floors
 

@@ -10,9 +10,10 @@ Three modules, one direction: the request (what was asked) <- prepare (what it r
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from rocmkit.util.say import Say
 
 if TYPE_CHECKING:
     from rocmkit.install.flow import Options, Outcome
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
     from rocmkit.install.request import InstallRequest
     from rocmkit.plan import Plan
     from rocmkit.session import Session
-
-Say = Callable[[str], None]
 
 
 def carry_out(req: InstallRequest, say: Say, session: Session | None = None) -> Outcome:

@@ -31,9 +31,9 @@ def with_packages_of(values: tuple[str, ...], *, companions: bool) -> tuple[str,
         req = Requirement(item)
         if canonicalize_name(req.name) in NEEDS_TORCHVISION and not companions:
             raise UsageError(
-                f"--with {req.name} needs torchvision, and --no-companions leaves it out: pip would fetch "
+                f"--with {req.name} needs torchvision, and --skip companions leaves it out: pip would fetch "
                 "a torchvision built for another torch",
-                "drop --no-companions so the torchvision built for this torch is installed",
+                "drop --skip companions so the torchvision built for this torch is installed",
             )
     return out
 

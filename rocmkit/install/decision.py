@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit.install.existing import keeps
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import Constraints
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def decide(
     from rocmkit.companions.data import load_companions
     from rocmkit.companions.resolve import pair_with, pairing_constraints
 
-    def replan(torch: str, index: str) -> Plan:
+    def replan(torch: str, index: Backend) -> Plan:
         named = dataclasses.replace(cons, **pairing_constraints(torch, index))  # type: ignore[arg-type]
         return hold(session.plan(named, fallbacks=fallbacks))
 
@@ -68,7 +68,7 @@ def _served_candidate(
     wanted: tuple[str, ...],
     session: Session,
     fallbacks: Sequence[tuple[str, bool]],
-    replan: Callable[[str, str], Plan],
+    replan: Callable[[str, Backend], Plan],
 ) -> Plan:
     """When a ``--with`` package needs a companion the sources do not serve for the planned torch
     (timm needs torchvision), the first older release, newest first and within the live check's
@@ -96,7 +96,7 @@ def _served_candidate(
         if older >= Version(now.public) or (here is not None and here - series.index(release.series) > WINDOW_SERIES):
             continue
         try:
-            candidate = replan(release.version, now.local or plan.backend)
+            candidate = replan(release.version, (Backend.read(now.local) if now.local else None) or plan.backend)
         except NoPlanError:
             continue
         pins = {requirement_name(r) for r in candidate.requirements}

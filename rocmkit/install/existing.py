@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from rocmkit.errors import UsageError, rerun
 from rocmkit.packages import canonical, parse_pin
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import Constraints
 
 
@@ -32,14 +32,15 @@ class Kept:
     def constraints(self, base: Constraints) -> Constraints:
         """``base`` narrowed to this build: its release, and the backend its local label names."""
         version = Version(self.torch)
-        local = version.local or ""
         fields: dict[str, object] = {"torch": version.public}
-        if local == "cpu":
-            fields["cpu"] = True
-        elif local.startswith("rocm"):
-            fields["rocm"] = local[4:]
-        elif local.startswith("cu") and local[2:].isdigit():
-            fields["cuda"] = f"{local[2:-1]}.{local[-1]}"
+        named = Backend.read(version.local or "")
+        if named is not None and named.pytorch_index:
+            if named.kind == "cpu":
+                fields["cpu"] = True
+            elif named.rocm:
+                fields["rocm"] = named.rocm
+            elif named.cuda:
+                fields["cuda"] = named.cuda
         return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
 
     def reason(self) -> str:
@@ -99,7 +100,7 @@ def kept_torch(prefix: Path) -> Kept | None:
 
 def keeps(cons: Constraints, prefix: Path | None, *, with_packages: bool, upgrade: bool) -> Kept | None:
     """The venv's rocmkit torch to keep for a ``--with`` plan, unless ``--upgrade`` or the
-    constraints already name a build (--torch/--rocm/--cuda/--cpu: the user chose)."""
+    constraints already name a build (--torch/--backend: the user chose)."""
     if prefix is None or not with_packages or upgrade:
         return None
     if cons.torch or cons.rocm or cons.cuda or cons.cpu or cons.frameworks != ("torch",) or cons.channel != "stable":

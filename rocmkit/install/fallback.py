@@ -29,7 +29,7 @@ def _pin_of(requirements: tuple[str, ...], project: str) -> str | None:
 def fallback_plan(plan: Plan) -> Plan:
     """``plan`` with its fallback's pins (same index, same environment), marked as such."""
     reqs = plan.fallback
-    rocm = plan.backend.startswith("rocm")
+    rocm = plan.backend.rocm is not None
     # torch, and a ROCm build's Triton, are required; the rest (torchvision, torchaudio, the CPU
     # plan's interpreter Triton and numpy) are companions, as resolve marks them.
     required = {

@@ -18,7 +18,7 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,8 +44,7 @@ from rocmkit.plan import Plan, WithPackage
 from rocmkit.proc.runner import CommandResult, on_child_started
 from rocmkit.pyenv import PyEnv
 from rocmkit.util.atomicio import write_text_atomic
-
-Echo = Callable[[str], None]
+from rocmkit.util.say import Say
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +93,7 @@ class Outcome:
             "action": self.action,
             "target": self.target,
             "installer": self.installer,
-            "backend": self.plan.backend if self.plan else None,
+            "backend": str(self.plan.backend) if self.plan else None,
             "requirements": list(self.plan.requirements) if self.plan else [],
             "index_urls": [redact_text(u) for u in self.sources.index_urls],
             "find_links": [redact_text(u) for u in self.sources.find_links],
@@ -107,7 +106,7 @@ class Outcome:
         }
 
 
-def _progress(echo: Echo, show: bool) -> LineSink:
+def _progress(echo: Say, show: bool) -> LineSink:
     if not show:
         return None
     from rocmkit.util.ticker import current_task
@@ -145,7 +144,7 @@ HEARTBEAT_S = 30.0
 
 
 @contextmanager
-def _heartbeat(echo: Echo, label: str, every: float = HEARTBEAT_S, phase: str | None = None) -> Iterator[None]:
+def _heartbeat(echo: Say, label: str, every: float = HEARTBEAT_S, phase: str | None = None) -> Iterator[None]:
     """While a long step runs: on a terminal the status line (util/ticker.py), redrawn as it
     goes with the step's last output line and the bytes its process has written (uv unpacking
     wheels into its cache, pip saving them); elsewhere a line every ``every`` seconds, since pip
@@ -181,7 +180,7 @@ def checked_sources(
     requirements: tuple[str, ...],
     target: PyEnv,
     opts: Options,
-    echo: Echo,
+    echo: Say,
     notes: list[str],
     companions: tuple[str, ...] = (),
 ) -> tuple[Sources, tuple[str, ...]]:
@@ -231,7 +230,7 @@ def planned_requirements(
     plan: Plan,
     target: PyEnv,
     opts: Options,
-    echo: Echo,
+    echo: Say,
     notes: list[str],
     installer: str,
     *,
@@ -244,9 +243,9 @@ def planned_requirements(
     dropped = tuple(r for r in plan.requirements if r not in wanted)
     if not opts.companions:
         if dropped:
-            echo(f"rocmkit: --no-companions: leaving out {', '.join(dropped)}")
+            echo(f"rocmkit: --skip companions: leaving out {', '.join(dropped)}")
         else:
-            echo("rocmkit: --no-companions: the plan marks no companions (made by an older rocmkit?)")
+            echo("rocmkit: --skip companions: the plan marks no companions (made by an older rocmkit?)")
     kept = _kept_sources(plan, wanted, target, opts, echo, notes)
     if kept is not None:
         sources, missing = kept
@@ -289,7 +288,7 @@ def _installed(target: PyEnv) -> dict[str, str]:
 
 
 def _kept_sources(
-    plan: Plan, wanted: tuple[str, ...], target: PyEnv, opts: Options, echo: Echo, notes: list[str]
+    plan: Plan, wanted: tuple[str, ...], target: PyEnv, opts: Options, echo: Say, notes: list[str]
 ) -> tuple[Sources, tuple[str, ...]] | None:
     """A venv that already holds every required pin of the plan (the torch rocmkit installed,
     kept) needs nothing from torch's index: when that index does not answer, the plan's other
@@ -319,7 +318,7 @@ def _kept_sources(
     if probe.ok:
         return None
     check_source_urls(rest, lambda m: echo(f"rocmkit: {m}"), allow=opts.allow_insecure_index)
-    local = "+" + plan.backend
+    local = f"+{plan.backend}"
     left = tuple(r for r in wanted if not holds(r) and local in r)
     said = (
         f"WARNING: {probe.describe()}; {target.prefix} holds {', '.join(r for r in wanted if holds(r))} already "
@@ -353,14 +352,14 @@ def check_fits(plan: Plan, target: PyEnv) -> None:
         )
 
 
-def _say_not_locked(plan: Plan, into: str, echo: Echo, notes: list[str]) -> None:
+def _say_not_locked(plan: Plan, into: str, echo: Say, notes: list[str]) -> None:
     for package in source_builds(plan):
         why = f"{package.requirement} is built from source against the installed torch: {into} does not hold it"
         echo(f"rocmkit: {why}")
         notes.append(why)
 
 
-def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Echo) -> Outcome:
+def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Say) -> Outcome:
     check_fits(plan, target)
     if target.is_venv:
         # pip reads it, the guard rewrites it: one that is not an INI file is one line now.
@@ -390,7 +389,7 @@ def write_lock(plan: Plan, target: PyEnv, path: Path, opts: Options, echo: Echo)
     )
 
 
-def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, echo: Echo) -> Outcome:
+def download_wheelhouse(plan: Plan, target: PyEnv, folder: Path, opts: Options, echo: Say) -> Outcome:
     if not pip_available(target):
         raise ToolError(
             "--download-only needs pip (uv has no download command)", "`pip install pip` next to rocmkit"
@@ -454,7 +453,7 @@ def install(
     plan: Plan,
     target: PyEnv,
     opts: Options,
-    echo: Echo,
+    echo: Say,
     *,
     spec: InstallSpec | None = None,
 ) -> Outcome:
@@ -519,7 +518,7 @@ def _transaction(
     plan: Plan,
     target: PyEnv,
     opts: Options,
-    echo: Echo,
+    echo: Say,
     installer: Installer,
     spec: InstallSpec,
     guarded: bool,
@@ -552,7 +551,7 @@ def _journaled(
     plan: Plan,
     target: PyEnv,
     opts: Options,
-    echo: Echo,
+    echo: Say,
     installer: Installer,
     spec: InstallSpec,
     guarded: bool,
@@ -568,7 +567,7 @@ def _journaled(
             left = tuple(r for r in plan.requirements if r not in guarded_plan.requirements)
             guard.write_guard(target.prefix, guarded_plan, left)
         elif unguard and guard.remove_guard(target.prefix):
-            echo(f"rocmkit: removed the earlier guard of {target.prefix} (--no-guard)")
+            echo(f"rocmkit: removed the earlier guard of {target.prefix} (--skip guard)")
         if tx.before.dists:
             # The dry run names what the install would replace, so it is backed up first.
             with _heartbeat(echo, f"{installer.name} dry run", phase="finding what the install would replace"):
@@ -669,7 +668,7 @@ def _dry_run(
     installer: Installer,
     spec: InstallSpec,
     guarded: bool,
-    echo: Echo,
+    echo: Say,
     notes: list[str],
 ) -> Outcome:
     changes, result = installer.dry_run(spec)

@@ -51,6 +51,7 @@ from rocmkit.pyenv import PyEnv
 from rocmkit.util import trust
 from rocmkit.util.atomicio import write_bytes_atomic, write_text_atomic
 from rocmkit.util.paths import cache_dir
+from rocmkit.util.say import Say
 
 SCHEMA = "rocmkit.journal/2"
 JOURNAL_NAME = "rocmkit-journal.json"
@@ -58,7 +59,6 @@ SEAL_NAME = "journal-seal.json"
 SEAL_SCHEMA = "rocmkit.journal-seal/1"
 # The before-state of a large environment is ~100 KiB; anything far past that is not ours.
 MAX_JOURNAL_BYTES = 32 * 1024 * 1024
-Echo = Callable[[str], None]
 # How to clear a journal rocmkit refuses: the environment is checked by hand first.
 CLEAR = "check the environment by hand (pip freeze), then delete {path}"
 
@@ -448,7 +448,7 @@ def read(target: PyEnv) -> Journal | None:
     return journal
 
 
-def stop_leftovers(journal: Journal, echo: Echo) -> None:
+def stop_leftovers(journal: Journal, echo: Say) -> None:
     """SIGKILL the process group of each pip/uv the dead install left running.
 
     Every command rocmkit runs leads its own session, so its pid is its group's id.
@@ -479,7 +479,7 @@ def stop_leftovers(journal: Journal, echo: Echo) -> None:
             time.sleep(0.1)
 
 
-def recover(target: PyEnv, restore: Callable[[Journal], Any], echo: Echo) -> bool:
+def recover(target: PyEnv, restore: Callable[[Journal], Any], echo: Say) -> bool:
     """Finish the restore an interrupted install left, if it left one; True when it did.
 
     ``restore(journal)`` puts the environment back and returns a report with

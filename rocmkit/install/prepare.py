@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit.errors import DataError
+from rocmkit.util.say import Say
 
 if TYPE_CHECKING:
     from rocmkit.install.base import InstallSpec
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from rocmkit.plan import Plan
     from rocmkit.pyenv import PyEnv
     from rocmkit.session import Session
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,7 +186,7 @@ def _plan(
     """The plan to carry out, the options (a lock without a plan turns guard and checks off), and
     the locked install spec when a lock or wheelhouse says exactly what to install."""
     from rocmkit.install import flow
-    from rocmkit.plan import Plan
+    from rocmkit.plan import Backend, Plan
 
     if inputs.locked is not None:
         import tempfile
@@ -196,7 +194,7 @@ def _plan(
         plan = inputs.locked.plan
         if plan is None:
             plan = Plan(
-                backend="unknown", requirements=tuple(f"{e.name}=={e.version}" for e in inputs.locked.entries)
+                backend=Backend(kind=None, source="lock"), requirements=tuple(f"{e.name}=={e.version}" for e in inputs.locked.entries)
             )
             options = dataclasses.replace(options, verify=False, guard=False)
             say("rocmkit: the lock carries no rocmkit plan; installing it without guard or verification")

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmkit.install import journal
-from rocmkit.install.journal import Echo
+from rocmkit.util.say import Say
 
 if TYPE_CHECKING:
     from rocmkit.install.base import Installer
     from rocmkit.pyenv import PyEnv
 
 
-def recover_for_python(python: Path, echo: Echo) -> bool:
+def recover_for_python(python: Path, echo: Say) -> bool:
     """For commands that use a venv without installing (``doctor``): True when a killed
     install's restore was finished here."""
     # venv/bin/python -> venv: checked before starting any process or importing the restore
@@ -45,7 +45,7 @@ def recover_for_python(python: Path, echo: Echo) -> bool:
         return False
 
 
-def recover_pending(target: PyEnv, installer: Installer, echo: Echo) -> bool:
+def recover_pending(target: PyEnv, installer: Installer, echo: Say) -> bool:
     """Finish the restore of an install that was killed (kill -9, OOM) in ``target``; the
     caller holds the environment's lock (:func:`rocmkit.install.journal.exclusive`)."""
     from rocmkit.install.transaction import restore_state
@@ -55,7 +55,7 @@ def recover_pending(target: PyEnv, installer: Installer, echo: Echo) -> bool:
 
 
 @contextmanager
-def signals_deferred(echo: Echo, *, reraise: bool = True) -> Iterator[None]:
+def signals_deferred(echo: Say, *, reraise: bool = True) -> Iterator[None]:
     """While a restore runs, SIGINT/SIGTERM/SIGHUP wait: a second Ctrl-C must not leave
     half a restore (the journal would still finish it later, but now is better).
     ``reraise``: act on a deferred signal afterwards (not when already unwinding from one)."""

@@ -8,7 +8,7 @@ Messages go to the ``say`` callback (the CLI's stderr); the outcome is returned 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -18,8 +18,6 @@ from rocmkit.errors import UsageError
 if TYPE_CHECKING:
     from rocmkit.install.flow import Options
     from rocmkit.install.installers import InstallerChoice
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,8 +98,8 @@ class InstallRequest:
         )
         if self.installs_exact_list and resolving:
             raise UsageError(
-                "a lock or wheelhouse fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
-                " (nor --framework, --jax)"
+                "a lock or wheelhouse fixes the builds; --torch/--backend/--strict-data/--capture do not apply"
+                " (nor --framework)"
             )
         for name, seconds in (
             ("--net-timeout", self.net_timeout),
@@ -117,14 +115,14 @@ class InstallRequest:
         if self.plan_file and resolving:
             # Silently installing the saved plan would ignore what the user asked for.
             raise UsageError(
-                "a plan file fixes the builds; --torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply"
-                " (nor --framework, --jax)",
+                "a plan file fixes the builds; --torch/--backend/--strict-data/--capture do not apply"
+                " (nor --framework)",
                 ("drop them", "drop --plan to resolve afresh"),
             )
         if self.no_companions and self.installs_exact_list:
             raise UsageError(
-                "a lock or wheelhouse installs its exact list; --no-companions does not apply",
-                "make the lock or wheelhouse with --no-companions instead",
+                "a lock or wheelhouse installs its exact list; --skip companions does not apply",
+                "make the lock or wheelhouse with --skip companions instead",
             )
         if self.venv is not None:
             check_venv_path(self.venv)

@@ -22,8 +22,7 @@ from rocmkit.install.base import Installer, InstallSpec, LineSink
 from rocmkit.plan import WithPackage
 from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv
-
-Echo = Callable[[str], None]
+from rocmkit.util.say import Say
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +74,7 @@ def build_against_torch(
     target: PyEnv,
     installer: Installer,
     base: InstallSpec,
-    echo: Echo,
+    echo: Say,
     on_line: LineSink,
     failed: Callable[[str, CommandResult], ToolError],
 ) -> None:

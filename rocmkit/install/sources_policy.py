@@ -3,7 +3,7 @@
 A plan or lock names its indexes, and a plan may come from anyone. Over plain
 http anyone on the path can swap the wheels (a torch wheel runs code at
 import); a ``file://`` index reads whatever that folder holds. Both are
-refused unless the user asks for them (``--allow-insecure-index`` or
+refused unless the user asks for them (``--allow insecure-index`` or
 ``ROCMKIT_ALLOW_INSECURE_INDEX=1``), and then each use is warned about. An
 http index on the loopback interface (a local mirror, the tests' index) never
 crosses a network and is allowed.
@@ -45,6 +45,6 @@ def check_source_urls(urls: Iterable[str], warn: Callable[[str], None], *, allow
         if not allowed:
             raise UsageError(
                 f"index {redact_text(url)} is not https: its wheels could be swapped on the way",
-                ("use an https mirror", rerun("--allow-insecure-index") + f"   # or {ALLOW_ENV}=1, if you trust the path"),
+                ("use an https mirror", rerun("--allow", "insecure-index") + f"   # or {ALLOW_ENV}=1, if you trust the path"),
             )
-        warn(f"WARNING: using the insecure index {redact_text(url)} (--allow-insecure-index)")
+        warn(f"WARNING: using the insecure index {redact_text(url)} (--allow insecure-index)")

@@ -123,6 +123,6 @@ def select_target(
     if marker is not None and not break_system_packages:
         raise UnsafeEnvironmentError(
             f"{python} is an externally managed system Python (PEP 668 marker {marker})",
-            (rerun("--venv", ".venv") + "   # a venv of its own", rerun("--break-system-packages") + "   # if you mean it"),
+            (rerun("--venv", ".venv") + "   # a venv of its own", rerun("--allow", "system-packages") + "   # if you mean it"),
         )
     return target, created

@@ -9,7 +9,6 @@ distribution is the pinned one and ``import triton`` works.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -110,18 +109,6 @@ class Verification:
         return "verification failed: " + "; ".join(self.problems)
 
 
-def expected_backend(backend: str) -> tuple[str, str | None]:
-    """("rocm", "6.2") / ("cuda", "12.8") / ("cpu", None) from a plan backend name."""
-    if backend.startswith("rocm"):
-        return "rocm", backend[len("rocm") :] or None
-    if backend.startswith(("therock", "amd-")):
-        return "rocm", None
-    match = re.fullmatch(r"cu(\d+)(\d)", backend)
-    if match:
-        return "cuda", f"{match.group(1)}.{match.group(2)}"
-    return "cpu", None
-
-
 def check_facts(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     """What in ``facts`` (from the child) contradicts ``plan``."""
     problems: list[str] = []
@@ -130,7 +117,7 @@ def check_facts(plan: Plan, facts: Mapping[str, object]) -> list[str]:
     torch_version = str(facts.get("torch"))
     if plan.torch_version and torch_version != plan.torch_version:
         problems.append(f"torch is {torch_version}, the plan installs {plan.torch_version}")
-    kind, version = expected_backend(plan.backend)
+    kind, version = plan.backend.kind, plan.backend.toolkit
     hip, cuda = facts.get("hip"), facts.get("cuda")
     if kind == "rocm":
         if not hip:
@@ -142,7 +129,7 @@ def check_facts(plan: Plan, facts: Mapping[str, object]) -> list[str]:
             problems.append(f"torch.version.cuda is empty: this torch is not a CUDA build (hip={hip})")
         elif version and str(cuda) != version and not str(cuda).startswith(version + "."):
             problems.append(f"torch.version.cuda is {cuda}, the plan is for CUDA {version}")
-    elif hip or cuda:
+    elif kind == "cpu" and (hip or cuda):
         problems.append(f"the plan is a CPU build but torch reports hip={hip} cuda={cuda}")
     if plan.triton:
         parsed = parse_pin(plan.triton)

@@ -27,7 +27,7 @@ SYSTEM_LIB = "/opt/rocm/lib"
 
 def applies(plan: Plan) -> bool:
     """A ROCm plan for WSL2 (``plan.platform``, set by resolve/platform.py)."""
-    return (plan.platform or "").startswith("wsl2-") and plan.backend.startswith("rocm") and "torch" in plan.framework
+    return (plan.platform or "").startswith("wsl2-") and plan.backend.rocm is not None and "torch" in plan.framework
 
 
 def torch_libs(target: PyEnv) -> tuple[Path, ...]:

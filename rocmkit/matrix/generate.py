@@ -29,10 +29,12 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from rocmkit.matrix.model import release_key
 from rocmkit.matrix.upstream import testinfra, therock
 from rocmkit.matrix.upstream.testinfra import ReleaseBuild, Snapshot, releases_from_history
 from rocmkit.packages import torch_requirement
 from rocmkit.pkgindex.pages import IndexFile, Metadata, ProjectPage, Wheel
+from rocmkit.plan import Backend
 
 GENERATED_PREFIXES = ("pypi_", "ti_", "therock_gen_", "pt_")
 COMPANION_WINDOW_DAYS = 1  # a companion is published with its torch (same day, give or take)
@@ -122,7 +124,7 @@ def cuda_of_requires(requires: tuple[str, ...]) -> str | None:
         for rx in _CUDA_REQ:
             m = rx.match(spec)
             if m:
-                return f"cu{m.group(1)}{m.group(2)}"
+                return str(Backend.cuda_index(f"{m.group(1)}.{m.group(2)}"))
     return None
 
 
@@ -141,10 +143,11 @@ def _release_sort(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _index_order(index: str) -> tuple[int, tuple[int, ...]]:
-    if index.startswith("rocm"):
-        return (0, tuple(int(p) for p in index[4:].split(".")))
-    if index.startswith("cu"):
-        return (1, (int(index[2:]),))
+    backend = Backend.parse(index)
+    if backend.rocm is not None:
+        return (0, release_key(backend.rocm))
+    if backend.cuda is not None:
+        return (1, release_key(backend.cuda))
     return (2, ())
 
 
@@ -459,7 +462,7 @@ def _ensure_rocm_indexes(tdoc: dict[str, Any], rows: dict[str, dict[str, Any]], 
         str(v["index"])
         for r in rows.values()
         for v in r.get("variants", [])
-        if str(v["index"]).startswith("rocm")
+        if Backend.parse(str(v["index"])).rocm is not None
     }
     for name in sorted(needed - set(known), key=_index_order):
         newest = max(known.values(), key=lambda r: _index_order(str(r["name"])))
@@ -490,7 +493,7 @@ def _rocm_archs_from_script(
 
     snap = inputs.build_scripts[-1]
     for row in tdoc.get("rocm_index", []):
-        rocm = str(row["name"]).removeprefix("rocm")
+        rocm = Backend.parse(str(row["name"])).rocm or ""
         try:
             if not pytorch.names_version(snap.text, rocm):
                 continue

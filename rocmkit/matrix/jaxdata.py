@@ -15,11 +15,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from packaging.version import Version
 
 from rocmkit import arch as gfx
+from rocmkit.arch import GPU_BACKENDS, GpuBackend
 from rocmkit.errors import DataError
 from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, table
 from rocmkit.matrix.model import Fact, PythonSpan
@@ -27,13 +28,10 @@ from rocmkit.matrix.model import Fact, PythonSpan
 FILE = "jax.toml"
 _TOP = ("schema", "sources", "plugin", "plugin_archs", "route", "fix", "release", "torch_xla", "torch_xla_gpu")
 
-JaxBackend = Literal["rocm", "cuda"]
-
-
 @dataclass(frozen=True, kw_only=True)
 class JaxPlugin(Fact):
     family: str  # "rocm7", "cuda13"
-    backend: JaxBackend
+    backend: GpuBackend
     major: int  # the ROCm or CUDA major the plugin is built for
     plugin: str  # "jax-rocm7-plugin"
     pjrt: str  # "jax-rocm7-pjrt"
@@ -59,7 +57,7 @@ class PluginArchs(Fact):
 @dataclass(frozen=True, kw_only=True)
 class Route(Fact):
     name: str  # "pypi", "amd-multi-arch", "amd-find-links"
-    backend: JaxBackend
+    backend: GpuBackend
     index: str  # may hold {rocm}
     description: str  # may hold {major}, {gfx}
     needs_local_rocm: bool = True
@@ -69,7 +67,7 @@ class Route(Fact):
 @dataclass(frozen=True, kw_only=True)
 class KnownFix(Fact):
     name: str
-    backend: JaxBackend
+    backend: GpuBackend
     problem: str
     remedy: str  # may hold {rocm_path}
     variable: str | None = None
@@ -169,13 +167,12 @@ def parse_jax(directory: Path) -> JaxData:
     )
 
 
-def _backend(row: Row) -> JaxBackend:
+def _backend(row: Row) -> GpuBackend:
     value = row.string("backend")
-    if value == "rocm":
-        return "rocm"
-    if value == "cuda":
-        return "cuda"
-    raise row.error(f"backend = {value!r} is not 'rocm' or 'cuda'")
+    for backend in GPU_BACKENDS:
+        if value == backend:
+            return backend
+    raise row.error(f"backend = {value!r} is not {' or '.join(repr(b) for b in GPU_BACKENDS)}")
 
 
 def _plugins(doc: dict[str, Any], src: dict[str, str]) -> tuple[JaxPlugin, ...]:

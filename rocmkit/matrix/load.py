@@ -40,6 +40,7 @@ from rocmkit.matrix.model import (
     release_key,
 )
 from rocmkit.packages import parse_pin
+from rocmkit.plan import Backend as PlanBackend
 from rocmkit.util.paths import matrices_dir
 
 FILES = ("gfx.toml", "nvidia.toml", "torch.toml", "rocm.toml", "channels.toml")
@@ -271,12 +272,13 @@ def _parse_rocm_indexes(
     ):
         name = row.string("name")
         row.where = f"rocm_index {name!r}"
-        if not name.startswith("rocm") or not _INDEX.match(name):
+        parsed = PlanBackend.read(name)
+        if parsed is None or parsed.rocm is None or not _INDEX.match(name):
             raise row.error(f"name {name!r} must look like 'rocm6.2' or 'rocm6.2.4'")
         _unique(out, name, file=file, what="rocm_index")
         out[name] = RocmIndex(
             name=name,
-            rocm=name[4:],
+            rocm=parsed.rocm,
             archs=_known_archs(row, "archs", archs),
             incomplete_archs=_known_archs(row, "incomplete_archs", archs),
             incomplete_sources=row.source_keys("incomplete_sources", required=row.has("incomplete_archs")),
@@ -381,9 +383,8 @@ def _parse_releases(
             _unique(variants, index, file=file, what=f"variant in release {version!r}:")
             if index in not_built:
                 raise vrow.error(f"index {index!r} is also listed in not_built; keep one of the two")
-            kind: Backend = (
-                "rocm" if index.startswith("rocm") else "cuda" if index.startswith("cu") else "cpu"
-            )
+            parsed = PlanBackend.parse(index)  # _INDEX admits PyTorch's rocm, cu and cpu names only
+            kind: Backend = "rocm" if parsed.kind == "rocm" else "cuda" if parsed.kind == "cuda" else "cpu"
             archs: tuple[str, ...] = ()
             if kind == "rocm":
                 if index not in rocm_indexes:

@@ -15,6 +15,7 @@ from typing import Literal
 from packaging.version import Version
 
 from rocmkit.arch import Backend, override_to_gfx
+from rocmkit.plan import Backend as PlanBackend
 
 
 def release_key(text: str) -> tuple[int, ...]:
@@ -86,7 +87,7 @@ class CudaToolkit(Fact):
     @property
     def tag(self) -> str:
         """The wheel index name: "12.8" -> "cu128"."""
-        return "cu" + self.version.replace(".", "")
+        return str(PlanBackend.cuda_index(self.version))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,16 +114,19 @@ class TorchVariant(Fact):
     linux_only: bool = False
 
     @property
+    def backend(self) -> PlanBackend:
+        """The index name read as a backend (the loader has checked that it is one)."""
+        return PlanBackend.parse(self.index)
+
+    @property
     def rocm(self) -> str | None:
-        return self.index[len("rocm") :] if self.kind == "rocm" else None
+        """ "rocm6.2.4" -> "6.2.4"."""
+        return self.backend.rocm
 
     @property
     def cuda(self) -> str | None:
         """ "cu124" -> "12.4", "cu118" -> "11.8"."""
-        if self.kind != "cuda":
-            return None
-        digits = self.index[2:]
-        return f"{digits[:-1]}.{digits[-1]}"
+        return self.backend.cuda
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,7 +179,7 @@ class Channel(Fact):
     all_arch_url: str | None = None  # amd: the whl/ index (device-all automatic)
     legacy_url: str | None = None  # amd: the whl-multi-arch index of releases before layout_from
     layout_from: str | None = None  # amd: the first ROCm release published in the whl/whl-next layout
-    rocm: str | None = None  # amd: the ROCm release the stream publishes now (the driver check without --rocm)
+    rocm: str | None = None  # amd: the ROCm release the stream publishes now (the driver check without --backend rocmX.Y)
 
     def index_for(self, rocm: str | None) -> str:
         """AMD's index for ROCm ``rocm`` ("7.13"): the legacy multi-arch one before layout_from."""

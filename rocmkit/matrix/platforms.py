@@ -10,6 +10,7 @@ from pathlib import Path
 from rocmkit.arch import parse_gfx
 from rocmkit.errors import DataError
 from rocmkit.matrix.fields import FIX, Row, check_keys, read_sources, read_toml, table
+from rocmkit.plan import Backend
 from rocmkit.util.paths import matrices_dir
 
 FILE = "platforms.toml"
@@ -109,7 +110,8 @@ def parse_platforms(path: Path) -> PlatformData:
         sources=src,
         name_key="torch",
     ):
-        bad = [c for c in row.strings("cuda", required=True) if not c.startswith("cu") or not c[2:].isdigit()]
+        cudas = row.strings("cuda", required=True)
+        bad = [c for c in cudas if (b := Backend.read(c)) is None or b.cuda is None or not b.pytorch_index]
         if bad:
             raise row.error(f"cuda {bad[0]!r} is not an index suffix like cu130")
         cuda_rows.append(

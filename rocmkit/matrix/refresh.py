@@ -23,6 +23,7 @@ from packaging.version import Version
 from rocmkit.matrix.model import Matrix, TorchRelease, release_key
 from rocmkit.packages import triton_pin
 from rocmkit.pkgindex.pages import IndexFile, files_from_html, project_page, read_metadata
+from rocmkit.plan import Backend
 from rocmkit.util.redact import url_under
 
 __all__ = [
@@ -312,7 +313,7 @@ def _compare_triton(
                 )
             ]
         return []
-    if listed is None and pin and not index.startswith("rocm"):
+    if listed is None and pin and Backend.parse(index).rocm is None:
         return []  # CUDA Triton pins are left to torch's Requires-Dist
     return [
         Finding(

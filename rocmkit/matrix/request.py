@@ -39,7 +39,7 @@ class RefreshRequest:
             object.__setattr__(self, "simple_url", conceal(check_url("--simple", self.simple_url)))
 
     def redirects(self) -> AbstractContextManager[None]:
-        """Every read of this refresh: redirects only to the host asked, or to --allow-redirect's."""
+        """Every read of this refresh: redirects only to the host asked, or to --allow redirect=HOST's."""
         from rocmkit.pkgindex.http import same_host_redirects
 
         return same_host_redirects(self.allow_redirect)
@@ -81,7 +81,7 @@ def refresh_write(req: RefreshRequest, data: Callable[[str], None], message: Cal
             raise UsageError(
                 f"the simple index {index_url} is plain http: anyone on the path could change the data "
                 "rocmkit then trusts for every resolve",
-                ("use an https index (--simple)", rerun("--allow-insecure-index") + "   # if you trust the path"),
+                ("use an https index (--simple)", rerun("--allow", "insecure-index") + "   # if you trust the path"),
             )
         message(f"reading {index_url.rstrip('/')}/{{torch,torchvision,torchaudio}}/ and the jax projects")
         pages, metadata = index_inputs(index_url, timeout=req.timeout)

@@ -92,7 +92,7 @@ def releases_table(m: Matrix) -> list[str]:
         (
             rel.version,
             f"{rel.python_min}-{rel.python_max}",
-            " ".join(v.index[4:] for v in rel.of_kind("rocm")),
+            " ".join(v.rocm or "" for v in rel.of_kind("rocm")),
             " ".join(v.index for v in rel.of_kind("cuda")),
             "yes" if rel.variant("cpu") else "-",
         )

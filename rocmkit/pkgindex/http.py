@@ -92,7 +92,7 @@ def _redirect_guard(allowed: frozenset[str] | None) -> Any:
                     f"{redact_text(req.full_url)} redirected (HTTP {code}) to another host, {host}: "
                     "not followed unless asked",
                     (
-                        f"{rerun('--allow-redirect', host)}   # if you trust that host",
+                        f"{rerun('--allow', f'redirect={host}')}   # if you trust that host",
                         "point rocmkit at that host directly (--index-base URL)",
                     ),
                 )

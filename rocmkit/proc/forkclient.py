@@ -93,6 +93,11 @@ class ForkClient(ABC):
                 return None
             return self._worker
 
+    def prestart(self) -> None:
+        """Start the worker now, in the background, so that its imports overlap whatever runs
+        first; the first request waits for it (:meth:`live` holds the lock while it starts)."""
+        threading.Thread(target=self.live, name=f"{self.what} start", daemon=True).start()
+
     @property
     def worker_pid(self) -> int | None:
         w = self._worker

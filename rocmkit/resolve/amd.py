@@ -8,7 +8,7 @@ RX 7900 XTX gets ``device-gfx942,device-gfx1100``); a GPU the channel has no dev
 for is hidden, as the stable path hides a GPU its wheel cannot run. With no AMD GPU to go
 by (an image build), the all-arch index (``whl/``, ``device-all`` automatic) is used.
 
-``--rocm X.Y`` picks the ROCm release: releases before the channel's ``layout_from``
+``--backend rocmX.Y`` picks the ROCm release: releases before the channel's ``layout_from``
 live on the older multi-arch index (``legacy_url``), and ``rocm[libraries,device-...]`` is
 pinned beside torch in the version form of the channel's stream (``==7.14.*`` for
 releases, ``>=7.14.0rc0,<7.15`` for release candidates, ``>=7.14.0a0,<7.15`` for
@@ -21,7 +21,7 @@ from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Channel, Matrix
 from rocmkit.matrix.model import release_key
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.driver import check_driver
 from rocmkit.resolve.explain import Notes, join
@@ -109,13 +109,13 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     if wanted:
         reqs.append(f"rocm[libraries,{extras}]{rocm_spec(chan.stream, wanted)}")
         notes.why(
-            f"--rocm {wanted}: rocm[libraries,{extras}] is pinned beside torch, so the resolver takes the "
+            f"--backend rocm{wanted}: rocm[libraries,{extras}] is pinned beside torch, so the resolver takes the "
             f"torch built with ROCm {wanted} ({chan.stream} versions: AMD's versioning.md)"
         )
         check_driver(machine, m, notes, wanted)
     else:
         notes.why(
-            f"no --rocm: the newest ROCm on {chan.name}"
+            f"no --backend rocmX.Y: the newest ROCm on {chan.name}"
             + (f" ({chan.rocm} as matrices/channels.toml records it)" if chan.rocm else "")
             + "; torch depends on rocm[libraries] from the same index"
         )
@@ -132,11 +132,11 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
             why = f"AMD has no device-{g.arch} package" if g.arch else "its gfx arch is unknown"
             unsupported.append(f"{g.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
             notes.warn(f"{g.label} will not work with {chan.name}: {why}; HIP_VISIBLE_DEVICES={visible} hides it")
-    backend = f"amd-{chan.stream or chan.name}-" + "-".join(archs)
-    if len(backend) > 64:  # a plan's backend is a short name (planschema); target_archs lists them all
-        backend = f"amd-{chan.stream or chan.name}-{len(archs)}-targets"
+    targets = "-".join(archs)
+    if len(f"amd-{chan.stream or chan.name}-{targets}") > 64:
+        targets = f"{len(archs)}-targets"  # a plan's backend is a short name (planschema); target_archs lists them all
     return Plan(
-        backend=backend,
+        backend=Backend.amd_channel(chan.stream or chan.name, targets),
         channel=chan.name,
         requirements=tuple(reqs),
         companions=companions_of(reqs),
@@ -181,7 +181,7 @@ def _all_archs(
         reqs.append(f"rocm[libraries,device-all]{rocm_spec(chan.stream, cons.rocm_version)}")
     _stream_warning(chan, notes)
     return Plan(
-        backend=f"amd-{chan.stream or chan.name}-all",
+        backend=Backend.amd_channel(chan.stream or chan.name, "all"),
         channel=chan.name,
         requirements=tuple(reqs),
         companions=companions_of(reqs),

@@ -2,7 +2,7 @@
 
 Order of decisions: backend (forced by a constraint, else from the visible
 GPUs), then the newest release and variant that (1) runs on the most discrete
-GPUs, (2) supports the Python, (3) matches --torch/--rocm/--cuda. Facts come
+GPUs, (2) supports the Python, (3) matches --torch/--backend. Facts come
 from the matrix only; every choice adds a reason, every doubt a warning.
 """
 
@@ -13,7 +13,7 @@ import sys
 from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, load_matrix
-from rocmkit.plan import Plan
+from rocmkit.plan import CPU, Plan
 from rocmkit.resolve import amd, cuda, platform, rocm
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join
@@ -72,7 +72,7 @@ def _plan_for(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, pyth
 
 def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, base: str | None) -> Plan:
     if cons.cpu:
-        notes.why("--cpu: CPU wheels were asked for")
+        notes.why("--backend cpu: CPU wheels were asked for")
         return cpu_plan(m, cons, notes, python, base, machine)
     if cons.amd_channel:
         return amd.plan(machine, m, cons, notes, python)
@@ -89,7 +89,7 @@ def _torch_plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, py
         if any(g.visible for g in machine.nvidia_gpus):
             notes.warn(
                 "this machine also has NVIDIA GPUs; one torch build serves one backend, so they are not "
-                "used by this ROCm plan (use --cuda X.Y for a CUDA plan instead)"
+                "used by this ROCm plan (use --backend cuXYZ, e.g. cu128, for a CUDA plan instead)"
             )
         return rocm.plan(machine, m, cons, notes, python, base)
     if kind == "cuda":
@@ -162,7 +162,7 @@ def cpu_plan(
         )
         notes.relies_on(chan, "channels.toml", f"nightly versions start at {torch_min}", "torch_min")
         return Plan(
-            backend="cpu",
+            backend=CPU,
             channel="nightly",
             requirements=(f"torch>={torch_min}", "torchvision", "torchaudio"),
             companions=("torchvision", "torchaudio"),
@@ -176,7 +176,7 @@ def cpu_plan(
         variant = release.variant("cpu")
         if variant is None or (machine is not None and not platform.cpu_build_exists(machine, release.version)):
             continue
-        # --torch X.Y names the release, as --rocm/--cuda name an index on the GPU paths.
+        # --torch X.Y names the release, as --backend names an index on the GPU paths.
         if not usable(variant, cons, named=bool(cons.torch)):
             passed.append(release.version)
             continue
@@ -211,7 +211,7 @@ def cpu_plan(
             # Triton is published on PyPI; the PyTorch index stays first for torch.
             index_urls.append(m.pypi_url)
         return Plan(
-            backend="cpu",
+            backend=CPU,
             channel=cons.channel,
             torch_version=f"{release.version}+cpu",
             requirements=tuple(reqs),

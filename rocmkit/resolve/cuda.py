@@ -16,11 +16,9 @@ from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join
 from rocmkit.resolve.releases import (
     candidate_releases,
-    companions_of,
     fallback_for,
     listed_only,
-    note_listed_only,
-    requirements_for,
+    stable_plan,
     usable,
 )
 
@@ -75,14 +73,14 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     elif not cons.cuda:
         notes.warn("the NVIDIA driver version is unknown; the newest CUDA variant is chosen unchecked")
     caps = _gpu_capabilities(machine, m, notes)
-    wanted = cons.cuda_tag
+    wanted = cons.cuda_index
     refused: list[str] = []
     passed: list[str] = []  # builds known only from build lists, left out under --strict-data
     fits: list[tuple[TorchRelease, TorchVariant, CudaToolkit]] = []
     releases = candidate_releases(m, cons, notes, python)
     for release in releases:
         for variant in release.of_kind("cuda"):
-            if wanted and variant.index != wanted:
+            if wanted and variant.backend != wanted:
                 continue
             if not usable(variant, cons, named=bool(wanted)):
                 passed.append(f"{release.version}+{variant.index}")
@@ -122,23 +120,29 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
             ),
         )
         return _finish(m, cons, notes, python, base, release, variant, toolkit, driver, refused)
-    if wanted and not any(v.index == wanted for r in releases for v in r.of_kind("cuda")):
-        have = sorted({v.index for r in releases for v in r.of_kind("cuda")}, key=lambda i: int(i[2:]))
+    if wanted and not any(v.backend == wanted for r in releases for v in r.of_kind("cuda")):
+        have = [
+            v.index
+            for v in sorted(
+                {v.index: v for r in releases for v in r.of_kind("cuda")}.values(),
+                key=lambda v: release_key(v.cuda or "0"),
+            )
+        ]
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
         raise NoPlanError(
-            f"{what} has no {wanted} wheels for Python {python}", f"choose --cuda from: {join(have)}"
+            f"{what} has no {wanted} wheels for Python {python}", f"choose --backend from: {join(have)}"
         )
     if passed and not refused:
         what = f"torch {cons.torch}" if cons.torch else "the matrix"
         raise NoPlanError(
             f"{what}'s CUDA builds for Python {python} ({join(passed)}) are not yet "
             "confirmed (--strict-data): only build lists name them",
-            ("drop --strict-data to plan one (install falls back if the index lacks it)", "name one with --cuda X.Y"),
+            ("drop --strict-data to plan one (install falls back if the index lacks it)", "name one with --backend cuXYZ"),
         )
     fix = "update the NVIDIA driver" if driver else "check `nvidia-smi`"
     raise NoPlanError(
         f"no CUDA wheel in the matrix fits this machine ({join(sorted(set(refused))) if refused else 'no variant matches'})",
-        (fix, rerun("--cpu"), *(["another --cuda"] if wanted else [])),
+        (fix, rerun("--backend", "cpu"), *(["another --backend cuXYZ"] if wanted else [])),
     )
 
 
@@ -172,18 +176,4 @@ def _finish(
         )
     notes.relies_on(variant, "torch.toml", f"torch {tag} exists", "*")
     notes.relies_on(toolkit, "nvidia.toml", f"CUDA {toolkit.version} needs driver {toolkit.min_driver}", "*")
-    reqs, triton = requirements_for(release, variant, notes)
-    fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
-    return Plan(
-        backend=variant.index,
-        channel="stable",
-        torch_version=tag,
-        triton=triton,
-        requirements=tuple(reqs),
-        companions=companions_of(reqs),
-        index_urls=(m.index_url("stable", variant.index, base),),
-        warnings=tuple(notes.warnings),
-        reasons=tuple(notes.reasons),
-        python=python,
-        fallback=fallback,
-    )
+    return stable_plan(m, cons, notes, python, base, release, variant)

@@ -121,5 +121,5 @@ def check_driver(machine: Machine, m: Matrix, notes: Notes, rocm: str | None) ->
     fix = f"install a newer kernel or {newest}" if inbox else f"install {newest}"
     notes.warn(
         f"kernel driver: {how} (ROCm {rel.version}'s) supports ROCm user space {lo} to {hi}, but the "
-        f"wheel bundles ROCm {rocm}; {fix} (AMD's user/kernel-space support matrix), or pick --rocm {lo}..{hi}"
+        f"wheel bundles ROCm {rocm}; {fix} (AMD's user/kernel-space support matrix), or pick --backend rocm{lo} to rocm{hi}"
     )

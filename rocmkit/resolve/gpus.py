@@ -16,6 +16,7 @@ from typing import Literal
 from rocmkit.arch import override_to_gfx
 from rocmkit.machine import Gpu, Machine
 from rocmkit.matrix import GfxArch, Matrix
+from rocmkit.resolve.explain import Notes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,3 +166,29 @@ def describe(gpus: Sequence[AmdGpu]) -> str:
             ids = ",".join(str(g.ordinal) for g in members)
             parts.append(f"{len(members)} x {arch or 'unknown'} (GPUs {ids}{', ' + name if name else ''})")
     return ", ".join(parts)
+
+
+def hide_unusable(
+    fit: Assessment, machine: Machine, notes: Notes, what: str, *, build: str = "wheel"
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The GPUs ``what`` ("torch 2.5.1+rocm6.2", "jax-rocm7-plugin 0.9.1") cannot run, hidden behind
+    HIP_VISIBLE_DEVICES when others can, so that they cannot break those: the variable to set (none
+    when nothing is hidden) and the plan's ``unsupported_gpus`` lines, each GPU warned about.
+    ``build`` names what the reasons call the wheel ("plugin")."""
+    lacking = [(gpu, why.replace("wheel", build)) for gpu, why in fit.unusable]
+    if not fit.usable:
+        for gpu, why in lacking:
+            notes.warn(f"{gpu.label} will not work with {what}: {why}")
+        return {}, tuple(f"{gpu.label}: {why}" for gpu, why in lacking)
+    visible = ",".join(str(u.gpu.ordinal) for u in sorted(fit.usable, key=lambda u: u.gpu.ordinal))
+    for gpu, why in lacking:
+        notes.warn(
+            f"{gpu.label} will not work with {what}: {why}; HIP_VISIBLE_DEVICES={visible} "
+            "hides it so that it cannot break the others"
+        )
+    if not lacking:
+        return {}, ()
+    if "HIP_VISIBLE_DEVICES" in machine.env:
+        notes.warn(f"HIP_VISIBLE_DEVICES={machine.env['HIP_VISIBLE_DEVICES']} is set here; the plan replaces it")
+    hidden = f"hidden with HIP_VISIBLE_DEVICES={visible}"
+    return {"HIP_VISIBLE_DEVICES": visible}, tuple(f"{gpu.label}: {why}; {hidden}" for gpu, why in lacking)

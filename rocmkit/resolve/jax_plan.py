@@ -8,7 +8,7 @@ Facts come from ``matrices/jax.toml`` only (:mod:`rocmkit.matrix.jaxdata`):
   libraries as ``rocm[libraries,device-gfxNNN]``; the GPUs are assessed against
   the gfx code objects read from the plugin wheel, as torch's are against its arch list.
 * NVIDIA GPUs: the newest CUDA plugin whose driver floor the node's driver meets.
-* No GPU (or ``--cpu``): jax and jaxlib alone.
+* No GPU (or ``--backend cpu``): jax and jaxlib alone.
 
 Every pin is the same release: jax and jaxlib ``==V``, the plugin and its PJRT ``==V``
 or the newest post-release of V (``0.9.1.post6``), which carry ROCm-only fixes.
@@ -22,11 +22,11 @@ from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix
 from rocmkit.matrix.jaxdata import JaxData, JaxPlugin, JaxRelease, PluginBuild, load_jax
-from rocmkit.plan import Plan
+from rocmkit.plan import CPU, Backend, Plan
 from rocmkit.resolve import platform
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes, join, short_source
-from rocmkit.resolve.gpus import AmdGpu, amd_gpus, assess, describe
+from rocmkit.resolve.gpus import AmdGpu, amd_gpus, assess, describe, hide_unusable
 
 PYPI = "https://pypi.org/simple"
 
@@ -38,11 +38,11 @@ def _relies(jd: JaxData, notes: Notes, fact_unconfirmed: bool, sources: tuple[st
 
 
 def _releases(jd: JaxData, cons: Constraints, python: str) -> list[JaxRelease]:
-    """Releases matching --jax and the Python, newest first; NoPlanError names the fix."""
+    """Releases matching --framework jax=X.Y and the Python, newest first; NoPlanError names the fix."""
     pool = [r for r in reversed(jd.releases) if cons.jax is None or _matches(r.version, cons.jax)]
     if not pool:
         known = ", ".join(r.version for r in jd.releases[-6:])
-        raise NoPlanError(f"jax {cons.jax} is not in matrices/jax.toml", f"choose a recent one: {known}")
+        raise NoPlanError(f"jax {cons.jax} is not in matrices/jax.toml", f"choose a recent one (--framework jax=X.Y): {known}")
     fits = [r for r in pool if r.supports_python(python)]
     if not fits:
         lo = min(Version(r.python_min) for r in pool)
@@ -61,7 +61,7 @@ def _matches(version: str, spec: str) -> bool:
 
 
 def _plan(
-    cons: Constraints, notes: Notes, python: str, backend: str, release: JaxRelease, reqs: list[str],
+    cons: Constraints, notes: Notes, python: str, backend: Backend, release: JaxRelease, reqs: list[str],
     index_urls: tuple[str, ...], *, env: dict[str, str] | None = None, target_archs: tuple[str, ...] = (),
     unsupported: tuple[str, ...] = (),
 ) -> Plan:
@@ -99,7 +99,7 @@ def cpu_plan(m: Matrix, jd: JaxData, cons: Constraints, notes: Notes, python: st
     notes.why(f"jax {release.version}: the newest release with jaxlib wheels for Python {python}; "
               "jaxlib runs on the CPU, no plugin is needed")
     _relies(jd, notes, not release.is_confirmed(), release.sources, f"jax {release.version} exists")
-    return _plan(cons, notes, python, "cpu", release, _pins(release), (_pypi(m),))
+    return _plan(cons, notes, python, CPU, release, _pins(release), (_pypi(m),))
 
 
 def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: str, *,
@@ -127,7 +127,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
     gpus = amd_gpus(machine, m)
     if major is not None and major in families:
         plugin = families[major]
-        notes.why(f"ROCm {rocm} is installed{' (--rocm)' if cons.rocm else ''}: the {plugin.family} plugin "
+        notes.why(f"ROCm {rocm} is installed{' (--backend)' if cons.rocm else ''}: the {plugin.family} plugin "
                   f"({plugin.plugin}) is built for ROCm {major}.x")
         route = jd.route("pypi")
     else:
@@ -165,7 +165,7 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
         notes.why(f"{plugin.plugin} {build.version} is the newest post-release of {release.version} "
                   "(ROCm-only fixes ship as post-releases)")
     _relies(jd, notes, not release.is_confirmed(), release.sources, f"jax {release.version} exists")
-    env, target, unsupported = _assess_gpus(jd, notes, plugin, build, gpus)
+    env, target, unsupported = _assess_gpus(jd, machine, notes, plugin, build, gpus)
     reqs = _pins(release, plugin, build)
     index_urls: tuple[str, ...] = (_pypi(m),)
     if route is None:
@@ -186,13 +186,13 @@ def _rocm(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
         notes.why(route.description.format(major=plugin.major, gfx=arch))
         _relies(jd, notes, not route.is_confirmed(), route.sources, f"the {route.name} route")
         notes.warn(f"AMD's multi-arch index ({route.index}) is a nightly index: which jax versions it holds "
-                   f"is not recorded; if {plugin.plugin}=={build.version} is missing there, pass --jax with one it has")
+                   f"is not recorded; if {plugin.plugin}=={build.version} is missing there, pass --framework jax=X.Y with one it has")
     else:
         notes.why(route.description.format(major=plugin.major) + (f"; the same as jax[{plugin.extra}]=="
                                                                   f"{release.version}" if plugin.extra else ""))
         if plugin.min_jaxlib:
             notes.why(f"{plugin.module} is known to jaxlib {plugin.min_jaxlib} and later")
-    return _plan(cons, notes, python, plugin.family, release, reqs, index_urls, env=env,
+    return _plan(cons, notes, python, Backend.parse(plugin.family), release, reqs, index_urls, env=env,
                  target_archs=target, unsupported=unsupported)
 
 
@@ -210,7 +210,7 @@ def _newest_build(releases: list[JaxRelease], family: str, python: str) -> Plugi
     return next((b for r in releases if (b := r.build(family, python)) is not None), None)
 
 
-def _assess_gpus(jd: JaxData, notes: Notes, plugin: JaxPlugin, build: PluginBuild,
+def _assess_gpus(jd: JaxData, machine: Machine, notes: Notes, plugin: JaxPlugin, build: PluginBuild,
                  mine: tuple[AmdGpu, ...]) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
     read = jd.archs_for(plugin.family, build.version)
     env: dict[str, str] = {}
@@ -226,19 +226,8 @@ def _assess_gpus(jd: JaxData, notes: Notes, plugin: JaxPlugin, build: PluginBuil
                   + (f" (with HSA_OVERRIDE_GFX_VERSION={fit.override})" if fit.override else ""))
     if fit.override:
         env["HSA_OVERRIDE_GFX_VERSION"] = fit.override
-    unsupported: list[str] = []
-    if fit.unusable and fit.usable:
-        visible = ",".join(str(u.gpu.ordinal) for u in sorted(fit.usable, key=lambda u: u.gpu.ordinal))
-        env["HIP_VISIBLE_DEVICES"] = visible
-        for gpu, why in fit.unusable:
-            unsupported.append(f"{gpu.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
-            notes.warn(f"{gpu.label} will not work with {plugin.plugin} {build.version}: {why.replace('wheel', 'plugin')}; "
-                       f"HIP_VISIBLE_DEVICES={visible} hides it")
-    else:
-        for gpu, why in fit.unusable:
-            unsupported.append(f"{gpu.label}: {why}")
-            notes.warn(f"{gpu.label} will not work with {plugin.plugin} {build.version}: {why.replace('wheel', 'plugin')}")
-    return env, tuple(sorted({u.code_arch for u in fit.usable})), tuple(unsupported)
+    hidden, unsupported = hide_unusable(fit, machine, notes, f"{plugin.plugin} {build.version}", build="plugin")
+    return {**env, **hidden}, tuple(sorted({u.code_arch for u in fit.usable})), unsupported
 
 
 def _driver_major(driver: str | None) -> int | None:
@@ -251,7 +240,7 @@ def _driver_major(driver: str | None) -> int | None:
 def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: Notes, python: str) -> Plan:
     driver = machine.nvidia.driver_version if machine.nvidia else None
     have = _driver_major(driver)
-    wanted = int(cons.cuda_tag[2:-1]) if cons.cuda_tag else None  # "cu130" -> 13
+    wanted = int((cons.cuda_index.cuda or "0").split(".")[0]) if cons.cuda_index else None  # cu130 -> 13
     refused: list[str] = []
     releases = _releases(jd, cons, python)
     for plugin in sorted(jd.of_backend("cuda"), key=lambda p: -p.major):
@@ -276,11 +265,11 @@ def _cuda(machine: Machine, m: Matrix, jd: JaxData, cons: Constraints, notes: No
                       f"(the same as jax[{plugin.extra}]=={release.version})")
             _relies(jd, notes, not plugin.is_confirmed("min_driver"), plugin.sources,
                     f"{plugin.plugin} needs driver {plugin.min_driver}")
-            return _plan(cons, notes, python, plugin.family, release, _pins(release, plugin, build, with_extra="[with-cuda]"),
+            return _plan(cons, notes, python, Backend.parse(plugin.family), release, _pins(release, plugin, build, with_extra="[with-cuda]"),
                          (_pypi(m),))
     raise NoPlanError(
         f"no JAX CUDA plugin fits this machine ({join(refused) if refused else 'none for Python ' + python})",
-        ("update the NVIDIA driver", rerun("--cpu")),
+        ("update the NVIDIA driver", rerun("--backend", "cpu")),
     )
 
 

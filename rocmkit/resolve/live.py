@@ -327,8 +327,8 @@ def _index_pins(plan: Plan) -> list[tuple[str, str]]:
         pin = parse_pin(req)
         if pin is None or pin.project == "torch":
             continue
-        ours = pin.version.endswith("+" + plan.backend)
-        if ours or (is_triton(pin.name) and plan.backend.startswith("rocm")):
+        ours = pin.version.endswith(f"+{plan.backend}")
+        if ours or (is_triton(pin.name) and plan.backend.rocm is not None):
             out.append((pin.name, pin.version))
     return out
 

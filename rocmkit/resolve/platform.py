@@ -15,7 +15,7 @@ import dataclasses
 from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix.platforms import PlatformData, WslRelease, load_platforms
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import AMD_CHANNELS, Constraints
 from rocmkit.resolve.explain import Notes, short_source
 
@@ -52,7 +52,7 @@ def _line(version: str | None) -> str | None:
 
 
 def _wsl_release(data: PlatformData, machine: Machine, cons: Constraints) -> WslRelease | None:
-    wanted = _line(cons.rocm.removeprefix("rocm")) if cons.rocm else _line(machine.rocm.version)
+    wanted = _line(cons.rocm_version) if cons.rocm else _line(machine.rocm.version)
     return next((r for r in data.wsl_releases if r.rocm == wanted), None)
 
 
@@ -77,7 +77,7 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
             )
             raise NoPlanError(
                 f"{what}: no ROCm build for aarch64 (PyTorch's and the jax ROCm plugins have x86_64 wheels only)",
-                (rerun("--cpu") + "   # CPU aarch64 wheels", "rocmkit build   # torch for ROCm, from source"),
+                (rerun("--backend", "cpu") + "   # CPU aarch64 wheels", "rocmkit build   # torch for ROCm, from source"),
             )
         notes.why(
             "aarch64 host: only builds published for linux-aarch64 are considered (matrices/platforms.toml)"
@@ -91,7 +91,7 @@ def prepare(machine: Machine, cons: Constraints, notes: Notes) -> Constraints:
     installed = _line(machine.rocm.version)
     if row is None:
         have = (
-            f"--rocm {cons.rocm}"
+            f"--backend {Backend.rocm_index(cons.rocm_version or '')}"
             if cons.rocm
             else f"ROCm {machine.rocm.version} is installed"
             if machine.rocm.version
@@ -141,7 +141,7 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
     if tag is None:
         return plan
     reasons, warnings, env = list(plan.reasons), list(plan.warnings), dict(plan.env)
-    if cpu_arch(machine) == "aarch64" and plan.backend == "cpu":
+    if cpu_arch(machine) == "aarch64" and plan.backend.kind == "cpu":
         data = load_platforms()
         reasons.append(
             f"aarch64: CPU wheels from the cpu index; PyPI's aarch64 torch is a {data.pypi_cuda} build from "
@@ -155,10 +155,10 @@ def finish(machine: Machine, plan: Plan, notes: Notes) -> Plan:
             "(`rocm-sdk path --root`, ROCm/librocdxg README: Build with TheRock Wheels) and export "
             "HSA_ENABLE_DXG_DETECTION=1, or use the PyTorch ROCm wheels (--channel stable) with /opt/rocm's runtime"
         )
-    if machine.platform.wsl and plan.backend.startswith("rocm"):
+    if machine.platform.wsl and plan.backend.rocm is not None:
         data = load_platforms()
         # A torch backend names its ROCm line ("rocm7.2"); a jax one only the major: the installed line.
-        row = _wsl_release(data, machine, Constraints(rocm=_line(plan.backend.removeprefix("rocm")))) or (
+        row = _wsl_release(data, machine, Constraints(rocm=_line(plan.backend.rocm))) or (
             _wsl_release(data, machine, Constraints())
         )
         if row is not None and row.dxg_detection:

@@ -1,5 +1,5 @@
 """What every backend's plan shares: the candidate releases, the pinned requirements of one
-wheel variant, and which of them are companions.
+wheel variant, which of them are companions, and the plan of a stable ROCm or CUDA build.
 
 ``core`` picks a backend and calls ``rocm``, ``cuda`` or its own CPU plan; all three use these
 helpers, so they live below all three (``core`` -> ``rocm``/``cuda`` -> ``releases``, never back).
@@ -12,6 +12,7 @@ from packaging.version import Version
 from rocmkit.errors import NoPlanError
 from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
 from rocmkit.packages import COMPANIONS, requirement_name
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 
@@ -100,7 +101,7 @@ def listed_only(variant: TorchVariant) -> bool:
 
 def usable(variant: TorchVariant, cons: Constraints, *, named: bool) -> bool:
     """May the resolver plan ``variant``? A confirmed build always; one known only from the build
-    lists unless --strict-data (or when --rocm/--cuda names its index: the user asked for it)."""
+    lists unless --strict-data (or when --backend names its index: the user asked for it)."""
     return not listed_only(variant) or named or not cons.strict_data
 
 
@@ -165,3 +166,39 @@ def note_listed_only(
         f"`rocmkit install` uses it if {m.index_url('stable', variant.index, base)} answers without {tag}"
     )
     return tuple(reqs)
+
+
+def stable_plan(
+    m: Matrix,
+    cons: Constraints,
+    notes: Notes,
+    python: str,
+    base: str | None,
+    release: TorchRelease,
+    variant: TorchVariant,
+    *,
+    env: dict[str, str] | None = None,
+    target_archs: tuple[str, ...] = (),
+    unsupported: tuple[str, ...] = (),
+) -> Plan:
+    """The plan that installs ``release``'s ``variant`` (a ROCm or CUDA build) from PyTorch's stable
+    index: its pins, companions and the fallback when only build lists name it. The last step of
+    the ROCm and CUDA paths, after each has said why it chose this build."""
+    reqs, triton = requirements_for(release, variant, notes)
+    fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
+    return Plan(
+        backend=Backend.parse(variant.index),
+        channel="stable",
+        torch_version=f"{release.version}+{variant.index}",
+        triton=triton,
+        requirements=tuple(reqs),
+        companions=companions_of(reqs),
+        index_urls=(m.index_url("stable", variant.index, base),),
+        env=env or {},
+        warnings=tuple(notes.warnings),
+        reasons=tuple(notes.reasons),
+        python=python,
+        target_archs=target_archs,
+        unsupported_gpus=unsupported,
+        fallback=fallback,
+    )

@@ -12,18 +12,16 @@ from rocmkit.errors import NoPlanError, rerun
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix, TorchRelease, TorchVariant
 from rocmkit.matrix.model import release_key
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.driver import check_driver, in_window, window_filter
 from rocmkit.resolve.explain import Notes, join, short_source
-from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe
+from rocmkit.resolve.gpus import AmdGpu, Assessment, amd_gpus, assess, describe, hide_unusable
 from rocmkit.resolve.releases import (
     candidate_releases,
-    companions_of,
     fallback_for,
     listed_only,
-    note_listed_only,
-    requirements_for,
+    stable_plan,
     usable,
 )
 
@@ -49,7 +47,7 @@ class _Candidate:
 
 
 def rocm_matches(index_rocm: str, wanted: str, m: Matrix) -> bool:
-    """--rocm 6.2 means the rocm6.2 index when one exists, else any rocm6.2.x (--rocm 6.4 -> rocm6.4.1)."""
+    """--backend rocm6.2 means the rocm6.2 index when one exists, else any rocm6.2.x (rocm6.4 -> rocm6.4.1)."""
     if any(i.rocm == wanted for i in m.rocm_indexes.values()):
         return index_rocm == wanted
     return index_rocm.startswith(wanted + ".")
@@ -62,7 +60,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
             notes.why(f"{g.label}: detection gave no gfx name; its {g.arch_from} is {g.arch}")
     if not gpus:
         notes.why(
-            "no AMD GPU is visible on this machine; the plan follows --rocm/--channel for another machine"
+            "no AMD GPU is visible on this machine; the plan follows --backend/--channel for another machine"
             " (or a container image)"
         )
     if cons.channel == "nightly":
@@ -102,14 +100,14 @@ def _stable(
                 f"{what}'s ROCm builds for Python {python} ({join(passed)}) are not yet "
                 "confirmed (--strict-data): only build lists name them",
                 "drop --strict-data to plan one (install falls back if the index lacks it); or name one with "
-                "--rocm X.Y",
+                "--backend rocmX.Y",
             )
         have = sorted(
-            {v.index for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
+            {v.rocm or "" for r in m.torch_series(cons.torch or "") or m.torch_releases for v in r.of_kind("rocm")}
         )
         raise NoPlanError(
             f"{what} has no ROCm{' ' + wanted if wanted else ''} wheels for Python {python}",
-            f"choose --rocm from: {join([h.removeprefix('rocm') for h in have])}",
+            f"choose --backend from: {join([str(Backend.rocm_index(v)) for v in have])}",
         )
     best = max(candidates, key=_Candidate.key)
     if gpus and not best.fit.usable:
@@ -150,7 +148,7 @@ def _inside_driver_window(
         f"torch {best.release.version}+{best.variant.index} was passed over: its ROCm {best.variant.rocm} is "
         f"outside the window of {how} (ROCm {rel.userspace_min} to {rel.userspace_max}); "
         f"{chosen.release.version}+{chosen.variant.index} is inside (for the newer one, install the amdgpu-dkms "
-        f"of a newer ROCm, or pass --rocm {best.variant.rocm})"
+        f"of a newer ROCm, or pass --backend {best.variant.backend})"
     )
     return chosen
 
@@ -180,7 +178,7 @@ def _no_wheel_for(gpus: tuple[AmdGpu, ...], m: Matrix, cons: Constraints, python
     if unknown:
         # "device code for unknown" names no fix; the override does.
         fixes.append("set ROCMKIT_GFX=gfxNNNN to the GPU's gfx target if you know it")
-    fixes.append("or --cpu for CPU wheels" if fixes else "use --cpu for CPU wheels")
+    fixes.append("or --backend cpu for CPU wheels" if fixes else "use --backend cpu for CPU wheels")
     on = f" for ROCm {cons.rocm_version}" if cons.rocm else ""
     if unknown and len(unknown) == len(gpus):
         gpu_word = "GPU" if len(unknown) == 1 else "GPUs"
@@ -225,7 +223,7 @@ def _finish(
             )
             notes.warn(
                 f"torch {tag}: {arch} code is in torch, but a library the wheel bundles reportedly lacks it "
-                f"({why}); if GPU matrix multiplies fail, pick an older --rocm"
+                f"({why}); if GPU matrix multiplies fail, pick an older --backend rocmX.Y"
             )
     env: dict[str, str] = {}
     for use in fit.usable:
@@ -245,42 +243,13 @@ def _finish(
         current = machine.env.get("HSA_OVERRIDE_GFX_VERSION")
         if current and current != fit.override:
             notes.warn(f"HSA_OVERRIDE_GFX_VERSION is set to {current} here; the plan needs {fit.override}")
-    unsupported: list[str] = []
-    if fit.unusable and fit.usable:
-        visible = ",".join(str(u.gpu.ordinal) for u in sorted(fit.usable, key=lambda u: u.gpu.ordinal))
-        env["HIP_VISIBLE_DEVICES"] = visible
-        for gpu, why in fit.unusable:
-            unsupported.append(f"{gpu.label}: {why}; hidden with HIP_VISIBLE_DEVICES={visible}")
-            notes.warn(
-                f"{gpu.label} will not work with torch {tag}: {why}; HIP_VISIBLE_DEVICES={visible} "
-                "hides it so that it cannot break the others"
-            )
-        if "HIP_VISIBLE_DEVICES" in machine.env:
-            notes.warn(
-                f"HIP_VISIBLE_DEVICES={machine.env['HIP_VISIBLE_DEVICES']} is set here; the plan replaces it"
-            )
-    elif fit.unusable:
-        unsupported += [f"{gpu.label}: {why}" for gpu, why in fit.unusable]
+    hidden, unsupported = hide_unusable(fit, machine, notes, f"torch {tag}")
+    env.update(hidden)
     _check_rocm_release(m, notes, variant, fit)
     check_driver(machine, m, notes, variant.rocm or "")
     _check_userspace(machine, notes, variant.rocm or "")
-    reqs, triton = requirements_for(release, variant, notes)
-    fallback = note_listed_only(m, cons, notes, release, variant, python, base) if listed_only(variant) else ()
-    return Plan(
-        backend=variant.index,
-        channel="stable",
-        torch_version=tag,
-        triton=triton,
-        requirements=tuple(reqs),
-        companions=companions_of(reqs),
-        index_urls=(m.index_url("stable", variant.index, base),),
-        env=env,
-        warnings=tuple(notes.warnings),
-        reasons=tuple(notes.reasons),
-        python=python,
-        target_archs=tuple(used),
-        unsupported_gpus=tuple(unsupported),
-        fallback=fallback,
+    return stable_plan(
+        m, cons, notes, python, base, release, variant, env=env, target_archs=tuple(used), unsupported=unsupported
     )
 
 
@@ -327,24 +296,25 @@ def _nightly(
     if cons.torch:
         notes.warn(f"--torch {cons.torch} is not applied to nightly builds (always the next release)")
     notes.relies_on(chan, "channels.toml", "the indexes PyTorch nightly builds", "indexes")
-    options = [i for i in chan.indexes if i.startswith("rocm")]
-    if cons.rocm_version:
-        options = [i for i in options if rocm_matches(i[4:], cons.rocm_version, m)]
+    rocm_indexes = {b.rocm: i for i in chan.indexes if (b := Backend.parse(i)).rocm is not None}
+    options = [i for rocm, i in rocm_indexes.items() if not cons.rocm_version or rocm_matches(rocm, cons.rocm_version, m)]
     if not options:
         raise NoPlanError(
             f"the nightly channel has no ROCm {cons.rocm_version or ''} index in matrices/channels.toml",
-            f"choose from {join([i for i in chan.indexes if i.startswith('rocm')])}",
+            f"choose from {join(list(rocm_indexes.values()))}",
         )
     scored = []
     for index in options:
         archs = m.rocm_indexes[index].archs if index in m.rocm_indexes else ()
-        scored.append((assess(gpus, archs).score(), release_key(index[4:]), index, assess(gpus, archs)))
+        rocm = Backend.parse(index).rocm or "0"
+        scored.append((assess(gpus, archs).score(), release_key(rocm), index, assess(gpus, archs)))
     _, _, index, fit = max(scored)
+    backend = Backend.parse(index)
     if gpus and not fit.usable:
         raise NoPlanError(
             f"the nightly ROCm wheels ({join(options)}) carry no code for "
             f"{join(sorted({g.arch or 'unknown' for g in gpus}))}",
-            (rerun("--channel", "amd-nightly") + "   # AMD's multi-arch builds", rerun("--cpu")),
+            (rerun("--channel", "amd-nightly") + "   # AMD's multi-arch builds", rerun("--backend", "cpu")),
         )
     for use in fit.usable:
         if use.how == "override":
@@ -352,15 +322,15 @@ def _nightly(
                 f"{use.gpu.arch} runs {use.code_arch} code with HSA_OVERRIDE_GFX_VERSION={fit.override}"
             )
     env = {"HSA_OVERRIDE_GFX_VERSION": fit.override} if fit.override else {}
-    if fit.unusable and fit.usable:
-        env["HIP_VISIBLE_DEVICES"] = ",".join(str(u.gpu.ordinal) for u in fit.usable)
+    hidden, unsupported = hide_unusable(fit, machine, notes, f"the nightly {index} wheels")
+    env.update(hidden)
     torch_min = chan.torch_min or "0.dev0"
     notes.why(f"nightly channel: torch>={torch_min} (pre-releases) from {index}")
     notes.warn("nightly builds are not pinned; record what was installed with `rocmkit install --lock FILE`")
     notes.relies_on(chan, "channels.toml", f"nightly versions start at {torch_min}", "torch_min")
-    check_driver(machine, m, notes, index[4:])
+    check_driver(machine, m, notes, backend.rocm or "")
     return Plan(
-        backend=index,
+        backend=backend,
         channel="nightly",
         requirements=(f"torch>={torch_min}", "torchvision", "torchaudio"),
         companions=("torchvision", "torchaudio"),
@@ -370,5 +340,5 @@ def _nightly(
         reasons=tuple(notes.reasons),
         python=python,
         target_archs=tuple(sorted({u.code_arch for u in fit.usable})),
-        unsupported_gpus=tuple(f"{g.label}: {why}" for g, why in fit.unusable),
+        unsupported_gpus=unsupported,
     )

@@ -3,7 +3,7 @@
 PyTorch/XLA publishes no ROCm build and is phasing out its CUDA builds
 (``matrices/jax.toml`` ``[torch_xla_gpu]``, with its sources), so on a machine with
 a visible AMD or NVIDIA GPU there is no plan: exit 6, naming JAX as the way to run
-OpenXLA there. Without a GPU (or with ``--cpu``), the newest torch-xla release with a
+OpenXLA there. Without a GPU (or with ``--backend cpu``), the newest torch-xla release with a
 wheel for the Python, beside the CPU torch of the same version (torch-xla's own
 metadata names no torch requirement; its releases carry torch's version numbers).
 """
@@ -14,7 +14,7 @@ from rocmkit.errors import NoPlanError
 from rocmkit.machine import Machine
 from rocmkit.matrix import Matrix
 from rocmkit.matrix.jaxdata import JaxData, load_jax
-from rocmkit.plan import Plan
+from rocmkit.plan import CPU, Plan
 from rocmkit.resolve.constraints import Constraints
 from rocmkit.resolve.explain import Notes
 
@@ -31,7 +31,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
     if gpu is not None and not jd.torch_xla_gpu.available:
         raise NoPlanError(
             f"{jd.torch_xla_gpu.note}; this machine's {gpu} GPU cannot run it",
-            "for OpenXLA on this GPU use `--framework jax`; for PyTorch/XLA's CPU wheel add --cpu",
+            "for OpenXLA on this GPU use `--framework jax`; for PyTorch/XLA's CPU wheel add --backend cpu",
         )
     release = next((r for r in reversed(jd.torch_xla) if r.supports_python(python)), None)
     if release is None:
@@ -56,7 +56,7 @@ def plan(machine: Machine, m: Matrix, cons: Constraints, notes: Notes, python: s
         "releases carry the version of the torch they are built against"
     )
     return Plan(
-        backend="cpu",
+        backend=CPU,
         framework="torch-xla",
         torch_version=f"{release.version}+cpu",
         requirements=(f"torch=={release.version}+cpu", f"torch-xla=={release.version}"),

@@ -7,36 +7,35 @@ HSA_OVERRIDE_GFX_VERSION, the plan says that a native build removes the override
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rocmkit.errors import RocmkitError
-from rocmkit.machine import Gpu, Machine
 from rocmkit.source_build.targets import ArchTargets
 
-
-def machine_for(target: ArchTargets) -> Machine:
-    """A machine holding one GPU per target arch (for --arch, where nothing was detected)."""
-    gpus = tuple(Gpu(vendor="amd", index=i, arch=a, integrated=False) for i, a in enumerate(target.archs))
-    return Machine(gpus=gpus, source="--arch")
+if TYPE_CHECKING:
+    from rocmkit.session import Session
 
 
-def wheel_coverage(target: ArchTargets, machine: Machine | None, torch: str | None) -> str | None:
-    """One sentence on what the published wheels do for ``target``; None when not applicable."""
+def wheel_coverage(target: ArchTargets, session: Session, torch: str | None) -> str | None:
+    """One sentence on what the published wheels do for ``target`` on ``session``'s machine (the
+    detected one, or for ``--arch`` one made of the targets: :meth:`Session.for_archs`); None
+    when not applicable."""
     if target.backend != "rocm":
         return None  # CUDA wheels carry every current compute capability
-    from rocmkit.matrix import load_matrix
-    from rocmkit.resolve import Constraints, resolve
+    from rocmkit.resolve import Constraints
 
     # A typo (gfx1301 for gfx1031) would otherwise surface only when hipcc rejects the
     # arch, well into an hours-long build.
-    unknown = [a for a in target.archs if load_matrix().gfx_arch(a) is None]
+    unknown = [a for a in target.archs if session.matrix().gfx_arch(a) is None]
     if unknown:
         return (
             f"{', '.join(unknown)} is not in matrices/gfx.toml: check the name against "
             "`rocmkit detect` before building (a new arch hipcc knows still builds)"
         )
 
-    probe = machine if machine is not None else machine_for(target)
     try:
-        plan = resolve(probe, Constraints(torch=torch))
+        # The data's answer: a note beside an hours-long build does not wait on an index.
+        plan = session.plan(Constraints(torch=torch), live=False)
     except RocmkitError as exc:
         return f"no published wheel fits ({exc.message}): a source build is the way"
     native = [a for a in target.archs if a in plan.target_archs]

@@ -86,16 +86,16 @@ def plan_build(req: BuildRequest, session: Session | None = None) -> BuildPlan:
     release = load_build_matrix().release(req.torch_version)
     be: Any = req.backend
     rocm_path = os.environ.get("ROCM_PATH") or "/opt/rocm"
-    machine = None
-    if req.archs:
+    if session is None:
         from rocmkit.session import Session
 
-        target = target_from_args(req.archs, be, (session or Session()).matrix())
+        session = Session(capture=req.capture)
+    about = session  # the machine the published wheels are checked against
+    if req.archs:
+        target = target_from_args(req.archs, be, session.matrix())
+        if target.backend == "rocm":
+            about = session.for_archs(target.archs)
     else:
-        if session is None:
-            from rocmkit.session import Session
-
-            session = Session(capture=req.capture)
         machine = session.machine()
         target = target_from_machine(machine, be, session.matrix().nvidia_compute_capability)
         if req.capture is None and machine.rocm.installs:
@@ -118,7 +118,7 @@ def plan_build(req: BuildRequest, session: Session | None = None) -> BuildPlan:
         jobs=req.jobs,
     )
     recipe = make_recipe(release, target, host, options)
-    coverage = wheel_coverage(target, machine, release.key)
+    coverage = wheel_coverage(target, about, release.key)
     if coverage:
         recipe = dataclasses.replace(recipe, notes=(coverage, *recipe.notes))
     return BuildPlan(recipe=recipe, target=target, probes=probes, rocm_path=rocm_path)

@@ -245,8 +245,8 @@ def _check_clean_paths(recipe: Recipe) -> None:
 # -- running ------------------------------------------------------------------------------------
 
 
-# Off a terminal, a line per minute says a long step is alive (a build log reads better than
-# one every 30 s over hours).
+# Off a terminal, a line per minute says a long step is alive when rocmkit runs as a library;
+# under the CLI the shared ticker's line after 4 s of silence speaks first (util/ticker.py).
 BUILD_HEARTBEAT_S = 60.0
 # How much of a log's end is read for its last line: ninja's lines are well under this.
 _TAIL_BYTES = 4096

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from rocmkit.errors import RocmkitError, ToolError
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.proc.runner import run
 from rocmkit.pyenv import Inline, run_json
 from rocmkit.util.atomicio import write_text_atomic
@@ -30,14 +30,15 @@ def built_wheels(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.whl") if p.name.split("-")[0].lower() in BUILT)
 
 
-def backend_name(hip: str | None, cuda: str | None) -> str | None:
-    """ "rocm6.2" from torch.version.hip "6.2.41134-65d174c3e", "cu124" from "12.4"."""
+def backend_name(hip: str | None, cuda: str | None) -> Backend | None:
+    """rocm6.2 from torch.version.hip "6.2.41134-65d174c3e" (a bare rocm when it names no release),
+    cu124 from "12.4"."""
     if hip:
         m = re.match(r"(\d+)\.(\d+)", hip)
-        return f"rocm{m.group(1)}.{m.group(2)}" if m else "rocm"
+        return Backend(kind="rocm", toolkit=f"{m.group(1)}.{m.group(2)}" if m else None)
     if cuda:
         m = re.match(r"(\d+)\.(\d+)", cuda)
-        return f"cu{m.group(1)}{m.group(2)}" if m else None
+        return Backend.cuda_index(f"{m.group(1)}.{m.group(2)}") if m else None
     return None
 
 

@@ -206,6 +206,31 @@ def state_after(ctx: CheckContext) -> CheckResult:
     return _state("fake.state_after")
 
 
+def _jax_side(name: str) -> CheckResult:
+    return CheckResult(
+        name=name,
+        level=0,
+        status=Status.PASS,
+        message="apart",
+        details={
+            "jax_preloaded": "jax" in sys.modules,
+            "torch_preloaded": "torch" in sys.modules,
+            "jax_platforms": os.environ.get("JAX_PLATFORMS"),
+            "parent": os.getppid(),
+        },
+    )
+
+
+@check("fake.jax_a", level=0, description="forks from the jax worker", needs=("jax",), worker="jax")
+def jax_a(ctx: CheckContext) -> CheckResult:
+    return _jax_side("fake.jax_a")
+
+
+@check("fake.jax_b", level=0, description="forks from the jax worker", needs=("jax",), worker="jax")
+def jax_b(ctx: CheckContext) -> CheckResult:
+    return _jax_side("fake.jax_b")
+
+
 @check("fake.pristine", level=0, description="needs a fresh process", needs=("torch",), pristine=True)
 def pristine(ctx: CheckContext) -> CheckResult:
     return CheckResult(

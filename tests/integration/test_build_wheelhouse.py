@@ -56,7 +56,7 @@ def test_wheelhouse_step_makes_a_wheelhouse_install_accepts(tmp_path: Path) -> N
     lock = open_wheelhouse(wheelhouse)
     assert sorted(e.name for e in lock.entries) == ["tinydep", "torch", "triton"]
     assert lock.plan is not None
-    assert lock.plan.backend == "rocm6.2"
+    assert lock.plan.backend.tag == "rocm6.2"
     assert lock.plan.torch_version == TORCH
     assert lock.plan.triton == "triton==3.3.1"
     assert lock.plan.target_archs == ("gfx1031",)

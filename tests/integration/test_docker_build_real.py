@@ -191,7 +191,7 @@ def test_rocm_dockerfile_builds_and_its_doctor_runs(rig: Rig) -> None:
     out = _build(rig, text, "rocmkit-test:rocm6.2-torch2.5")
     # The image's own install used the local index, and its doctor step passed.
     assert any("/whl/rocm6.2/torch" in r for r in rig.index.requests), rig.index.requests
-    assert "rocmkit install --venv /opt/rocmkit --rocm 6.2 --torch 2.5" in out
+    assert "rocmkit install --venv /opt/rocmkit --backend rocm6.2 --torch 2.5" in out
     assert "rocmkit doctor --level 0 --image-build" in out
     report = _doctor_in(rig, "rocmkit-test:rocm6.2-torch2.5")
     assert report["versions"]["torch"] == "2.5.1+rocm6.2"  # type: ignore[index]

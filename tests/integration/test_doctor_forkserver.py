@@ -110,6 +110,20 @@ def test_a_pristine_check_gets_a_fresh_interpreter(tmp_path: Path) -> None:
     assert by_name["fake.state_before"].details["torch_preloaded"] is True
 
 
+def test_the_jax_checks_fork_from_one_worker_that_imported_jax_alone(tmp_path: Path) -> None:
+    by_name = _run(tmp_path, "fake.jax_a", "fake.jax_b", "fake.state_before")
+    a, b = by_name["fake.jax_a"].details, by_name["fake.jax_b"].details
+    # jax was imported once, by a worker of its own, with the platform pinned before it;
+    # torch never came near it (a jax venv need not have torch), unlike the main worker's forks.
+    assert a["jax_preloaded"] and b["jax_preloaded"] and not a["torch_preloaded"] and not b["torch_preloaded"]
+    assert a["jax_platforms"] == b["jax_platforms"] == "cpu"
+    assert a["parent"] == b["parent"] not in (os.getpid(), by_name["fake.state_before"].details["worker_pid"])
+    # --isolation spawn: a fresh interpreter each, as pristine checks had.
+    spawned = _run(tmp_path, "fake.jax_a", "fake.jax_b", isolation="spawn")
+    for name in ("fake.jax_a", "fake.jax_b"):
+        assert spawned[name].details["parent"] == os.getpid() and not spawned[name].details["jax_preloaded"]
+
+
 def test_the_spawn_baseline_still_runs_one_child_per_check(tmp_path: Path) -> None:
     by_name = _run(tmp_path, "fake.state_before", "fake.state_after", isolation="spawn")
     before, after = by_name["fake.state_before"].details, by_name["fake.state_after"].details

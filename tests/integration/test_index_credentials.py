@@ -22,7 +22,7 @@ import pytest
 from rocmkit.install.base import Sources
 from rocmkit.install.pip import PipInstaller
 from rocmkit.install.uv import UvInstaller
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.pyenv import this_python
 from rocmkit.util.redact import conceal, forget_credentials
 from tests.conftest import DATA, REPO
@@ -76,7 +76,7 @@ def _base(srv: IndexServer, token: str = TOKEN) -> str:
 def _pytorch_plan(folder: Path) -> Path:
     """A saved plan naming download.pytorch.org, as `rocmkit resolve --json` writes it."""
     plan = Plan(
-        backend="rocm6.2",
+        backend=Backend.parse("rocm6.2"),
         torch_version=TORCH,
         triton="pytorch-triton-rocm==3.1.0",
         requirements=(f"torch=={TORCH}",),

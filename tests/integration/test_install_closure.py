@@ -25,7 +25,7 @@ from rocmkit.install import lock
 from rocmkit.install.base import Sources
 from rocmkit.install.wheelhouse import LOCK_NAME, lock_from_folder
 from rocmkit.matrix import load_matrix
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.util.paths import matrices_dir, shipped_matrices_dir
 from tests.support.cli import keep_user_config_out, last_error, run_main
 from tests.support.pkgindex import IndexServer, closed_port, make_torch_set, make_wheel
@@ -256,7 +256,7 @@ def test_the_live_check_does_not_follow_a_redirect_to_another_host(
         code, out, err = run_main(capsys, "resolve", "--json")
         assert code == 0, err
         reasons = json.loads(out)["reasons"]
-        assert any("redirected (HTTP 302) to another host, localhost" in r and "--allow-redirect localhost" in r for r in reasons)
+        assert any("redirected (HTTP 302) to another host, localhost" in r and "--allow redirect=localhost" in r for r in reasons)
         code, out, err = run_main(capsys, "resolve", "--json", "--allow-redirect", "localhost")
         assert code == 0, err
         assert json.loads(out)["torch_version"] == "2.13.0+cpu"
@@ -270,7 +270,7 @@ def test_a_wheelhouse_guards_only_what_it_holds(
     house = tmp_path / "house"
     make_torch_set(house, "2.13.0+cpu")
     plan = Plan(
-        backend="cpu",
+        backend=Backend.parse("cpu"),
         torch_version="2.13.0+cpu",
         requirements=("torch==2.13.0+cpu", f"torchvision=={TORCHVISION}", f"torchaudio=={TORCHAUDIO}"),
         companions=(f"torchvision=={TORCHVISION}", f"torchaudio=={TORCHAUDIO}"),
@@ -325,7 +325,7 @@ def test_the_doctor_remedy_for_a_mismatched_torchvision_fixes_it(
     assert freeze(venv)["torchvision"] == _REL.torchvision
     monkeypatch.setenv("ROCMKIT_INDEX_BASE", env.url + "/fix")
     command = matching_set_command("2.13.0+cpu", prefix=str(venv))
-    assert command == f"rocmkit install --venv {venv} --torch 2.13.0 --cpu"
+    assert command == f"rocmkit install --venv {venv} --torch 2.13.0 --backend cpu"
     code, _, err = run_main(capsys, *shlex.split(command)[1:], "--installer", "uv")
     assert code == 0, err
     frozen = freeze(venv)

@@ -80,7 +80,7 @@ def test_cpu_plan_falls_back_to_the_users_find_links(
     tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = resolve(load_machine(None), Constraints(python=PY, index_base=dead_base))
-    assert plan.backend == "cpu"
+    assert plan.backend.tag == "cpu"
     assert plan.torch_version is not None
     # The user's wheelhouse (pip's find-links) holds exactly the planned CPU builds.
     house = tmp_path / "site-wheels"
@@ -120,8 +120,8 @@ def test_resolved_rocm_plan_for_a_capture_installs_and_dry_runs(
         plan = resolve(
             load_machine(capture), Constraints(torch="2.5", rocm="6.2", python=PY, index_base=base)
         )
-        assert plan.backend == "rocm6.2" and plan.torch_version and plan.triton
-        index = root / "whl" / plan.backend
+        assert plan.backend.tag == "rocm6.2" and plan.torch_version and plan.triton
+        index = root / "whl" / plan.backend.tag
         make_torch_set(index, plan.torch_version, triton=plan.triton, hip="6.2.41133")
         for req in plan.requirements:
             name, _, version = req.partition("==")
@@ -164,7 +164,7 @@ def test_pep668_system_python_is_refused(tmp_path: Path, capsys: pytest.CaptureF
     code, _, err = rk(capsys, "--interpreter", str(system), "--plan", str(plan))
     assert code == 8
     assert "externally managed system Python (PEP 668 marker" in err
-    assert "--break-system-packages" in err
+    assert "--allow system-packages" in err
 
 
 def test_a_hung_index_fails_in_seconds_not_minutes(
@@ -219,13 +219,15 @@ def test_install_holds_the_plan_to_what_the_users_sources_hold(
 def test_cuda_names_the_wheels_on_a_machine_without_a_gpu(
     tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An image build (no GPU on the builder) names its CUDA wheels: --cuda, as resolve takes it."""
+    """An image build (no GPU on the builder) names its CUDA wheels: --backend cu128, as resolve
+    takes it (and the old --cuda 12.8, for one release)."""
     venv = tmp_path / "venv"
-    code, _, err = rk(capsys, "--venv", str(venv), "--cuda", "12.8", "--torch", "2.11", "--dry-run")
-    assert code == 0, err
-    assert "rocmkit: plan cu128: torch==2.11.0+cu128" in err
-    assert f"{dead_base}/cu128" in err
-    assert not venv.exists()
-    code, _, err = rk(capsys, "--venv", str(venv), "--cuda", "12.8", "--cpu", "--dry-run")
+    for backend in (("--backend", "cu128"), ("--cuda", "12.8")):
+        code, _, err = rk(capsys, "--venv", str(venv), *backend, "--torch", "2.11", "--dry-run")
+        assert code == 0, err
+        assert "rocmkit: plan cu128: torch==2.11.0+cu128" in err
+        assert f"{dead_base}/cu128" in err
+        assert not venv.exists()
+    code, _, err = rk(capsys, "--venv", str(venv), "--backend", "cu128", "--cpu", "--dry-run")
     assert code == 4, err
-    assert "--cuda" in err and "--cpu" in err
+    assert "error: two backends asked for: cu128 and cpu\nfix: give one --backend" in err

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.install.state import diff, snapshot
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.pyenv import probe
 from tests.support.cli import keep_user_config_out, last_error, run_main
 from tests.support.pkgindex import PLATFORM_TAG, IndexServer, make_torch_set, make_wheel
@@ -78,7 +78,7 @@ def write_plan(
     folder: Path, srv: IndexServer, backend: str, torch: str, triton: str, index: str = ""
 ) -> Path:
     plan = Plan(
-        backend=backend,
+        backend=Backend.parse(backend),
         torch_version=torch,
         triton=triton,
         requirements=(f"torch=={torch}",),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from tests.integration.test_install_e2e import (
     _quiet_user_config,  # noqa: F401  (autouse: the developer's pip config stays out)
     build_index,
@@ -47,7 +47,7 @@ def dead_url() -> str:
 
 def plan_on_dead_mirror(folder: Path) -> Path:
     plan = Plan(
-        backend="rocm6.2",
+        backend=Backend.parse("rocm6.2"),
         torch_version="2.5.1+rocm6.2",
         triton="pytorch-triton-rocm==3.1.0",
         requirements=("torch==2.5.1+rocm6.2",),

@@ -29,7 +29,7 @@ def test_mirror_without_torchvision_installs_torch_and_says_how_to_add_it(
     tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = resolve(load_machine(None), Constraints(python=PY, index_base=dead_base))
-    assert plan.backend == "cpu" and plan.torch_version and plan.companions
+    assert plan.backend.tag == "cpu" and plan.torch_version and plan.companions
     root = tmp_path / "index"
     make_torch_set(root / "mirror", plan.torch_version)  # torch only: no companion
     with IndexServer(root) as srv:
@@ -97,11 +97,11 @@ def test_no_companions_installs_torch_only(
         args = ["--venv", str(venv), "--index-base", base, "--installer", "uv", "--json"]
         code, out, err = rk(capsys, *args, "--no-companions")
     assert code == 0, err
-    assert f"--no-companions: leaving out {', '.join(plan.companions)}" in err
+    assert f"--skip companions: leaving out {', '.join(plan.companions)}" in err
     assert f"verified: torch {plan.torch_version}" in err
     assert json.loads(out)["left_out"] == list(plan.companions)
     assert "torch" in _site(venv)
     assert not {c.split("==")[0] for c in plan.companions} & _site(venv)
     # Not offered where it cannot apply.
     code, _, err = rk(capsys, "--venv", str(venv), "--no-companions", "--wheelhouse", str(tmp_path))
-    assert code == 4 and "--no-companions does not apply" in err
+    assert code == 4 and "--skip companions does not apply" in err

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.util.paths import matrices_dir, shipped_matrices_dir
 from tests.support.cli import keep_user_config_out, last_error, run_main
 from tests.support.pkgindex import IndexServer, make_torch_recording_sdist, make_torch_set, make_wheel
@@ -62,7 +62,7 @@ def server(index_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[IndexS
 
 def plan_file(folder: Path, srv: IndexServer, companions: tuple[str, ...] = ()) -> Path:
     plan = Plan(
-        backend="rocm6.2",
+        backend=Backend.parse("rocm6.2"),
         torch_version=TORCH,
         triton=TRITON,
         requirements=(f"torch=={TORCH}", *companions),
@@ -178,7 +178,7 @@ def test_the_guard_pins_no_companion_that_was_left_out(
     monkeypatch.setenv("PIP_FIND_LINKS", str(house))
     tv = "torchvision==0.20.1+rocm6.2"
     plan = Plan(
-        backend="rocm6.2",
+        backend=Backend.parse("rocm6.2"),
         torch_version=TORCH,
         triton=TRITON,
         requirements=(f"torch=={TORCH}", tv),

@@ -17,7 +17,7 @@ from rocmkit.install.base import Limits
 from rocmkit.install.installers import choose_installer
 from rocmkit.install.recover import recover_pending
 from rocmkit.install.transaction import Transaction
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.pyenv import probe
 from tests.integration.test_install_e2e import _quiet_user_config, freeze, rk  # noqa: F401 (autouse)
 from tests.support.pkgindex import PLATFORM_TAG, IndexServer, make_wheel, torch_files
@@ -63,7 +63,7 @@ def rocm_lib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _plan(folder: Path, srv: IndexServer, index: str = "whl/rocm7.2", platform: str | None = "wsl2-x86_64") -> Path:
     plan = Plan(
-        backend="rocm7.2",
+        backend=Backend.parse("rocm7.2"),
         torch_version=TORCH,
         requirements=(f"torch=={TORCH}",),
         index_urls=(srv.index_url(index),),

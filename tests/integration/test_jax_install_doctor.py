@@ -152,7 +152,7 @@ def test_torch_and_jax_in_one_venv_keep_both_pins(
                 if not any(target.glob(f"{name.replace('-', '_')}-{version}-*.whl")):
                     make_wheel(target, name, version)
         venv = env / "both"
-        code, _, err = rk(capsys, "install", "--framework", "torch,jax", "--cpu", "--jax", JAX, "--venv", str(venv),
+        code, _, err = rk(capsys, "install", "--framework", f"torch,jax={JAX}", "--backend", "cpu", "--venv", str(venv),
                           "--index-base", base, "--installer", "uv")
         assert code == 0, err
         assert f"verified: torch {plan.torch_version}" in err and f"jax {JAX}, jaxlib {JAX}" in err

@@ -57,7 +57,7 @@ rk = run_main
 
 
 def plan_args(srv: IndexServer) -> list[str]:
-    return ["--capture", str(CAPTURE), "--torch", "2.5", "--rocm", "6.2", "--index-base", srv.url + "/whl"]
+    return ["--capture", str(CAPTURE), "--torch", "2.5", "--backend", "rocm6.2", "--index-base", srv.url + "/whl"]
 
 
 def test_pylock_is_pep751_with_urls_and_hashes_and_uv_installs_it(

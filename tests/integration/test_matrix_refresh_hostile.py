@@ -67,7 +67,7 @@ def test_a_redirect_to_another_host_is_refused_unless_named_and_then_named_in_th
         assert code == 9, err
         errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
         assert len(errors) == 1 and "redirected (HTTP 302) to another host, localhost" in errors[0], err
-        assert "--allow-redirect localhost" in last_error(err)
+        assert "--allow redirect=localhost" in last_error(err)
         assert {n: (folder / n).read_bytes() for n in GENERATED} == before
         # The compare mode (no --write) obeys the same rule: <base>/simple/torch/ redirects.
         compare = ["matrix", "refresh", "--index", srv.url.rsplit("/", 1)[0], "--only", "simple"]
@@ -98,6 +98,6 @@ def test_write_from_a_plain_http_index_needs_the_flag(
     if not allowed:
         assert code == 4, err
         line = [ln for ln in err.splitlines() if ln.startswith("error:")]
-        assert len(line) == 1 and "plain http" in line[0] and "--allow-insecure-index" in last_error(err)
+        assert len(line) == 1 and "plain http" in line[0] and "--allow insecure-index" in last_error(err)
     else:
         assert code == 9, err  # past the check: the (absent) host does not answer

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.containers.request import RenderRequest
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve import Constraints
 from rocmkit.session import Session
 from rocmkit.util.safeload import loads_toml
@@ -92,7 +92,7 @@ def test_a_wheelhouse_for_aarch64_nodes_is_downloaded_on_this_x86_64_host(
     from rocmkit.install.wheelhouse import platform_tags
 
     plan = Plan(
-        backend="cu132",
+        backend=Backend.parse("cu132"),
         torch_version="2.13.0+cu132",
         requirements=("torch==2.13.0+cu132", "torchvision==0.28.0+cu132", "torchaudio==2.11.0+cu132"),
         index_urls=(server.index_url("whl/cu132"),),

@@ -62,7 +62,7 @@ def assert_clean_screen(run: PtyRun, result: str, status: str) -> None:
 
 def test_doctor_on_a_terminal_names_each_wait_and_redraws_it_as_it_goes() -> None:
     # Level 1 starts the doctor's worker (it imports torch and Triton) and, where jax is
-    # installed, spawns fresh interpreters for the jax checks: the long waits of a run.
+    # installed, the jax checks' own worker (it imports jax): the long waits of a run.
     run = run_on_pty([*ROCMKIT, "doctor", "--level", "1"], env=dict(os.environ), timeout=240)
     assert run.code in (0, 1, 2), run.stderr[-3000:]
     assert_redrawn_while_waiting(run, r"doctor \[\d+/\d+\] [\w.]+: importing torch")

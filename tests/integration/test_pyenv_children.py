@@ -19,7 +19,7 @@ import pytest
 from rocmkit.errors import ToolError
 from rocmkit.install.state import snapshot
 from rocmkit.install.verify import verify
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.pyenv import Inline, PyEnv, probe, run_json
 from rocmkit.source_build.wheelhouse import plan_for
 
@@ -92,7 +92,7 @@ def test_the_probe_ignores_noise_and_keeps_the_name_it_was_given(tmp_path: Path)
 
 def test_install_verify_reads_the_childs_file_not_its_stdout(tmp_path: Path) -> None:
     target = _env(_interpreter(tmp_path, fake_torch=True), tmp_path / "site")
-    checked = verify(target, Plan(backend="rocm6.2", torch_version="2.5.1+rocm6.2"), timeout=60)
+    checked = verify(target, Plan(backend=Backend.parse("rocm6.2"), torch_version="2.5.1+rocm6.2"), timeout=60)
     assert checked.ok, checked.problems
     assert checked.facts["torch"] == "2.5.1+rocm6.2" and checked.facts["hip"] == "6.2.41134-65d174c3e"
 
@@ -112,7 +112,7 @@ def test_the_wheelhouse_plan_reads_the_childs_file_not_its_stdout(tmp_path: Path
     python = _interpreter(tmp_path, fake_torch=True)
     plan = plan_for(str(python), {"torch": "2.5.1+rocm6.2", "triton": "3.1.0"}, ("gfx1031",))
     assert plan is not None
-    assert (plan.backend, plan.torch_version, plan.triton) == ("rocm6.2", "2.5.1+rocm6.2", "triton==3.1.0")
+    assert (plan.backend.tag, plan.torch_version, plan.triton) == ("rocm6.2", "2.5.1+rocm6.2", "triton==3.1.0")
 
 
 DAMAGE = {
@@ -129,7 +129,7 @@ def test_a_damaged_result_file_is_one_clear_error(tmp_path: Path, kind: str) -> 
     target = _env(python, tmp_path / "site")
     ran = run_json(python, Inline("write_result({'fine': True})\n"), timeout=60)
     assert ran.data is None and ran.error is not None and why in ran.error
-    checked = verify(target, Plan(backend="rocm6.2", torch_version="2.5.1+rocm6.2"), timeout=60)
+    checked = verify(target, Plan(backend=Backend.parse("rocm6.2"), torch_version="2.5.1+rocm6.2"), timeout=60)
     assert not checked.ok and len(checked.problems) == 1 and why in checked.problems[0]
     with pytest.raises(ToolError, match="gave no distribution list") as err:
         snapshot(target)

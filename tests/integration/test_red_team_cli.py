@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from tests.support.cli import last_error, rocmkit
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 )
 def test_install_with_a_companion_that_contradicts_the_plan(with_: str, says: str, tmp_path: Path) -> None:
     plan = Plan(
-        backend="rocm6.2",
+        backend=Backend.parse("rocm6.2"),
         torch_version="2.5.1+rocm6.2",
         triton="pytorch-triton-rocm==3.1.0",
         requirements=("torch==2.5.1+rocm6.2",),
@@ -41,7 +41,7 @@ def test_install_with_a_companion_that_contradicts_the_plan(with_: str, says: st
 
 
 def test_install_dry_run_for_a_python_not_on_this_machine(tmp_path: Path) -> None:
-    res = rocmkit("install", "--dry-run", "--cpu", "--venv", str(tmp_path / "v"), "--python", "3.99")
+    res = rocmkit("install", "--dry-run", "--backend", "cpu", "--venv", str(tmp_path / "v"), "--python", "3.99")
     assert res.code == 4
     assert res.one_line_error().startswith("error: --python 3.99: no such Python on this machine")
 

@@ -38,7 +38,7 @@ def test_requirements_file_and_commands_resolve_with_pip_and_uv(tmp_path: Path) 
     with IndexServer(root) as srv:
         plan = resolve(machine, Constraints(torch="2.5", python=PY, index_base=srv.url + "/whl"))
         assert plan.index_urls == (srv.url + "/whl/rocm6.2",)
-        _serve_plan_wheels(root, plan.requirements, plan.backend, plan.triton)
+        _serve_plan_wheels(root, plan.requirements, plan.backend.tag, plan.triton)
         req = tmp_path / "requirements.txt"
         req.write_text(requirements_text(plan))
 

@@ -30,7 +30,7 @@ def test_two_arch_capture_gets_one_device_extra_per_arch() -> None:
     # MI100 (gfx908) beside a Raphael iGPU (gfx1036): AMD has a device package for each.
     machine = load_machine(CAPTURES / "mi100-gfx908-igpu-gfx1036-rocm5.7")
     plan = go(machine, "amd")
-    assert plan.channel == "amd" and plan.backend == "amd-stable-gfx1036-gfx908"
+    assert plan.channel == "amd" and plan.backend.tag == "amd-stable-gfx1036-gfx908"
     assert plan.requirements[:2] == (
         "torch[device-gfx1036,device-gfx908]",
         "torchvision[device-gfx1036,device-gfx908]",
@@ -212,7 +212,7 @@ def test_amd_plans_round_trip_through_the_plan_schema() -> None:
     # Many targets: the backend stays a short name, target_archs keeps them all.
     many = ("gfx1010", "gfx1030", "gfx1100", "gfx1101", "gfx1151", "gfx1201", "gfx908", "gfx90a", "gfx942")
     plan = go(Machine(gpus=tuple(Gpu(vendor="amd", index=i, arch=a) for i, a in enumerate(many))), "amd-nightly")
-    assert plan.backend == "amd-nightly-9-targets" and len(plan.target_archs) == 9
+    assert plan.backend.tag == "amd-nightly-9-targets" and len(plan.target_archs) == 9
     assert Plan.from_dict(plan.to_dict()) == plan
 
 

@@ -148,11 +148,11 @@ def test_doctor_names_a_torchvision_whose_ops_do_not_load() -> None:
     assert (
         bad.remedy
         and "built for torch 2.13.0+cpu" in bad.remedy
-        and "--torch 2.13.0 --cpu`" in bad.remedy
+        and "--torch 2.13.0 --backend cpu`" in bad.remedy
         and "pip uninstall --python" in bad.remedy
     )
-    assert matching_set_command("2.9.1+rocm6.4", prefix="/v") == "rocmkit install --venv /v --torch 2.9.1 --rocm 6.4"
-    assert matching_set_command("2.10.0+cu128", prefix="/v") == "rocmkit install --venv /v --torch 2.10.0 --cuda 12.8"
+    assert matching_set_command("2.9.1+rocm6.4", prefix="/v") == "rocmkit install --venv /v --torch 2.9.1 --backend rocm6.4"
+    assert matching_set_command("2.10.0+cu128", prefix="/v") == "rocmkit install --venv /v --torch 2.10.0 --backend cu128"
     good = companion_result("2.14.1", {"torchvision": ("0.29.1", None), "torchaudio": (None, None)})
     assert good.status is Status.PASS and "torchvision 0.29.1" in good.message
     assert companion_result("2.13.0", {"torchvision": (None, None)}).status is Status.SKIP

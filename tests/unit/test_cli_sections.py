@@ -30,10 +30,11 @@ def test_lock_and_wheelhouse_take_installs_options_less_its_modes() -> None:
     from rocmkit.cli.verbs import lock, wheelhouse
 
     modes = {"dry_run", "project", "lock_file", "from_lock", "download_only", "wheelhouse", "no_guard",
-        "no_verify", "no_compile", "break_system_packages", "allow_env"}
+        "no_verify", "no_compile", "break_system_packages", "allow_env", "skip", "allow"}
     kept = [p.name for p in install.params if p.name not in modes]
-    assert [p.name for p in lock.params] == ["lock_file", *kept]
-    assert [p.name for p in wheelhouse.params] == ["folder", *kept]
+    # --skip and --allow narrowed to the words that apply before an install.
+    assert [p.name for p in lock.params] == ["lock_file", "skip", "allow", *kept]
+    assert [p.name for p in wheelhouse.params] == ["folder", "skip", "allow", *kept]
     assert "Usage: rocmkit lock [OPTIONS] FILE" in _help("lock")
 
 

@@ -294,7 +294,7 @@ def test_bitsandbytes_on_a_gfx908_with_rocm_7_2_loads_its_7_2_library_without_a_
 
     machine = load_machine(REPO / "tests" / "data" / "captures" / "mi100-gfx908-igpu-gfx1036-rocm5.7")
     plan = resolve(machine, Constraints(python="3.11"))
-    assert plan.backend == "rocm7.2" and plan.target_archs == ("gfx908",)
+    assert plan.backend.tag == "rocm7.2" and plan.target_archs == ("gfx908",)
     _package, reasons, warnings, _env = resolve_one("bitsandbytes", plan, machine, load_companions())
     assert not any("7.14" in w for w in warnings), warnings
     assert any("covering gfx908" in r and "7.2" in r for r in reasons), reasons

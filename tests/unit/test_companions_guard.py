@@ -8,11 +8,11 @@ from pathlib import Path
 from rocmkit.companions.export import apply_to_pyproject, uv_project_text
 from rocmkit.install.conflict import guard_conflict
 from rocmkit.install.guard import constraints_text, installed_view, pins_for
-from rocmkit.plan import Plan, WithPackage
+from rocmkit.plan import Backend, Plan, WithPackage
 
 TV = "torchvision==0.20.1+rocm6.2"
 PLAN = Plan(
-    backend="rocm6.2",
+    backend=Backend.parse("rocm6.2"),
     torch_version="2.5.1+rocm6.2",
     triton="pytorch-triton-rocm==3.1.0",
     requirements=("torch==2.5.1+rocm6.2", TV),

@@ -12,7 +12,7 @@ from rocmkit.companions.resolve import resolve_with
 from rocmkit.detect import load_machine
 from rocmkit.errors import DataError, NoPlanError
 from rocmkit.machine import Gpu, Machine
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.resolve import Constraints, resolve
 from rocmkit.resolve.render import requirements_text, summary_text
 
@@ -71,7 +71,7 @@ def test_xformers_for_another_torch_is_refused_with_the_pairing_that_would_fit()
     assert err.value.exit_code == 6
     assert "--with xformers: no build fits torch 2.13.0+rocm7.2 (rocm7.2) on gfx942" in err.value.message
     assert "PyTorch's index serves it for rocm7.1, not rocm7.2" in err.value.message
-    assert err.value.fix and "--torch 2.10 --rocm 7.1" in err.value.fix
+    assert err.value.fix and "--torch 2.10 --backend rocm7.1" in err.value.fix
 
 
 def test_cpu_has_bitsandbytes_but_no_xformers_or_flash_attn() -> None:
@@ -96,7 +96,7 @@ def test_cuda_capture_gets_the_cuda_builds() -> None:
 
 def test_bitsandbytes_on_a_rocm_minor_it_lacks_warns_which_library_loads() -> None:
     machine = Machine(gpus=(Gpu(vendor="amd", index=0, arch="gfx90a"),))
-    plan = Plan(backend="rocm7.3", torch_version="2.14.0+rocm7.3", target_archs=("gfx90a",))
+    plan = Plan(backend=Backend.parse("rocm7.3"), torch_version="2.14.0+rocm7.3", target_archs=("gfx90a",))
     out = resolve_with(plan, machine, ("bitsandbytes",), DATA)
     assert any("has no ROCm 7.3 library; it loads its ROCm 7.2 one" in w for w in out.warnings)
 
@@ -120,7 +120,7 @@ def test_resolve_with_on_the_command_line() -> None:
     assert ok.code == 0, ok.stderr
     assert "With:\n  xformers==0.0.35  (prebuilt wheel)" in ok.stdout
     assert "rocmkit install --venv V --with xformers==0.0.35" in ok.stdout
-    refused = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--cpu", "--with", "flash-attn")
+    refused = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--backend", "cpu", "--with", "flash-attn")
     assert refused.code == 6
     assert "--with flash-attn: no build fits torch" in refused.one_line_error()
     bad = rocmkit("resolve", "--capture", CAPTURE, "--offline", "--with", "xformers,>=1")

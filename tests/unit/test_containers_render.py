@@ -84,7 +84,7 @@ def test_shipped_images_are_sourced_and_their_archs_known() -> None:
     for spec in images.specs:
         for arch in spec.gfx:
             assert matrix.gfx_arch(arch) is not None, arch
-        # The image's install step (`--rocm R`, `--cuda C` or `--cpu`, with `--torch T`) has wheels to install.
+        # The image's install step (`--backend rocmR`, `cuC` or `cpu`, with `--torch T`) has wheels to install.
         _check_torch_wheels(spec.torch, spec.release, spec.kind)
     # The task's reference base image is there and confirmed.
     assert images.base("rocm", "6.2").image == "rocm/dev-ubuntu-22.04:6.2.4"
@@ -99,7 +99,7 @@ def test_rendered_rocm_dockerfile_does_what_the_issue_asks() -> None:
     # Build-time overrides are ARGs (not ENV), so the running container detects its GPUs.
     assert "ARG ROCMKIT_GFX=gfx90a,gfx942\n" in text and "ARG ROCMKIT_ROCM_VERSION=6.2.4\n" in text
     assert "ENV ROCMKIT_" not in text
-    assert "RUN rocmkit install --venv /opt/rocmkit --rocm 6.2 --torch 2.5\n" in text
+    assert "RUN rocmkit install --venv /opt/rocmkit --backend rocm6.2 --torch 2.5\n" in text
     assert text.index("rocmkit install") < text.index("RUN rocmkit doctor --level 0 ")
     assert "--skip env.device_nodes" in text  # the build machine has no /dev/kfd
     assert text.rstrip().endswith('ENTRYPOINT ["rocmkit", "doctor"]\nCMD ["--level", "1"]')
@@ -120,7 +120,7 @@ def test_choose_spec_defaults_and_custom_names() -> None:
     assert custom.name == "rocm6.2-torch2.5-gfx942" and custom.gfx == ("gfx942",)
     other_torch = choose_spec(images, rocm="6.3", torch="2.8")
     assert other_torch.name == "rocm6.3-torch2.8-gfx90a-gfx942-gfx1100-gfx1201"
-    assert "--rocm 6.3 --torch 2.8\n" in render_dockerfile(other_torch, images)
+    assert "--backend rocm6.3 --torch 2.8\n" in render_dockerfile(other_torch, images)
 
 
 @pytest.mark.parametrize(
@@ -134,10 +134,10 @@ def test_choose_spec_defaults_and_custom_names() -> None:
         ({"rocm": "6.2", "gfx": [" ", ""]}, "names no arch"),
         ({"rocm": "6.0"}, "has no image for ROCm 6.0"),
         ({}, "say which image to render"),
-        ({"rocm": "6.2", "cpu": True}, "--rocm and --cpu name different images"),
+        ({"rocm": "6.2", "cpu": True}, "two backends asked for: rocm and cpu"),
         ({"cpu": True, "gfx": ["gfx942"]}, "--gfx is for ROCm images"),
         ({"cuda": "12.7"}, r"no torch wheels for CUDA 12\.7"),
-        ({"cuda": "twelve"}, "is not a CUDA release"),
+        ({"cuda": "twelve"}, "CUDA 'twelve' is not a release"),
         ({"cuda": "12.6"}, r"has no image for CUDA 12\.6"),
         ({"cuda": "12.8", "torch": "2.13"}, r"no torch 2\.13 wheels for CUDA 12\.8"),
         ({"cpu": True, "torch": "2.99"}, r"no torch 2\.99 wheels for CPU"),
@@ -268,7 +268,7 @@ def test_rendered_cpu_dockerfile_installs_cpu_wheels() -> None:
     images = load_images()
     text = render_dockerfile(choose_spec(images, cpu=True), images)
     assert f"FROM {images.base('cpu').image}\n" in text
-    assert "RUN rocmkit install --venv /opt/rocmkit --cpu --torch 2.13\n" in text
+    assert "RUN rocmkit install --venv /opt/rocmkit --backend cpu --torch 2.13\n" in text
     # Nothing to detect or override: no GPU, and none wanted.
     assert "ROCMKIT_GFX" not in text and "ROCMKIT_ROCM_VERSION" not in text
     assert text.index("ARG ROCMKIT_INDEX_BASE=") < text.index("RUN rocmkit install")
@@ -280,14 +280,14 @@ def test_rendered_cpu_dockerfile_installs_cpu_wheels() -> None:
 
 def test_rendered_cuda_dockerfile_names_its_wheels() -> None:
     images = load_images()
-    spec = choose_spec(images, cuda="cu128")  # torch's index name, as `--cuda` takes it
+    spec = choose_spec(images, cuda="cu128")  # torch's index name, as `--backend` takes it
     assert (spec.name, spec.release, spec.torch) == ("cuda12.8-torch2.11", "12.8", "2.11")
     text = render_dockerfile(spec, images)
     # A plain base: the cu128 wheels bring CUDA's libraries from PyPI, the driver is the host's.
     assert f"FROM {images.base('cuda').image}\n" in text and "nvidia/cuda" not in text
     assert "pt_cuda_pip" in text  # the header names the base's sources
-    # No GPU at build time: the wheels are named (--cuda), not detected.
-    assert "RUN rocmkit install --venv /opt/rocmkit --cuda 12.8 --torch 2.11\n" in text
+    # No GPU at build time: the wheels are named (--backend cu128), not detected.
+    assert "RUN rocmkit install --venv /opt/rocmkit --backend cu128 --torch 2.11\n" in text
     assert text.index("ARG ROCMKIT_INDEX_BASE=") < text.index("RUN rocmkit install")
     assert "RUN rocmkit doctor --level 0 --image-build " in text
     assert "#   docker run --rm --gpus all --ipc=host rocmkit:cuda12.8-torch2.11\n" in text
@@ -298,7 +298,7 @@ def test_cuda_release_forms() -> None:
     assert cuda_release("12.8") == cuda_release("cu128") == cuda_release(" CU128 ") == "12.8"
     assert cuda_release("cu118") == "11.8" and cuda_release("13.0") == "13.0"
     for bad in ("12", "cu12", "12.80", "cuda12.8", "1.2", ""):
-        with pytest.raises(UsageError, match="is not a CUDA release"):
+        with pytest.raises(UsageError, match="is not a release"):
             cuda_release(bad)
 
 
@@ -306,18 +306,18 @@ def test_cli_renders_cpu_and_cuda_images(tmp_path: Path) -> None:
     runner = CliRunner()
     cpu = runner.invoke(cli, ["docker", "render", "--cpu", "--torch", "2.12"])
     assert cpu.exit_code == 0, cpu.stderr
-    assert "RUN rocmkit install --venv /opt/rocmkit --cpu --torch 2.12\n" in cpu.stdout
+    assert "RUN rocmkit install --venv /opt/rocmkit --backend cpu --torch 2.12\n" in cpu.stdout
     assert "# Image cpu-torch2.12: torch 2.12, CPU wheels." in cpu.stdout
     out = tmp_path / "one"
     cuda = runner.invoke(cli, ["docker", "render", "--cuda", "12.6", "--torch", "2.13", "--out", str(out)])
     assert cuda.exit_code == 0, cuda.stderr
     assert [p.name for p in out.iterdir()] == ["cuda12.6-torch2.13.Dockerfile"]
-    assert "rocmkit install --venv /opt/rocmkit --cuda 12.6 --torch 2.13" in (out / "cuda12.6-torch2.13.Dockerfile").read_text()
+    assert "rocmkit install --venv /opt/rocmkit --backend cu126 --torch 2.13" in (out / "cuda12.6-torch2.13.Dockerfile").read_text()
     assert runner.invoke(cli, ["docker", "render", "--cuda", "12.6", "--torch", "2.13", "--out", str(out), "--check"]).exit_code == 0
     for argv, match in (
-        (["--cpu", "--cuda", "12.8"], "--cuda and --cpu name different images"),
+        (["--cpu", "--cuda", "12.8"], "two backends asked for: cuda and cpu"),
         (["--cuda", "12.8", "--gfx", "gfx942"], "--gfx is for ROCm images"),
-        (["--cuda", "12.x"], "--cuda '12.x' is not a CUDA release"),
+        (["--cuda", "12.x"], "CUDA '12.x' is not a release"),
     ):
         bad = rocmkit("docker", "render", *argv)
         assert bad.code == 4 and match in bad.one_line_error(), bad.stderr
@@ -339,37 +339,37 @@ def test_bare_render_is_the_machines_rocm_image(captures_dir: Path) -> None:
     said: list[str] = []
     (name, text), = RenderRequest().rendered(session, say=said.append).items()
     assert "ARG ROCMKIT_GFX=gfx1031\n" in text
-    rocm = plan.backend.removeprefix("rocm")
+    rocm = plan.backend.rocm
     torch = _plan_torch(session)
-    assert f"RUN rocmkit install --venv /opt/rocmkit --rocm {rocm} --torch {torch}\n" in text
+    assert f"RUN rocmkit install --venv /opt/rocmkit --backend rocm{rocm} --torch {torch}\n" in text
     assert name == f"rocm{rocm}-torch{torch}-gfx1031.Dockerfile"
     # A plan resting on a build no index has confirmed pins the confirmed one, and says so.
     assert bool(plan.fallback) == bool(said)
     if said:
         (line,) = said
         assert f"torch {plan.torch_version}" in line and f"pins torch {torch}" in line
-        assert f"--rocm {rocm} --torch {plan.torch_version.split('+')[0]} --gfx gfx1031" in line
+        assert f"--backend rocm{rocm} --torch {plan.torch_version.split('+')[0]} --gfx gfx1031" in line
 
 
 def test_bare_render_keeps_the_plans_rocm_patch_index(captures_dir: Path) -> None:
     # The plan's index is rocm6.2.4 (apart from rocm6.2): the image installs from it, on 6.2's base.
     session = Session(capture=captures_dir / "mi250x-gfx90a-rocm6.2.1")
-    assert session.plan(Constraints()).backend == "rocm6.2.4"
+    assert session.plan(Constraints()).backend.tag == "rocm6.2.4"
     (name, text), = RenderRequest().rendered(session).items()
     assert name.startswith("rocm6.2.4-torch") and "FROM rocm/dev-ubuntu-22.04:6.2.4\n" in text
-    assert "--rocm 6.2.4 --torch " in text and "ARG ROCMKIT_GFX=gfx90a\n" in text
+    assert "--backend rocm6.2.4 --torch " in text and "ARG ROCMKIT_GFX=gfx90a\n" in text
 
 
 @pytest.mark.parametrize("capture", ["synthetic-h100x2-nvidia-550", "h100x8-nvidia-smi-535.183.01"])
 def test_bare_render_on_an_nvidia_node_is_its_cuda_image(captures_dir: Path, capture: str) -> None:
     session = Session(capture=captures_dir / capture)
     plan = session.plan(Constraints())
-    assert plan.backend.startswith("cu")
-    release = f"{plan.backend[2:-1]}.{plan.backend[-1]}"
+    assert plan.backend.kind == "cuda"
+    release = plan.backend.cuda
     torch = _plan_torch(session)
     (name, text), = RenderRequest().rendered(session).items()
     assert name == f"cuda{release}-torch{torch}.Dockerfile"
-    assert f"RUN rocmkit install --venv /opt/rocmkit --cuda {release} --torch {torch}\n" in text
+    assert f"RUN rocmkit install --venv /opt/rocmkit --backend {plan.backend} --torch {torch}\n" in text
     assert "FROM ubuntu:" in text and "--gpus all" in text
     assert "ROCMKIT_GFX" not in text
 
@@ -377,18 +377,18 @@ def test_bare_render_on_an_nvidia_node_is_its_cuda_image(captures_dir: Path, cap
 def test_bare_render_on_a_cpu_only_plan_is_the_cpu_image(captures_dir: Path) -> None:
     # A Ryzen APU and a GTX 1050 Ti with neither driver loaded: the plan is CPU wheels.
     session = Session(capture=captures_dir / "ryzen2400g-gtx1050ti-centos7-rocm3.8-rock-not-loaded")
-    assert session.plan(Constraints()).backend == "cpu"
+    assert session.plan(Constraints()).backend.tag == "cpu"
     (name, text), = RenderRequest().rendered(session).items()
     torch = _plan_torch(session)
     assert name == f"cpu-torch{torch}.Dockerfile"
-    assert f"RUN rocmkit install --venv /opt/rocmkit --cpu --torch {torch}\n" in text
+    assert f"RUN rocmkit install --venv /opt/rocmkit --backend cpu --torch {torch}\n" in text
 
 
 def test_bare_render_refuses_a_plan_no_image_renders(captures_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rocmkit.plan import Plan
+    from rocmkit.plan import Backend, Plan
 
     session = Session(capture=captures_dir / "synthetic-h100x2-nvidia-550")
-    monkeypatch.setattr(session, "plan", lambda *a, **k: Plan(backend="therock-gfx1151", torch_version="2.9.0"))
+    monkeypatch.setattr(session, "plan", lambda *a, **k: Plan(backend=Backend.parse("therock-gfx1151"), torch_version="2.9.0"))
     with pytest.raises(UsageError, match="plan is therock-gfx1151 wheels, for which rocmkit renders no image") as err:
         RenderRequest().rendered(session)
-    assert "--cuda X.Y or --cpu" in (err.value.fix or "")
+    assert "--backend cuXYZ or --backend cpu" in (err.value.fix or "")

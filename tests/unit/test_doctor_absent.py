@@ -9,7 +9,7 @@ from rocmkit.doctor.reporters import text
 from rocmkit.doctor.result import CheckResult, Report, Status
 from rocmkit.doctor.run import run_checks
 from rocmkit.machine import Machine
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.pyenv import PyEnv
 
 
@@ -94,7 +94,7 @@ def test_a_python_outside_any_venv_gets_the_interpreter_form(tmp_path: Path) -> 
 
 def test_torch_without_triton_warns_with_the_pinned_triton(tmp_path: Path) -> None:
     pins = ("filelock", "pytorch-triton-rocm==3.1.0; platform_system == 'Linux'")
-    plan = Plan(backend="rocm6.2", index_urls=("https://download.pytorch.org/whl/rocm6.2",))
+    plan = Plan(backend=Backend.parse("rocm6.2"), index_urls=("https://download.pytorch.org/whl/rocm6.2",))
     by = _run(_py(torch=True, triton=False, requires=pins), 1, tmp_path, plan=plan)
     r = by["triton.import"]
     assert r.status is Status.WARN, r

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rocmkit.doctor import run as doctor_run
-from rocmkit.doctor.registry import Check, CheckContext
+from rocmkit.doctor.registry import Check, CheckContext, CheckFunc
 from rocmkit.doctor.result import CheckResult, Status
 from rocmkit.doctor.run import Discovery, RunOptions, discover, doctor, host_id, missing_need, select
 from rocmkit.errors import UsageError
@@ -240,8 +240,9 @@ def test_checks_run_concurrently_gpu_ones_one_at_a_time_and_the_order_holds(tmp_
 
 def test_a_long_running_check_is_offered_a_slot_first_but_reported_in_order(tmp_path: Path) -> None:
     """A real compile that outlasts the rest starts as soon as it may, so the short checks run
-    beside it instead of leaving it alone at the end; never past an exclusive check. (The
-    order is the scheduler's, read from its on_start hook, not from threads racing.)"""
+    beside it instead of leaving it alone at the end, even ahead of an exclusive check, which
+    runs alone once the compile has ended. (The order is the scheduler's, read from its
+    on_start hook, not from threads racing.)"""
     from rocmkit.doctor.run import run_checks
 
     def check(name: str, **kw: object) -> Check:
@@ -253,7 +254,39 @@ def test_a_long_running_check_is_offered_a_slot_first_but_reported_in_order(tmp_
     out = run_checks(checks, ctx, jobs=2, on_start=lambda c: started.append(c.name))
     assert started[0] == "s.compile"
     assert [r.name for r in out] == ["s.a", "s.b", "s.c", "s.compile"]  # the report's order holds
+
+    # An exclusive check ahead of the compile waits for it, and the checks after the exclusive
+    # one run beside the compile meanwhile: the compile ends only once s.b has run beside it.
+    import threading
+
+    active: set[str] = set()
+    seen: dict[str, set[str]] = {}
+    b_ran = threading.Event()
+
+    def tracked(name: str, wait_for_b: bool = False) -> CheckFunc:
+        def run(ctx: CheckContext) -> CheckResult:
+            seen[name] = set(active)
+            active.add(name)
+            try:
+                ok = b_ran.wait(30) if wait_for_b else True
+                if name == "s.b":
+                    b_ran.set()
+                return CheckResult(status=Status.PASS if ok else Status.FAIL, message=name)
+            finally:
+                active.discard(name)
+
+        return run
+
     started.clear()
-    fenced = [check("s.a"), check("s.excl", exclusive=True), check("s.compile", long_running=True)]
-    run_checks(fenced, ctx, jobs=2, on_start=lambda c: started.append(c.name))
-    assert started == ["s.a", "s.excl", "s.compile"]
+    fenced = [
+        Check(name="s.a", level=0, description="", func=tracked("s.a"), module=__name__),
+        Check(name="s.excl", level=0, description="", func=tracked("s.excl"), module=__name__, exclusive=True),
+        Check(name="s.b", level=0, description="", func=tracked("s.b"), module=__name__),
+        Check(name="s.compile", level=0, description="", func=tracked("s.compile", wait_for_b=True),
+              module=__name__, long_running=True),
+    ]
+    out = run_checks(fenced, ctx, jobs=2, on_start=lambda c: started.append(c.name))
+    assert all(r.status is Status.PASS for r in out), [(r.name, r.message) for r in out]
+    assert started[0] == "s.compile" and started[-1] == "s.excl"
+    assert seen["s.excl"] == set()  # still alone
+    assert [r.name for r in out] == ["s.a", "s.excl", "s.b", "s.compile"]

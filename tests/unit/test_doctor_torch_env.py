@@ -11,7 +11,7 @@ from rocmkit.doctor.checks import torch_env
 from rocmkit.doctor.registry import CheckContext
 from rocmkit.doctor.result import Status
 from rocmkit.machine import Gpu, Machine, NvidiaInfo, RocmInfo
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 
 RX6800M = Gpu(vendor="amd", index=0, arch="gfx1031", name="RX 6800M", integrated=False)
 MI210 = Gpu(vendor="amd", index=0, arch="gfx90a:sramecc+:xnack-", name="MI210", integrated=False)
@@ -60,7 +60,7 @@ def test_triton_packages_wrong_version(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = CheckContext(
         machine=ctx.machine,
         backend="rocm",
-        plan=Plan(backend="rocm6.2", index_urls=("https://download.pytorch.org/whl/rocm6.2",)),
+        plan=Plan(backend=Backend.parse("rocm6.2"), index_urls=("https://download.pytorch.org/whl/rocm6.2",)),
         cache_dir=ctx.cache_dir,
     )
     r = torch_env.triton_packages(ctx)

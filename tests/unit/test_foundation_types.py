@@ -10,7 +10,7 @@ import pytest
 from rocmkit.doctor.result import CheckResult, Figure, Report, Status, verdict
 from rocmkit.errors import CaptureError, DataError
 from rocmkit.machine import DeviceNode, Gpu, Host, Machine, NvidiaInfo, Problem, RocmInfo, RocmInstall
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.sources import CaptureSource
 
 
@@ -68,7 +68,7 @@ def test_machine_from_dict_rejects_other_schemas() -> None:
 
 def test_plan_round_trip_and_commands() -> None:
     plan = Plan(
-        backend="rocm6.2",
+        backend=Backend.parse("rocm6.2"),
         torch_version="2.5.1+rocm6.2",
         requirements=("torch==2.5.1+rocm6.2", "pytorch-triton-rocm==3.1.0"),
         index_urls=("https://download.pytorch.org/whl/rocm6.2", "https://example.invalid/simple"),

@@ -212,3 +212,40 @@ def test_only_the_session_names_the_index_base_variable() -> None:
         if isinstance(node, ast.Constant) and node.value == "ROCMKIT_INDEX_BASE"
     )
     assert holders == ["rocmkit.session"]
+
+
+def _message_aliases(text: str) -> list[str]:
+    """Module-level names bound to ``Callable[[str], None]`` (``X = …`` or ``X: TypeAlias = …``;
+    ``type X = …`` needs Python 3.12, above the floor)."""
+    found = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            name, value = node.target.id, node.value
+        else:
+            continue
+        if ast.unparse(value).replace("typing.", "").replace("collections.abc.", "") == "Callable[[str], None]":
+            found.append(name)
+    return found
+
+
+def test_the_message_callback_is_defined_once() -> None:
+    """``Say`` (``util/say.py``) is the one name of the message callback; install and containers
+    used to restate it as ``Say`` or ``Echo`` seven times. Import it; do not define another."""
+    aliases = sorted(
+        f"{_module_name(p)}.{name}" for p in ROOT.rglob("*.py") for name in _message_aliases(p.read_text(encoding="utf-8"))
+    )
+    assert aliases == ["rocmkit.util.say.Say"]
+
+
+def test_the_message_alias_guard_sees_each_spelling() -> None:
+    # The guard above can fail: each way of writing a second alias is seen, and a parameter's
+    # annotation or a wider type is not an alias.
+    text = (
+        "Echo = Callable[[str], None]\n"
+        "Tell: TypeAlias = typing.Callable[[str], None]\n"
+        "Sink = Callable[[str], None] | None\n"
+        "def f(say: Callable[[str], None]) -> None: ...\n"
+    )
+    assert _message_aliases(text) == ["Echo", "Tell"]

@@ -16,19 +16,24 @@ from rocmkit.install.base import Sources
 from rocmkit.install.indexcheck import decide_sources, read_pip_config, wheel_matches
 from rocmkit.install.state import Dist, EnvState, build_backup_wheel, diff
 from rocmkit.install.venv import select_target
-from rocmkit.install.verify import check_facts, expected_backend
-from rocmkit.plan import Plan
+from rocmkit.install.verify import check_facts
+from rocmkit.plan import Backend, Plan
 from rocmkit.pyenv import PyEnv
 
-ROCM = Plan(backend="rocm6.2", torch_version="2.5.1+rocm6.2", triton="pytorch-triton-rocm==3.1.0")
+ROCM = Plan(backend=Backend.parse("rocm6.2"), torch_version="2.5.1+rocm6.2", triton="pytorch-triton-rocm==3.1.0")
 
 
 def test_expected_backend_names() -> None:
-    assert expected_backend("rocm6.2") == ("rocm", "6.2")
-    assert expected_backend("cu128") == ("cuda", "12.8")
-    assert expected_backend("cu118") == ("cuda", "11.8")
-    assert expected_backend("therock-gfx1151") == ("rocm", None)
-    assert expected_backend("cpu") == ("cpu", None)
+    def expected(tag: str) -> tuple[str | None, str | None]:
+        backend = Backend.parse(tag)
+        return backend.kind, backend.toolkit
+
+    assert expected("rocm6.2") == ("rocm", "6.2")
+    assert expected("cu128") == ("cuda", "12.8")
+    assert expected("cu118") == ("cuda", "11.8")
+    assert expected("therock-gfx1151") == ("rocm", None)
+    assert expected("amd-nightly-gfx942") == ("rocm", None)
+    assert expected("cpu") == ("cpu", None)
 
 
 def test_verify_catches_the_silent_cpu_or_cuda_swap() -> None:
@@ -47,9 +52,9 @@ def test_verify_catches_the_silent_cpu_or_cuda_swap() -> None:
     assert check_facts(ROCM, {"torch_error": "ImportError: libamdhip64.so"}) == [
         "`import torch` failed: ImportError: libamdhip64.so"
     ]
-    cu = Plan(backend="cu128")
+    cu = Plan(backend=Backend.parse("cu128"))
     assert check_facts(cu, {"torch": "2.7.0", "cuda": "12.8", "hip": None}) == []
-    assert check_facts(Plan(backend="cpu"), {"torch": "2.7.0", "cuda": "12.8"}) != []
+    assert check_facts(Plan(backend=Backend.parse("cpu")), {"torch": "2.7.0", "cuda": "12.8"}) != []
 
 
 def test_state_diff_names_added_removed_and_changed() -> None:
@@ -224,10 +229,10 @@ def test_a_plan_for_another_python_is_refused_up_front(tmp_path: Path) -> None:
         executable=tmp_path / "bin/python", prefix=tmp_path, venv=tmp_path, version="3.11.7",
         purelib=tmp_path, platlib=tmp_path, stdlib=tmp_path, include=tmp_path, has_pip=False,
     )  # fmt: skip
-    check_fits(Plan(backend="cpu", python="3.11"), target)
-    check_fits(Plan(backend="cpu"), target)
+    check_fits(Plan(backend=Backend.parse("cpu"), python="3.11"), target)
+    check_fits(Plan(backend=Backend.parse("cpu")), target)
     with pytest.raises(UsageError, match=r"plan is for Python 3.12, but .* is Python 3.11"):
-        check_fits(Plan(backend="cpu", python="3.12"), target)
+        check_fits(Plan(backend=Backend.parse("cpu"), python="3.12"), target)
 
 
 def test_heartbeat_speaks_while_a_step_runs() -> None:
@@ -293,10 +298,10 @@ def test_resolve_constraints_with_a_plan_file_are_refused(tmp_path: Path) -> Non
     from rocmkit.cli.install import cli
 
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps(Plan(backend="cpu", torch_version="2.13.0+cpu").to_dict()))
+    plan.write_text(json.dumps(Plan(backend=Backend.parse("cpu"), torch_version="2.13.0+cpu").to_dict()))
     result = CliRunner().invoke(cli, ["--plan", str(plan), "--torch", "2.5", "--venv", str(tmp_path / "v")])
     assert isinstance(result.exception, UsageError), result.output
-    assert "--torch/--rocm/--cuda/--cpu/--strict-data/--capture do not apply" in result.exception.message
+    assert "--torch/--backend/--strict-data/--capture do not apply" in result.exception.message
 
 
 @pytest.mark.parametrize("option", ["--net-timeout", "--timeout", "--probe-timeout"])

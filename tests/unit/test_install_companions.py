@@ -13,7 +13,7 @@ from rocmkit.install.base import Sources
 from rocmkit.install.flow import add_later_command
 from rocmkit.install.indexcheck import UserPipConfig, decide_sources, read_pip_config
 from rocmkit.machine import Gpu, Machine
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 from rocmkit.pyenv import PyEnv
 from rocmkit.resolve import Constraints, resolve
 
@@ -23,7 +23,7 @@ COMPANIONS = ("torchvision==0.28.0+cpu",)
 
 
 def test_plan_companions_round_trip_and_default_for_old_plans() -> None:
-    plan = Plan(backend="cpu", requirements=REQS, companions=COMPANIONS, index_urls=("http://i/cpu",))
+    plan = Plan(backend=Backend.parse("cpu"), requirements=REQS, companions=COMPANIONS, index_urls=("http://i/cpu",))
     assert plan.required == ("torch==2.13.0+cpu",)
     data = plan.to_dict()
     assert tuple(data["companions"]) == COMPANIONS
@@ -109,7 +109,7 @@ def test_unpinned_companions_count_when_any_version_is_there(tmp_path: Path) -> 
 
 def test_add_later_command_uses_the_planned_index_and_the_guard(tmp_path: Path) -> None:
     plan = Plan(
-        backend="cpu",
+        backend=Backend.parse("cpu"),
         requirements=REQS,
         companions=COMPANIONS,
         index_urls=("https://download.pytorch.org/whl/cpu",),

@@ -11,10 +11,10 @@ from rocmkit.errors import DataError
 from rocmkit.install import guard
 from rocmkit.install.base import Locked, Sources
 from rocmkit.install.lock import parse, render
-from rocmkit.plan import Plan
+from rocmkit.plan import Backend, Plan
 
 PLAN = Plan(
-    backend="rocm6.2",
+    backend=Backend.parse("rocm6.2"),
     torch_version="2.5.1+rocm6.2",
     triton="pytorch-triton-rocm==3.1.0",
     requirements=("torch==2.5.1+rocm6.2", "torchvision==0.20.1+rocm6.2", "numpy<2"),
@@ -65,7 +65,7 @@ def test_guard_pins_the_torch_family_and_triton_only() -> None:
         "torchvision==0.20.1+rocm6.2",
         "pytorch-triton-rocm==3.1.0",
     ]
-    cpu = Plan(backend="cpu", requirements=("numpy==2.0",))
+    cpu = Plan(backend=Backend.parse("cpu"), requirements=("numpy==2.0",))
     assert guard.pins_for(cpu) == []
 
 

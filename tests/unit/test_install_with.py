@@ -23,5 +23,5 @@ def test_bad_requirements_are_usage_errors() -> None:
 def test_timm_without_the_plans_torchvision_is_refused() -> None:
     with pytest.raises(UsageError, match="needs torchvision") as err:
         with_packages_of(("transformers,timm",), companions=False)
-    assert err.value.fix and "drop --no-companions" in err.value.fix
+    assert err.value.fix and "drop --skip companions" in err.value.fix
     assert with_packages_of(("transformers",), companions=False) == ("transformers",)

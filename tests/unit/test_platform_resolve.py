@@ -34,7 +34,7 @@ def _plan(machine: Machine, **kw: str | bool) -> Plan:
 def test_gh200_gets_the_newest_cuda_build_published_for_aarch64() -> None:
     plan = _plan(load_machine(CAPTURES / GH200))
     assert plan.platform == "linux-aarch64"
-    assert plan.backend == "cu132" and plan.torch_version == "2.15.0+cu132"
+    assert plan.backend.tag == "cu132" and plan.torch_version == "2.15.0+cu132"
     assert plan.requirements == (
         "torch==2.15.0+cu132",
         "torchvision==0.29.2+cu132",
@@ -51,13 +51,13 @@ def test_gh200_gets_the_newest_cuda_build_published_for_aarch64() -> None:
 
 def test_aarch64_cuda_index_without_aarch64_wheels_is_never_planned() -> None:
     gh = load_machine(CAPTURES / GH200)
-    assert _plan(gh, torch="2.8").backend == "cu129"  # 2.8's only aarch64 CUDA build
+    assert _plan(gh, torch="2.8").backend.tag == "cu129"  # 2.8's only aarch64 CUDA build
     with pytest.raises(NoPlanError):
         _plan(gh, cuda="12.8", torch="2.8")  # cu128 exists for 2.8 on x86_64 only
     # No aarch64 CUDA list is recorded for 2.6: x86_64 with the same GPU and driver gets a CUDA
     # build of it, aarch64 none.
     x86 = dataclasses.replace(gh, host=dataclasses.replace(gh.host, arch="x86_64"))
-    assert _plan(x86, torch="2.6").backend.startswith("cu") and _plan(x86, torch="2.6").platform is None
+    assert _plan(x86, torch="2.6").backend.kind == "cuda" and _plan(x86, torch="2.6").platform is None
     with pytest.raises(NoPlanError):
         _plan(gh, torch="2.6")
 
@@ -71,12 +71,12 @@ def test_aarch64_with_an_amd_gpu_is_refused_naming_why() -> None:
     with pytest.raises(NoPlanError) as err:
         _plan(m)
     assert "aarch64" in err.value.message and "no ROCm build" in err.value.message
-    assert "--cpu" in (err.value.fix or "")
+    assert "--backend cpu" in (err.value.fix or "")
     with pytest.raises(NoPlanError):
         _plan(Machine(host=Host(arch="aarch64")), rocm="7.2")
     # --cpu is a plan: CPU aarch64 wheels, from the cpu index.
     cpu = _plan(m, cpu=True)
-    assert cpu.backend == "cpu" and cpu.platform == "linux-aarch64"
+    assert cpu.backend.tag == "cpu" and cpu.platform == "linux-aarch64"
     assert cpu.index_urls[0] == "https://download.pytorch.org/whl/cpu"
     assert any("PyPI's aarch64 torch is a cu130 build from 2.11" in r for r in cpu.reasons)
 
@@ -93,7 +93,7 @@ def test_aarch64_cpu_plans_skip_releases_without_aarch64_wheels() -> None:
 def test_wsl_radeon_plan_is_rocm72_with_dxg_detection() -> None:
     plan = _plan(load_machine(CAPTURES / R9700))
     assert plan.platform == "wsl2-x86_64"
-    assert plan.backend == "rocm7.2" and plan.torch_version == "2.15.0+rocm7.2"
+    assert plan.backend.tag == "rocm7.2" and plan.torch_version == "2.15.0+rocm7.2"
     assert plan.requirements == (
         "torch==2.15.0+rocm7.2",
         "torchvision==0.29.2+rocm7.2",
@@ -116,7 +116,7 @@ def test_wsl_radeon_plan_is_rocm72_with_dxg_detection() -> None:
 def test_wsl_strix_halo_plan_and_driver_checks() -> None:
     m = load_machine(CAPTURES / STRIX)
     plan = _plan(m)
-    assert (plan.backend, plan.target_archs, plan.env) == (
+    assert (plan.backend.tag, plan.target_archs, plan.env) == (
         "rocm7.2",
         ("gfx1151",),
         {"HSA_ENABLE_DXG_DETECTION": "1"},
@@ -134,7 +134,7 @@ def test_wsl_strix_halo_plan_and_driver_checks() -> None:
     assert any("is not among the GPUs AMD supports on WSL2" in w for w in odd_plan.warnings)
     assert any("AMD supports ROCm on WSL2 with 7.2.x and librocdxg only" in w for w in odd_plan.warnings)
     # torch uses /opt/rocm's runtime on WSL2: the installed line's wheels, not 7.2's.
-    assert odd_plan.backend.startswith("rocm6.4") and "HSA_ENABLE_DXG_DETECTION" not in odd_plan.env
+    assert (odd_plan.backend.rocm or "").startswith("6.4") and "HSA_ENABLE_DXG_DETECTION" not in odd_plan.env
 
 
 def test_cpu_and_cuda_plans_on_wsl_carry_no_rocm_step() -> None:
@@ -178,7 +178,7 @@ def test_jax_on_gh200_takes_a_cuda_plugin_release_with_aarch64_wheels(
 
     gh = load_machine(CAPTURES / GH200)
     plan = _plan(gh, framework="jax")
-    assert plan.platform == "linux-aarch64" and plan.backend == "cuda13"
+    assert plan.platform == "linux-aarch64" and plan.backend.tag == "cuda13"
     assert plan.requirements == (
         "jax==0.12.1", "jaxlib==0.12.1", "jax-cuda13-plugin[with-cuda]==0.12.1", "jax-cuda13-pjrt==0.12.1",
     )  # fmt: skip
@@ -212,7 +212,7 @@ def test_wsl_legacy_runtime_capture_plans_its_own_rocm_line() -> None:
     m = load_machine(CAPTURES / "rx7900gre-gfx1100-wsl2-ubuntu24.04-rocm6.3.0-legacy-runtime")
     assert m.platform.wsl and m.platform.librocdxg == () and [g.arch for g in m.gpus] == ["gfx1100"]
     plan = _plan(m)
-    assert plan.platform == "wsl2-x86_64" and plan.backend == "rocm6.3" and plan.target_archs == ("gfx1100",)
+    assert plan.platform == "wsl2-x86_64" and plan.backend.tag == "rocm6.3" and plan.target_archs == ("gfx1100",)
     assert plan.env == {}  # the older runtime needs no DXG variable
     assert any("AMD supports ROCm on WSL2 with 7.2.x and librocdxg only" in w for w in plan.warnings)
     assert WSL_STEP in plan.reasons
@@ -223,7 +223,7 @@ def test_wsl_without_rocm_plans_the_supported_line_and_says_to_install_it() -> N
 
     m = dataclasses.replace(load_machine(CAPTURES / STRIX), rocm=RocmInfo())
     plan = _plan(m)
-    assert plan.backend == "rocm7.2" and plan.env == {"HSA_ENABLE_DXG_DETECTION": "1"}
+    assert plan.backend.tag == "rocm7.2" and plan.env == {"HSA_ENABLE_DXG_DETECTION": "1"}
     assert any(w.startswith("WSL2: no ROCm is installed, but AMD supports ROCm on WSL2 with 7.2.x") for w in plan.warnings)
 
 

@@ -65,7 +65,7 @@ def test_capture_plans(name: str) -> None:
     machine = load_machine(CAPTURES / name)
     # The table's keyword arguments are Constraints' str fields (torch, rocm), which mypy cannot tell.
     plan = resolve(machine, Constraints(python="3.11", **kw))  # type: ignore[arg-type]
-    assert plan.backend == backend
+    assert plan.backend.tag == backend
     assert plan.env == env
     assert plan.target_archs == targets
     assert len(plan.unsupported_gpus) == len(unsupported)
@@ -73,7 +73,7 @@ def test_capture_plans(name: str) -> None:
         assert arch in line
 
 
-# Captures whose only GPU no wheel in the matrix supports: resolve must refuse, and offer --cpu.
+# Captures whose only GPU no wheel in the matrix supports: resolve must refuse, and offer --backend cpu.
 NO_PLAN: set[str] = set()
 # Captures whose GPUs no ROCm build of torch carries at all (old GCN): CPU torch, with a warning.
 NO_ROCM_TORCH = {
@@ -87,7 +87,7 @@ def test_old_gcn_gpus_plan_cpu_torch_with_a_warning_naming_why(name: str) -> Non
     machine = load_machine(CAPTURES / name)
     assert [g.arch for g in machine.amd_gpus] == [NO_ROCM_TORCH[name]]
     plan = resolve(machine, Constraints(python="3.11"))
-    assert plan.backend == "cpu" and plan.torch_version and plan.torch_version.endswith("+cpu")
+    assert plan.backend.tag == "cpu" and plan.torch_version and plan.torch_version.endswith("+cpu")
     (warning,) = [w for w in plan.warnings if "no ROCm build of torch carries" in w]
     assert "gfx803" in warning and "torch will run on the CPU" in warning
     # Asked for ROCm by name, it still refuses: CPU wheels are a fallback the user did not ask for.
@@ -123,7 +123,7 @@ def test_every_capture_resolves_to_a_plan_the_matrix_backs(folder: str) -> None:
     if folder in NO_PLAN:
         with pytest.raises(NoPlanError) as info:
             resolve(load_machine(CAPTURES / folder), Constraints(python="3.11"))
-        assert "--cpu" in (info.value.fix or "")
+        assert "--backend cpu" in (info.value.fix or "")
         return
     plan = resolve(load_machine(CAPTURES / folder), Constraints(python="3.11"))
     if plan.torch_version:
@@ -138,7 +138,7 @@ def test_driver_window_warning_on_a_capture() -> None:
     machine = load_machine(CAPTURES / "synthetic-rx7900xtx-kfd-amdsmi-rocm6.2.4")
     # amdgpu-dkms 6.8.5 (ROCm 6.2) supports user space 6.0-7.0: the newest build inside it.
     plan = resolve(machine, Constraints(python="3.11"))
-    assert plan.backend == "rocm7.0" and not any("kernel driver" in w for w in plan.warnings)
+    assert plan.backend.tag == "rocm7.0" and not any("kernel driver" in w for w in plan.warnings)
     assert any("outside the window of amdgpu-dkms 6.8.5 (ROCm 6.0 to 7.0)" in r for r in plan.reasons)
     plan = resolve(machine, Constraints(python="3.11", rocm="6.2.4"))
     assert not any("kernel driver" in w for w in plan.warnings)

@@ -32,7 +32,7 @@ TABLE = {
     # Driver 580: PyPI's own 2.15.0 is the cu132 build, so it is confirmed; no fallback needed.
     "synthetic-nvidia-driver-only-580": ({}, "2.15.0+cu132", None, "2.15.0+cu132"),
     "ryzen2400g-gtx1050ti-centos7-rocm3.8-rock-not-loaded": ({}, "2.15.0+cpu", "2.13.0+cpu", "2.13.0+cpu"),
-    # --rocm names the index: its builds are planned even under --strict-data.
+    # --backend names the index: its builds are planned even under --strict-data.
     "mi210x2-gfx90a-rocm6.3.3": ({"rocm": "7.2"}, "2.15.0+rocm7.2", "2.14.0+rocm7.2", "2.15.0+rocm7.2"),
 }
 
@@ -100,12 +100,12 @@ def test_torch_2_15_on_gfx942_plans_and_strict_data_says_why_not() -> None:
         plan_for(name, torch="2.15", strict_data=True)
     assert "has no ROCm wheels" not in info.value.message
     assert "2.15.0+rocm7.2, 2.15.0+rocm7.14) are not yet confirmed" in info.value.message
-    assert "--strict-data" in info.value.message and "--rocm" in (info.value.fix or "")
+    assert "--strict-data" in info.value.message and "--backend rocmX.Y" in (info.value.fix or "")
 
 
 def test_rocm_7_14_carries_gfx1103_natively_and_not_gfx906() -> None:
     plan = plan_for("780m-gfx1103-rocm5.7", rocm="7.14")
-    assert plan.backend == "rocm7.14" and plan.target_archs == ("gfx1103",)
+    assert plan.backend.tag == "rocm7.14" and plan.target_archs == ("gfx1103",)
     assert "HSA_OVERRIDE_GFX_VERSION" not in plan.env
     assert not any("archs compiled into rocm7.14" in w for w in plan.warnings)  # now sourced
     with pytest.raises(NoPlanError, match="gfx906"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from packaging.version import Version
 
 from rocmkit.errors import NoPlanError, UsageError
 from rocmkit.machine import Gpu, Host, Machine, NvidiaInfo, RocmInfo
@@ -50,7 +51,7 @@ def check_against_matrix(plan: Plan) -> None:
     release = m.torch_release(version)
     assert release is not None and release.supports_python(plan.python or "")
     variant = release.variant(index)
-    assert variant is not None and plan.backend == index
+    assert variant is not None and plan.backend.tag == index
     assert set(plan.target_archs) <= set(variant.archs)
     assert plan.requirements[0] == f"torch=={plan.torch_version}"
     assert plan.index_urls[0].endswith("/" + index)
@@ -106,7 +107,7 @@ def test_native_wheel_preferred_over_override_in_the_same_release() -> None:
 def test_strix_halo_gets_the_first_release_that_lists_gfx1151() -> None:
     plan = go(amd("gfx1151", integrated=(True,)))
     check_against_matrix(plan)
-    assert plan.backend == "rocm7.2" and plan.target_archs == ("gfx1151",)
+    assert plan.backend.tag == "rocm7.2" and plan.target_archs == ("gfx1151",)
     with pytest.raises(NoPlanError) as info:
         go(amd("gfx1151"), torch="2.8")
     assert "torch 2.8 has no ROCm wheels with device code for gfx1151" in info.value.message
@@ -115,7 +116,7 @@ def test_strix_halo_gets_the_first_release_that_lists_gfx1151() -> None:
 
 def test_therock_is_amd_nightly_with_device_extras() -> None:
     plan = go(amd("gfx1151", "gfx1100"), channel="therock")
-    assert plan.channel == "amd-nightly" and plan.backend == "amd-nightly-gfx1100-gfx1151"
+    assert plan.channel == "amd-nightly" and plan.backend.tag == "amd-nightly-gfx1100-gfx1151"
     assert plan.requirements[0] == "torch[device-gfx1100,device-gfx1151]"
     assert plan.index_urls == ("https://nightly.repo.amd.com/rocm/whl-next/",)
     assert any("old name of amd-nightly" in r for r in plan.reasons)
@@ -138,7 +139,7 @@ def test_unknown_arch_is_no_plan_with_fix() -> None:
 def test_no_gpu_gives_cpu_wheels() -> None:
     plan = go(Machine())
     check_against_matrix(plan)
-    assert plan.backend == "cpu"
+    assert plan.backend.tag == "cpu"
     # PyPI follows the PyTorch index for the interpreter's Triton, never before it.
     assert plan.index_urls == ("https://download.pytorch.org/whl/cpu", "https://pypi.org/simple")
     assert plan.requirements[0].endswith("+cpu")
@@ -164,7 +165,7 @@ def test_cpu_plan_offers_the_interpreter_triton_as_a_companion() -> None:
 
 def test_hidden_gpus_give_cpu_wheels() -> None:
     machine = Machine(gpus=(Gpu(vendor="amd", index=0, arch="gfx1100", visible=False),))
-    assert go(machine).backend == "cpu"
+    assert go(machine).backend.tag == "cpu"
 
 
 def test_index_base_from_the_constraint_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,9 +179,9 @@ def test_index_base_from_the_constraint_only(monkeypatch: pytest.MonkeyPatch) ->
 def test_rocm_constraint() -> None:
     assert go(amd("gfx90a"), rocm="6.2").torch_version == "2.5.1+rocm6.2"
     assert go(amd("gfx90a"), rocm="6.2.4").torch_version == "2.7.1+rocm6.2.4"
-    # --rocm on a machine without AMD GPUs: a plan for another machine (an image build).
+    # --backend rocmX.Y on a machine without AMD GPUs: a plan for another machine (an image build).
     plan = go(Machine(), rocm="6.4")
-    assert plan.backend == "rocm6.4" and plan.torch_version == "2.9.1+rocm6.4"
+    assert plan.backend.tag == "rocm6.4" and plan.torch_version == "2.9.1+rocm6.4"
     with pytest.raises(NoPlanError, match=r"has no ROCm 9\.9 wheels"):
         go(amd("gfx90a"), rocm="9.9")
 
@@ -189,9 +190,9 @@ def test_unconfirmed_variant_only_when_asked() -> None:
     # 2.14.0+cu126 is only in the candidate's build lists (unconfirmed): within a release a
     # confirmed build wins, so it is chosen (with a warning) only when asked.
     h100 = nvidia("NVIDIA H100 80GB HBM3", "580.65.06")
-    assert go(h100, torch="2.14.0").backend == "cu130"  # PyPI's 2.14.0 is the cu130 build
+    assert go(h100, torch="2.14.0").backend.tag == "cu130"  # PyPI's 2.14.0 is the cu130 build
     plan = go(h100, torch="2.14.0", cuda="12.6")
-    assert plan.backend == "cu126"
+    assert plan.backend.tag == "cu126"
     assert any("unconfirmed" in w and "2.14.0+cu126" in w for w in plan.warnings)
 
 
@@ -222,7 +223,8 @@ def test_kernel_driver_window() -> None:
     # prefers the newest build inside it, and names the newer one it passed over.
     plan = go(amd("gfx90a", driver_version="6.3.6"))
     check_against_matrix(plan)
-    assert plan.backend.startswith("rocm6.") and plan.backend <= "rocm6.2.4"
+    rocm = plan.backend.rocm or ""
+    assert rocm.startswith("6.") and Version(rocm) <= Version("6.2.4")
     assert any("was passed over: its ROCm 7.2 is outside the window of amdgpu-dkms 6.3.6" in r for r in plan.reasons)
     assert not any("kernel driver" in w for w in plan.warnings)
     # Asked for explicitly, the newer build is planned, with the warning and the fix.
@@ -241,7 +243,7 @@ def test_kernel_driver_window() -> None:
 def test_rocm7_driver_windows() -> None:
     # AMD GPU Driver 30.10 (ROCm 7.0, module 6.14.14) supports ROCm 6.2 to 10.0.
     plan = go(amd("gfx942", driver_version="6.14.14"))
-    assert plan.backend == "rocm7.2" and not any("kernel driver" in w for w in plan.warnings)
+    assert plan.backend.tag == "rocm7.2" and not any("kernel driver" in w for w in plan.warnings)
     assert any("amdgpu-dkms 6.14.14 (ROCm 7.0) works with ROCm 6.2 to 10.0" in r for r in plan.reasons)
     plan = go(amd("gfx942", driver_version="6.14.14"), rocm="6.1")
     assert any("supports ROCm user space 6.2 to 10.0, but the wheel bundles ROCm 6.1" in w for w in plan.warnings)
@@ -259,10 +261,10 @@ def test_upstream_kernel_driver_is_judged_by_the_kernel() -> None:
     assert any("the kernel's own amdgpu (kernel 6.8.0-45-generic) is judged by the kernel version" in r
                for r in plan.reasons)
     assert any("outside the window of the kernel's own amdgpu" in r for r in plan.reasons)
-    assert plan.backend <= "rocm7.0"
+    assert Version(plan.backend.rocm or "0") <= Version("7.0")
     new = Machine(gpus=old.gpus, rocm=old.rocm, host=Host(kernel="6.17.1-arch1"))
     plan = go(new)
-    assert plan.backend == "rocm7.2"
+    assert plan.backend.tag == "rocm7.2"
     assert any("kernel 6.17.1-arch1" in r and "ROCm 7.2" in r for r in plan.reasons)
     # A driver version printed as the kernel's (amd-smi on Proxmox) is the same thing.
     pve = Machine(gpus=old.gpus, rocm=RocmInfo(driver_version="7.0.0-3-pve", driver_loaded=True))
@@ -310,7 +312,7 @@ def test_nvidia_newest_cuda_the_driver_supports(
 
 def test_nvidia_old_gpu_skips_cuda13() -> None:
     plan = go(nvidia("NVIDIA GeForce GTX 1050 Ti", "580.65.06"))
-    assert plan.backend != "cu130"
+    assert plan.backend.tag != "cu130"
     assert any("cu130 needs compute capability >= 7.5" in r for r in plan.reasons)
 
 
@@ -321,8 +323,8 @@ def test_nvidia_driver_too_old() -> None:
 
 
 def test_cpu_flag_and_cuda_flag() -> None:
-    assert go(amd("gfx1100"), cpu=True).backend == "cpu"
-    assert go(Machine(), cuda="12.6").backend == "cu126"
+    assert go(amd("gfx1100"), cpu=True).backend.tag == "cpu"
+    assert go(Machine(), cuda="12.6").backend.tag == "cu126"
 
 
 @pytest.mark.parametrize(
@@ -362,7 +364,7 @@ def test_every_arch_with_wheels_resolves_consistently() -> None:
             if no_rocm_torch_for(amd(arch.name), m) is not None:
                 # No ROCm torch anywhere (old GCN): CPU torch, with the warning that says why.
                 cpu = go(amd(arch.name))
-                assert cpu.backend == "cpu" and any(arch.name in w for w in cpu.warnings)
+                assert cpu.backend.tag == "cpu" and any(arch.name in w for w in cpu.warnings)
                 continue
             with pytest.raises(NoPlanError):
                 go(amd(arch.name))
@@ -396,10 +398,10 @@ def test_constraint_mismatch_messages_name_what_exists() -> None:
     with pytest.raises(NoPlanError) as info:
         go(nvidia("NVIDIA H100 80GB HBM3", "580.65.06"), cuda="12.4", torch="2.8")
     assert info.value.message == "torch 2.8 has no cu124 wheels for Python 3.11"
-    assert info.value.fix == "choose --cuda from: cu126, cu128, cu129"
+    assert info.value.fix == "choose --backend from: cu126, cu128, cu129"
     with pytest.raises(NoPlanError) as info:
         go(amd("gfx1100"), torch="2.5", rocm="6.4")
-    assert info.value.fix == "choose --rocm from: 6.1, 6.2"
+    assert info.value.fix == "choose --backend from: rocm6.1, rocm6.2"
     # Without --torch the subject is the matrix (once read "no release ... has no ...").
     with pytest.raises(NoPlanError) as info:
         go(nvidia("NVIDIA H100 80GB HBM3", "580.65.06"), cuda="99.9")
@@ -413,23 +415,23 @@ def test_constraint_mismatch_messages_name_what_exists() -> None:
 
 def test_strix_halo_by_pci_id_only() -> None:
     plan = go(amd("", pci=("0x1586",)))
-    assert plan.target_archs == ("gfx1151",) and plan.backend == "rocm7.2"
+    assert plan.target_archs == ("gfx1151",) and plan.backend.tag == "rocm7.2"
 
 
 def test_index_whose_bundled_library_lacks_the_arch_is_passed_over() -> None:
     # rocm7.2 wheels list gfx906 but their rocBLAS reportedly does not carry it (torch.toml incomplete_archs).
     plan = go(amd("gfx906"))
     check_against_matrix(plan)
-    assert plan.backend != "rocm7.2"
+    assert plan.backend.tag != "rocm7.2"
     assert any("2.15.0+rocm7.2 was passed over" in r and "gfx906" in r for r in plan.reasons)
     forced = go(amd("gfx906"), rocm="7.2")
-    assert forced.backend == "rocm7.2"
+    assert forced.backend.tag == "rocm7.2"
     assert any(
         "gfx906 code is in torch, but a library the wheel bundles reportedly lacks it" in w
         for w in forced.warnings
     )
     # Other archs on the same index are unaffected.
-    assert go(amd("gfx942")).backend == "rocm7.2"
+    assert go(amd("gfx942")).backend.tag == "rocm7.2"
 
 
 def test_companions_come_from_the_data() -> None:
@@ -451,9 +453,9 @@ def test_amd_and_nvidia_together_says_which_backend() -> None:
         nvidia=NvidiaInfo(driver_version="570.86.10"),
     )
     plan = go(machine)
-    assert plan.backend.startswith("rocm")
+    assert plan.backend.kind == "rocm" and plan.backend.pytorch_index
     assert any("also has NVIDIA GPUs" in w for w in plan.warnings)
-    assert go(machine, cuda="12.8").backend == "cu128"
+    assert go(machine, cuda="12.8").backend.tag == "cu128"
 
 
 def test_non_x86_host_is_warned() -> None:
@@ -478,3 +480,18 @@ def test_hip_visible_devices_counts_what_rocr_visible_devices_left() -> None:
     # Without ROCR_VISIBLE_DEVICES the numbers are the machine's own.
     plan = go(Machine(gpus=(*gpus[1:], Gpu(vendor="amd", index=3, arch="gfx90a"))))
     assert plan.env["HIP_VISIBLE_DEVICES"] == "0,2"
+
+
+@pytest.mark.parametrize("kw", [{"torch": "2.7"}, {"channel": "nightly"}, {"framework": "jax"}])
+def test_every_rocm_path_hides_a_gpu_it_cannot_run_the_same_way(kw: dict[str, str]) -> None:
+    """PyTorch's stable and nightly ROCm wheels and the JAX ROCm plugin share one rule
+    (resolve/gpus.py hide_unusable): the GPU hidden, the line said, a variable already set replaced."""
+    from dataclasses import replace
+
+    machine = replace(amd("gfx1100", "gfx803", version="7.0.2"), env={"HIP_VISIBLE_DEVICES": "1"})
+    plan = go(machine, **kw)
+    assert plan.env.get("HIP_VISIBLE_DEVICES") == "0"
+    (line,) = plan.unsupported_gpus
+    assert line.startswith("GPU 1 (gfx803") and line.endswith("; hidden with HIP_VISIBLE_DEVICES=0")
+    assert any(w.startswith("GPU 1 (gfx803") and "HIP_VISIBLE_DEVICES=0 hides it" in w for w in plan.warnings)
+    assert "HIP_VISIBLE_DEVICES=1 is set here; the plan replaces it" in plan.warnings

@@ -137,12 +137,12 @@ def test_detection_and_plan_entries_in_an_open_cache_folder_are_never_read(open_
     assert planted.read_text() == text  # nothing written there either
     assert [p.name for p in planted.parent.iterdir()] == [planted.name]
     # The plan beside it: made again, never read, never stored there.
-    from rocmkit.plan import Plan
+    from rocmkit.plan import Backend, Plan
 
     made: list[Plan] = []
 
     def make(m: Machine) -> Plan:
-        made.append(Plan(backend="cpu"))
+        made.append(Plan(backend=Backend.parse("cpu")))
         return made[-1]
 
     real = Machine(host=Host(hostname="real"))

@@ -1,11 +1,14 @@
 """JAX in the checked Python: the plugin really loaded, the devices it sees, jit vs op by op,
 matmul throughput and a collective (``rocmkit doctor --framework jax``).
 
-Every check runs in a fresh interpreter of the checked Python (``pristine``): the doctor's
-warm worker imports torch and Triton, which a jax venv need not have, and jax must be
-imported with ``JAX_PLATFORMS`` set to the platform this node should use, so that a plugin
-that cannot load fails loudly instead of jax falling back to the CPU with a warning. jax is
-imported inside the functions, never at module level. The platform names, plugin packages,
+Every check runs apart from the doctor's warm worker (``pristine``), which imports torch and
+Triton that a jax venv need not have: each forks from a jax worker of its own (``worker="jax"``,
+:func:`rocmkit.doctor.run.jax_server`), a fresh interpreter of the checked Python that imported
+jax alone, once, with ``JAX_PLATFORMS`` set to the platform this node should use (``--isolation
+spawn``, or where that worker cannot run: a fresh interpreter per check, as before). The
+platform is pinned before jax is imported and the backend starts in each check (never in the
+worker), so a plugin that cannot load fails loudly instead of jax falling back to the CPU with
+a warning. jax is imported inside the functions, never at module level. The platform names, plugin packages,
 arch lists and remedies come from ``matrices/jax.toml`` (read from the wheels themselves).
 """
 
@@ -24,10 +27,12 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from rocmkit.doctor.checks.outcome import result
+from rocmkit.doctor.preloaded import import_seconds
 from rocmkit.doctor.registry import CheckContext, check
 from rocmkit.doctor.result import CheckResult, Figure, Status, exception_line
 from rocmkit.kernels.metrics import median
 from rocmkit.packages import canonical
+from rocmkit.plan import Backend
 from rocmkit.proc.result_file import say_phase
 
 _PLUGIN = re.compile(r"^jax-(rocm|cuda)([0-9]+)-(plugin|pjrt)$")
@@ -94,7 +99,7 @@ def version_problems(dists: Mapping[str, str]) -> list[str]:
 def rocm_major_problem(dists: Mapping[str, str], node_rocm: str | None) -> str | None:
     """A ROCm plugin built for another ROCm major than the one it will load: the pip ROCm in
     the venv (AMD's multi-arch route) if there is one, else the node's."""
-    rocm_families = [f for f in families(dists) if f.startswith("rocm")]
+    rocm_families = _rocm_families(dists)
     if not rocm_families:
         return None
     pip_rocm = dists.get("rocm") or dists.get("rocm-sdk-core")
@@ -103,10 +108,15 @@ def rocm_major_problem(dists: Mapping[str, str], node_rocm: str | None) -> str |
         return None
     where = f"the venv's pip ROCm {loads}" if pip_rocm else f"the node's ROCm {loads}"
     major = loads.split(".")[0]
-    wrong = [f for f in rocm_families if f != f"rocm{major}"]
-    if wrong and f"rocm{major}" not in rocm_families:
-        return f"jax-{wrong[0]}-plugin is built for ROCm {wrong[0][4:]}.x, but it will load {where}"
+    wrong = [f for f, rocm in rocm_families.items() if rocm != major]
+    if wrong and len(wrong) == len(rocm_families):
+        return f"jax-{wrong[0]}-plugin is built for ROCm {rocm_families[wrong[0]]}.x, but it will load {where}"
     return None
+
+
+def _rocm_families(dists: Mapping[str, str]) -> dict[str, str]:
+    """The installed ROCm plugin families and the ROCm major each is built for ({"rocm7": "7"})."""
+    return {f: b.rocm for f in families(dists) if (b := Backend.read(f)) is not None and b.rocm is not None}
 
 
 def pick_fix(text: str, backend: str) -> tuple[str, str]:
@@ -151,9 +161,13 @@ def _install_remedy() -> str:
 
 
 def _import_jax(platform: str) -> Any:
-    """jax, imported with JAX_PLATFORMS pinned (a fresh interpreter: nothing imported it yet)."""
+    """jax, imported with JAX_PLATFORMS pinned: here, in a fresh interpreter, or before the fork
+    by the doctor's jax worker, started with the same JAX_PLATFORMS."""
+    if "jax" in sys.modules and os.environ.get("JAX_PLATFORMS") != platform:
+        raise RuntimeError(f"jax was imported before JAX_PLATFORMS was set to {platform}")
     os.environ["JAX_PLATFORMS"] = platform
-    say_phase("importing jax")  # seconds in a fresh interpreter: the terminal names the wait
+    if "jax" not in sys.modules:
+        say_phase("importing jax")  # seconds in a fresh interpreter: the terminal names the wait
     # Untyped on purpose: rocmkit never depends on jax, and its stubs (where installed) would make
     # rocmkit's types depend on the jax version the checked Python happens to have.
     return importlib.import_module("jax")
@@ -165,7 +179,7 @@ def _import_jax(platform: str) -> Any:
     description="jax, jaxlib, the plugin and its PJRT are one release, built for the ROCm it will load, "
     "and the plugin loads with JAX_PLATFORMS set (no silent CPU fall-back).",
     needs=("live",),
-    pristine=True,
+    worker="jax",
     timeout_s=180.0,
 )
 def jax_import(ctx: CheckContext) -> CheckResult:
@@ -189,6 +203,9 @@ def jax_import(ctx: CheckContext) -> CheckResult:
     start = time.perf_counter()
     try:
         jax = _import_jax(platform)
+        # In a fork of the jax worker the import was the worker's: its time, not ~0 s.
+        imported = import_seconds("jax", time.perf_counter() - start)
+        start = time.perf_counter()
         devices = jax.devices()
     except Exception as exc:
         fix, remedy = pick_fix(str(exc), platform)
@@ -199,7 +216,7 @@ def jax_import(ctx: CheckContext) -> CheckResult:
             versions=versions,
             fix=fix,
         )
-    seconds = time.perf_counter() - start
+    seconds = imported + time.perf_counter() - start
     if problems:
         return result(Status.FAIL, "; ".join(problems), _install_remedy(), versions=versions)
     plugin = ", ".join(f"jax-{f}-plugin {p.get('plugin')}" for f, p in sorted(families(dists).items()))
@@ -223,7 +240,7 @@ def _gpus(ctx: CheckContext, platform: str) -> list[Any]:
     description="jax.devices() reports the expected platform and every visible GPU; each AMD GPU's arch "
     "is among the plugin's code objects (#7).",
     needs=("jax", "live"),
-    pristine=True,
+    worker="jax",
     timeout_s=180.0,
 )
 def jax_devices(ctx: CheckContext) -> CheckResult:
@@ -261,7 +278,7 @@ def _arch_problems(devices: list[Any], gpus: list[Any]) -> list[str]:
     from rocmkit.matrix.jaxdata import load_jax
 
     dists = installed_jax()
-    fams = [f for f in families(dists) if f.startswith("rocm")]
+    fams = list(_rocm_families(dists))
     if not fams:
         return []
     plugin = dists.get(f"jax-{fams[0]}-plugin", "0")
@@ -324,7 +341,7 @@ def _timed(fn: Callable[[], Any]) -> float:
     description="An MLP block, softmax and layer norm run op by op (jax.disable_jit) and jitted: results "
     "allclose, speedup reported from interleaved medians.",
     needs=("jax", "live"),
-    pristine=True,
+    worker="jax",
     exclusive=True,
     timeout_s=300.0,
     options={"jax_jit_size": "rows and columns of the jit workloads (default 256 on a GPU, 128 on a CPU)",
@@ -379,7 +396,7 @@ def jax_jit(ctx: CheckContext) -> CheckResult:
     description="bf16 and fp16 matmul throughput under jit, correct against an fp32 reference; GPU figures "
     "are held to the same per-device floors as torch's GEMM.",
     needs=("jax", "live"),
-    pristine=True,
+    worker="jax",
     exclusive=True,
     timeout_s=300.0,
     options={"jax_matmul_size": "n of the n x n matmul (default 4096 on a GPU, 512 on a CPU)"},
@@ -421,7 +438,7 @@ def jax_matmul(ctx: CheckContext) -> CheckResult:
     level=3,
     description="A psum across every local device (RCCL/NCCL through XLA) gives the exact sum.",
     needs=("jax", "live"),
-    pristine=True,
+    worker="jax",
     exclusive=True,
     timeout_s=300.0,
 )

@@ -130,7 +130,7 @@ def judge(suite: SuiteResult, min_geomean: float, *, duration_s: float = 0.0) ->
             status=Status.FAIL,
             message=f"{head}, below the {min_geomean:g}x this backend expects",
             remedy="check that the GPU is not shared or throttled (`rocm-smi`), and that torch and triton "
-            "are the pair `rocmkit resolve` picks; compare with `rocmkit bench models --html out.html`",
+            "are the pair `rocmkit resolve` picks; compare with `rocmkit bench models --report html=out.html`",
             **base,
         )
     note = " (report only on the CPU)" if min_geomean <= 0 else f" (threshold {min_geomean:g}x)"
@@ -251,6 +251,8 @@ def matching_set_command(torch_version: str, python: str | None = None, prefix: 
 
     from packaging.version import InvalidVersion, Version
 
+    from rocmkit.plan import Backend
+
     try:
         version = Version(torch_version)
     except InvalidVersion:
@@ -260,13 +262,10 @@ def matching_set_command(torch_version: str, python: str | None = None, prefix: 
     args += ["--venv", prefix] if prefix else ["--interpreter", python or sys.executable]
     if version is not None:
         args += ["--torch", version.public]
-        local = version.local or ""
-        if local == "cpu":
-            args.append("--cpu")
-        elif local.startswith("rocm"):
-            args += ["--rocm", local[4:]]
-        elif local.startswith("cu") and local[2:].isdigit():
-            args += ["--cuda", f"{local[2:-1]}.{local[-1]}"]
+        named = Backend.read(version.local or "")  # the index the build came from: its local label
+        # A tag --backend takes (not xpu, nor a source build's bare "rocm").
+        if named is not None and named.pytorch_index and (named.kind == "cpu" or named.toolkit) and named.kind != "xpu":
+            args += ["--backend", str(named)]
     return shlex.join(args)
 
 

@@ -129,7 +129,7 @@ def render(report: Report, *, colour: bool = False, verbose: bool = False) -> st
         lines.append(cache_line(report.caches))
     if len(shown) < len(results):
         lines.append(f"{len(results) - len(shown)} more passed or skipped: `rocmkit doctor -v` shows every result, "
-                     "as do --json and --junit")
+                     "as do --format json and --report junit=FILE")
     lines.append(verdict_line(report, colour=colour))
     hint = next_step(results)
     if hint:

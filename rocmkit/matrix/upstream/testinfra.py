@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from rocmkit.errors import DataError
+from rocmkit.plan import Backend
 
 BUILD_MATRIX_PATH = "tools/scripts/generate_binary_build_matrix.py"
 RELEASE_VERSIONS_PATH = "release/release_versions.sh"
@@ -43,7 +44,7 @@ class ChannelBuild:
     @property
     def indexes(self) -> tuple[str, ...]:
         """Wheel index names: "12.6" -> "cu126", "7.2" -> "rocm7.2", plus "cpu"."""
-        return (*(f"rocm{r}" for r in self.rocm), *(cuda_tag(c) for c in self.cuda), "cpu")
+        return (*(str(Backend.rocm_index(r)) for r in self.rocm), *(cuda_tag(c) for c in self.cuda), "cpu")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +60,7 @@ class BuildMatrix:
 
 
 def cuda_tag(version: str) -> str:
-    return "cu" + version.replace(".", "")
+    return str(Backend.cuda_index(version))
 
 
 def _assignments(text: str, *, where: str) -> dict[str, object]:
