@@ -112,10 +112,10 @@ say "rocmkit resolve"
 ROCMKIT_OFFLINE=1 expect 0 "torch" rocmkit resolve
 say "rocmkit resolve --json"
 ROCMKIT_OFFLINE=1 expect 0 '"schema": "rocmkit.plan/1"' rocmkit resolve --json
-say "rocmkit docker render --cpu --output Dockerfile"
-expect 0 "next: docker build -f Dockerfile" rocmkit docker render --cpu --output Dockerfile
+say "rocmkit docker render --backend cpu --output Dockerfile"
+expect 0 "next: docker build -f Dockerfile" rocmkit docker render --backend cpu --output Dockerfile
 grep -q "^#   docker build -f Dockerfile " Dockerfile || fail "the Dockerfile's build line names another file"
 # A failed write leaves no file: --output into a folder that does not exist.
-expect 4 "error: " rocmkit docker render --cpu --output no-such-folder/Dockerfile
+expect 4 "error: " rocmkit docker render --backend cpu --output no-such-folder/Dockerfile
 [ ! -e no-such-folder ] || fail "a failed --output left something behind"
 echo "walkthrough: ok"

@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -24,6 +25,16 @@ def pytest_configure(config: pytest.Config) -> None:
     ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     if ignored and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    # --dist loadfile (scripts/test.sh), longest file first: tests/support/xdist_schedule.py.
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.support.xdist_schedule import LongestFileFirst
+
+    return LongestFileFirst(config, log)
 
 
 REPO = Path(__file__).resolve().parent.parent

@@ -78,8 +78,8 @@ def _logits_only(model: Any) -> Any:
 
 
 # The transformers path is small on purpose: it only swaps in the real classes.
-# transformers is not installed in rocmkit's CI, so its test skips there; it was
-# run by hand with transformers 5.24.0 (benchmarks/models-cpu.md).
+# transformers is in the test extra, so CI runs the three through its classes
+# (tests/integration/test_bench_models.py, the model set's rows).
 
 
 def _either(cfg: Mapping[str, int], impl: Impl, inputs: tuple[Any, ...], hf: Callable[[], Any],

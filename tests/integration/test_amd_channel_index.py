@@ -68,7 +68,7 @@ def _resolved(plan_reqs: tuple[str, ...], index: str, tmp: Path) -> dict[str, st
 
 def test_a_two_arch_node_resolves_on_each_stream(tmp_path: Path) -> None:
     root = tmp_path / "idx"
-    # Two ROCm releases on the stable index: --rocm picks one through the rocm[...] pin.
+    # Two ROCm releases on the stable index: --backend rocmX.Y picks one through the rocm[...] pin.
     _amd_index(root / "rocm" / "whl-next", "2.13.0", "7.14.0")
     _amd_index(root / "rocm" / "whl-next", "2.13.1", "7.15.0")
     _amd_index(root / "rc" / "whl-next", "2.13.0", "7.14.0rc2")
@@ -81,7 +81,7 @@ def test_a_two_arch_node_resolves_on_each_stream(tmp_path: Path) -> None:
         assert got["torch"] == "2.13.0+rocm7.14.0" and got["rocm"] == "7.14.0"
         assert {"amd-torch-device-gfx942", "amd-torch-device-gfx1100", "rocm-sdk-device-gfx942",
                 "rocm-sdk-device-gfx1100", "rocm-sdk-libraries"} <= set(got)
-        # Without --rocm, the newest ROCm on the index.
+        # Without --backend rocmX.Y, the newest ROCm on the index.
         plan = resolve(machine, Constraints(channel="amd", python=PY))
         assert _resolved(plan.requirements, f"{server.url}/rocm/whl-next/", tmp_path / "b")["rocm"] == "7.15.0"
         # A release candidate: the pre-release pin selects it without --pre.

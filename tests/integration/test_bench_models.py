@@ -4,12 +4,15 @@ Extra models (tests.support.bench.FAULTY, through ROCMKIT_BENCH_EXTRA_MODELS) st
 failures a user can meet: a graph the compiler gets wrong (its traced code differs from eager,
 as a miscompilation would), an op the compiler cannot trace. Each is its own row and the other
 models go on. The whole set runs once (model_set); the mlp runs after it in this file reuse its
-compiles. Other modes, a hang and the listing are in test_bench_modes.py (another xdist worker).
+compiles. Its three transformer models are transformers' own classes where transformers is
+installed (--impl transformers). Other modes, a hang and the listing are in test_bench_modes.py
+(another xdist worker).
 """
 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import subprocess
@@ -24,8 +27,15 @@ from rocmkit.doctor.registry import CheckContext
 from rocmkit.doctor.result import Status
 from rocmkit.machine import Machine
 from tests.support.bench import assert_measured, bench, faulty_environ, rows
+from tests.support.engines import skip_or_fail
 
 pytestmark = pytest.mark.integration
+
+TRANSFORMER_MODELS = ("distilgpt2", "t5_small", "camembert")
+
+
+def _have_transformers() -> bool:
+    return importlib.util.find_spec("transformers") is not None
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +64,9 @@ def model_set(faulty_env: dict[str, str], tmp_path_factory: pytest.TempPathFacto
         faulty_env,
         "--models",
         ",".join(["wrong_when_compiled", *names[:2], "fails_to_compile", *names[2:]]),
+        # transformers is in the test extra, so in CI these are its classes, asked for by name.
+        "--impl",
+        "transformers" if _have_transformers() else "auto",
         "--repeat",
         "5",
         "--json",
@@ -76,6 +89,19 @@ def test_the_set_exits_1_when_a_model_fails_and_reports_progress_on_stderr(model
 @pytest.mark.parametrize("name", [m.name for m in BUILTIN])
 def test_every_builtin_model_is_measured(model_set: SetRun, name: str) -> None:
     assert_measured(model_set.rows[name])
+
+
+@pytest.mark.slow
+def test_transformers_classes_when_installed(model_set: SetRun) -> None:
+    # transformers is in the test extra: CI runs this (a missing one fails there, skips elsewhere).
+    # The set's rows (it ran them with --impl transformers): a run of their own compiled the same
+    # three models again.
+    if not _have_transformers():
+        skip_or_fail("transformers is not importable here")
+    for name in TRANSFORMER_MODELS:
+        m = model_set.rows[name]
+        assert_measured(m)
+        assert m["impl"] == "transformers"
 
 
 @pytest.mark.slow

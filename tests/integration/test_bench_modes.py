@@ -1,6 +1,6 @@
 """`rocmkit bench models` beyond the model set (test_bench_models.py): a training step, a model
-that hangs, the listing that imports no torch, and transformers' classes where installed. Their
-own file, so xdist (--dist loadfile) runs them beside the set rather than after it."""
+that hangs, the listing that imports no torch (transformers' classes: the set's rows). Their own
+file, so xdist (--dist loadfile) runs them beside the set rather than after it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.bench import assert_measured, bench, faulty_environ, rows
-from tests.support.engines import skip_or_fail
 
 pytestmark = pytest.mark.integration
 
@@ -109,29 +108,6 @@ def test_listing_does_not_import_torch() -> None:
     assert "distilgpt2" in proc.stdout and "t5_small" in proc.stdout
     assert "meta-llama/Llama-3.2-1B" in proc.stdout
     # An unknown name is one line and exit 4 before any child: tests/unit/test_bench_cli.py.
-
-
-@pytest.mark.slow
-def test_transformers_classes_when_installed() -> None:
-    # transformers is in the test extra: CI runs this (a missing one fails there, skips elsewhere).
-    try:
-        import transformers  # noqa: F401
-    except ImportError as exc:
-        skip_or_fail(f"transformers is not importable here ({exc})")
-    proc = bench(
-        dict(os.environ),
-        "--models",
-        "distilgpt2,t5_small,camembert",
-        "--impl",
-        "transformers",
-        "--repeat",
-        "2",
-        "--json",
-    )
-    assert proc.returncode == 0, proc.stderr
-    for m in rows(proc).values():
-        assert_measured(m)
-        assert m["impl"] == "transformers"
 
 
 def test_the_command_recorded_is_the_one_run_not_sys_argv(

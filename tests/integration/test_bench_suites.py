@@ -184,7 +184,7 @@ def test_hf_models_from_pytorchs_list_compile_and_match_eager(hf_run: dict[str, 
 
 
 @pytest.mark.slow
-def test_compare_flags_an_injected_2x_slowdown_and_not_the_run_itself(hf_run: dict[str, Any]) -> None:
+def test_compare_flags_an_injected_slowdown_beyond_the_noise_and_not_the_run_itself(hf_run: dict[str, Any]) -> None:
     assert hf_run["proc"].returncode == 1, hf_run["proc"].stderr
     tmp: Path = hf_run["tmp"]
     run = tmp / "run.json"
@@ -201,19 +201,21 @@ def test_compare_flags_an_injected_2x_slowdown_and_not_the_run_itself(hf_run: di
         assert all(m["verdict"] != "not judged" for m in verdicts["models"])
     slow = json.loads(hf_run["proc"].stdout)
     passing = [m for m in slow["models"] if m["status"] == "pass"]
-    # The model whose paired eager/compiled ratios moved least: a 2x change is beyond its noise
-    # when its ratios' interquartile range spans less than 2x. On a machine so loaded that no
-    # model's does, no 2x change can be told from noise, and compare rightly flags none.
+    # The model whose paired eager/compiled ratios moved least, slowed beyond the noise its
+    # repeats had: twice the widest of its interquartile ranges (speedup, compiled time), and at
+    # least 2x. On an idle machine that is the 2x change; on a loaded one, where the repeats of a
+    # model can vary by 2x or more, a larger one, so the test judges compare on any host and
+    # never has to step aside.
     target = min(passing, key=lambda m: m["speedup_q3"] / m["speedup_q1"])
-    if target["speedup_q3"] >= 2 * target["speedup_q1"]:
-        pytest.skip(f"every model's repeats vary by 2x or more on this machine now ({target['name']} least)")
+    spread = target["compiled_spread"]
+    factor = 2 * max(1.0, target["speedup_q3"] / target["speedup_q1"], spread["q3"] / spread["q1"])
     for m in passing:
-        if m["name"] == target["name"]:  # its compiled model now takes twice as long
-            m["compiled_ms"] *= 2
-            m["speedup"] /= 2
-            m["speedup_q1"] /= 2
-            m["speedup_q3"] /= 2
-            m["compiled_spread"] = {k: v * 2 for k, v in m["compiled_spread"].items()}
+        if m["name"] == target["name"]:  # its compiled model now takes `factor` times as long
+            m["compiled_ms"] *= factor
+            m["speedup"] /= factor
+            m["speedup_q1"] /= factor
+            m["speedup_q3"] /= factor
+            m["compiled_spread"] = {k: v * factor for k, v in m["compiled_spread"].items()}
     slower = tmp / "slower.json"
     slower.write_text(json.dumps(slow))
     page = tmp / "cmp.html"
@@ -224,7 +226,7 @@ def test_compare_flags_an_injected_2x_slowdown_and_not_the_run_itself(hf_run: di
     verdicts = json.loads(flagged.stdout)
     assert verdicts["flagged"] == [target["name"]]
     hit = next(m for m in verdicts["models"] if m["name"] == target["name"])
-    assert hit["verdict"] == "regression" and hit["speedup_ratio"] == pytest.approx(0.5)
+    assert hit["verdict"] == "regression" and hit["speedup_ratio"] == pytest.approx(1 / factor)
     assert target["name"] in page.read_text() and "regression" in page.read_text()
 
 

@@ -325,7 +325,7 @@ def test_the_doctor_remedy_for_a_mismatched_torchvision_fixes_it(
     assert freeze(venv)["torchvision"] == _REL.torchvision
     monkeypatch.setenv("ROCMKIT_INDEX_BASE", env.url + "/fix")
     command = matching_set_command("2.13.0+cpu", prefix=str(venv))
-    assert command == f"rocmkit install --venv {venv} --torch 2.13.0 --cpu"
+    assert command == f"rocmkit install --venv {venv} --torch 2.13.0 --backend cpu"
     code, _, err = run_main(capsys, *shlex.split(command)[1:], "--installer", "uv")
     assert code == 0, err
     frozen = freeze(venv)

@@ -219,13 +219,15 @@ def test_install_holds_the_plan_to_what_the_users_sources_hold(
 def test_cuda_names_the_wheels_on_a_machine_without_a_gpu(
     tmp_path: Path, dead_base: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An image build (no GPU on the builder) names its CUDA wheels: --cuda, as resolve takes it."""
+    """An image build (no GPU on the builder) names its CUDA wheels: --backend cu128, as resolve
+    takes it (and the old --cuda 12.8, for one release)."""
     venv = tmp_path / "venv"
-    code, _, err = rk(capsys, "--venv", str(venv), "--cuda", "12.8", "--torch", "2.11", "--dry-run")
-    assert code == 0, err
-    assert "rocmkit: plan cu128: torch==2.11.0+cu128" in err
-    assert f"{dead_base}/cu128" in err
-    assert not venv.exists()
-    code, _, err = rk(capsys, "--venv", str(venv), "--cuda", "12.8", "--cpu", "--dry-run")
+    for backend in (("--backend", "cu128"), ("--cuda", "12.8")):
+        code, _, err = rk(capsys, "--venv", str(venv), *backend, "--torch", "2.11", "--dry-run")
+        assert code == 0, err
+        assert "rocmkit: plan cu128: torch==2.11.0+cu128" in err
+        assert f"{dead_base}/cu128" in err
+        assert not venv.exists()
+    code, _, err = rk(capsys, "--venv", str(venv), "--backend", "cu128", "--cpu", "--dry-run")
     assert code == 4, err
-    assert "--cuda" in err and "--cpu" in err
+    assert "error: two backends asked for: cu128 and cpu\nfix: give one --backend" in err
