@@ -200,10 +200,10 @@ def test_rocm_dockerfile_builds_and_its_doctor_runs(rig: Rig) -> None:
 def test_cuda_dockerfile_builds_from_the_named_wheels(rig: Rig) -> None:
     text = (REPO / "docker" / "cuda12.8-torch2.11.Dockerfile").read_text()
     out = _build(rig, text, "rocmkit-test:cuda12.8-torch2.11")
-    # `rocmkit install --cuda 12.8` planned the cu128 wheels on a builder with no GPU and took
+    # `rocmkit install --backend cu128` planned the cu128 wheels on a builder with no GPU and took
     # them from the index the plan names.
     assert any("/whl/cu128/torch" in r for r in rig.index.requests), rig.index.requests
-    assert "rocmkit install --venv /opt/rocmkit --cuda 12.8 --torch 2.11" in out
+    assert "rocmkit install --venv /opt/rocmkit --backend cu128 --torch 2.11" in out
     report = _doctor_in(rig, "rocmkit-test:cuda12.8-torch2.11")
     assert report["versions"]["torch"] == "2.11.0+cu128"  # type: ignore[index]
 
@@ -221,7 +221,7 @@ def test_bare_render_on_this_cpu_machine_builds(rig: Rig) -> None:
     )  # fmt: skip
     assert rendered.returncode == 0, rendered.stderr
     text = rendered.stdout
-    assert "RUN rocmkit install --venv /opt/rocmkit --cpu --torch 2.13.0\n" in text
+    assert "RUN rocmkit install --venv /opt/rocmkit --backend cpu --torch 2.13.0\n" in text
     out = _build(rig, text, "rocmkit-test:cpu-torch2.13.0")
     assert any("/whl/cpu/torch" in r for r in rig.index.requests), rig.index.requests
     # Triton and numpy from the data's PyPI (the test's), as a CPU plan takes them.

@@ -42,7 +42,7 @@ def test_bare_render_on_this_cpu_machine_offline(tmp_path: Path) -> None:
     # is known only from upstream's build lists), the confirmed fallback, said on stderr.
     pins = [r for r in plan["fallback"] if r.startswith("torch==")] or [f"torch=={plan['torch_version']}"]
     torch = pins[0].removeprefix("torch==").split("+")[0]
-    assert f"RUN rocmkit install --venv /opt/rocmkit --cpu --torch {torch}\n" in res.stdout
+    assert f"RUN rocmkit install --venv /opt/rocmkit --backend cpu --torch {torch}\n" in res.stdout
     assert f"# Image cpu-torch{torch}: torch {torch}, CPU wheels.\n" in res.stdout
     assert bool(plan["fallback"]) == ("is not yet seen on an index" in res.stderr), res.stderr
     # --out writes the same file, but for its build line, which names the file it is.
@@ -66,6 +66,6 @@ def test_bare_render_on_this_cpu_machine_follows_the_index(tmp_path: Path) -> No
         res = _rocmkit(_env(tmp_path, ROCMKIT_INDEX_BASE=f"{index.url}/whl"), tmp_path, "docker", "render")
         assert any(r.startswith("/whl/cpu/torch") for r in index.requests), index.requests
     assert res.returncode == 0, res.stderr
-    assert "RUN rocmkit install --venv /opt/rocmkit --cpu --torch 2.12.1\n" in res.stdout
+    assert "RUN rocmkit install --venv /opt/rocmkit --backend cpu --torch 2.12.1\n" in res.stdout
     assert "# Image cpu-torch2.12.1: torch 2.12.1, CPU wheels.\n" in res.stdout
     assert "not yet seen" not in res.stderr
