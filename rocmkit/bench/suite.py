@@ -36,7 +36,7 @@ from rocmkit.proc.results import phase_path, read_phase, read_result, result_pat
 from rocmkit.proc.runner import CommandResult, run
 from rocmkit.util import ticker
 from rocmkit.util.paths import cache_dir
-from rocmkit.util.trust import compile_cache_dirs
+from rocmkit.util.trust import compile_env
 
 Device = Literal["auto", "cpu", "cuda"]
 Isolation = Literal["fork", "spawn"]
@@ -163,8 +163,7 @@ def child_env(
     ``root``: where the child finds rocmkit (default: the folder that holds this rocmkit)."""
     env = dict(environ)
     # Never a compile cache another user can write (compiled .so files are loaded and run).
-    for var, folder in compile_cache_dirs(cache).items():
-        env.setdefault(var, folder)
+    compile_env(env, cache)
     # The child must import this very rocmkit, even from a source checkout.
     root = root or str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)

@@ -36,7 +36,7 @@ from rocmkit.proc.results import phase_path, read_phase
 from rocmkit.proc.runner import CommandResult
 from rocmkit.pyenv import PyEnv, run_json, shim_path
 from rocmkit.util.ticker import following, in_phase
-from rocmkit.util.trust import compile_cache_dirs
+from rocmkit.util.trust import compile_env
 
 REQUEST_SCHEMA = "rocmkit.doctor.request/1"
 # How many trailing stderr lines of a dead child go into the report.
@@ -57,8 +57,7 @@ def child_env(
     # place that `rocmkit` can report on and clear.
     # Never a compile cache another user can write (compiled .so files are loaded and run):
     # then a private folder for this run (env.cache_dir fails and says why).
-    for var, folder in compile_cache_dirs(cache).items():
-        env.setdefault(var, folder)
+    compile_env(env, cache)
     env.update(fresh_env(ctx))
     if ctx.backend == "cpu":
         # Must be in the environment before anything imports triton: Triton reads

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -237,21 +238,65 @@ def _private_scratch(cache: str) -> str:
     return tempfile.mkdtemp(prefix="rocmkit-compile-")
 
 
+def _safe_folder(folder: Path, cache: Path) -> str:
+    """``folder`` (made private) when safe to load from, else the same name in a private
+    folder made for this run (0700, empty)."""
+    if folder_problem(folder) is None:
+        with contextlib.suppress(OSError):
+            private_folder(folder)
+        return str(folder)
+    scratch = Path(_private_scratch(str(cache))) / folder.name
+    with contextlib.suppress(OSError):
+        private_folder(scratch)
+    return str(scratch)
+
+
 def compile_cache_dirs(cache: Path) -> dict[str, str]:
     """Where Triton and inductor keep their compiled kernels (``.so`` files they load and
     run): under ``cache`` when it is safe to load from, else in a private folder made for
     this run (0700, empty), so that nothing another user put there is ever loaded."""
-    out: dict[str, str] = {}
-    for var, name in COMPILE_CACHES.items():
-        folder = Path(cache) / name
-        if folder_problem(folder) is None:
-            with contextlib.suppress(OSError):
-                private_folder(folder)
-            out[var] = str(folder)
-        else:
-            out[var] = str(Path(_private_scratch(str(cache))) / name)
-    return out
+    return {var: _safe_folder(Path(cache) / name, cache) for var, name in COMPILE_CACHES.items()}
 
+
+def _inductor_headers(env: Mapping[str, str]) -> Path:
+    """Where inductor keeps its precompiled C++ headers for a child with ``env``:
+    ``<tempfile.gettempdir()>/torchinductor_<user>/precompiled_headers`` whatever
+    TORCHINDUCTOR_CACHE_DIR says (torch/_inductor/codecache.py ``_HEADER_DIR``, from
+    runtime/cache_dir_utils.py ``default_cache_dir``: "these headers need to be global")."""
+    import re
+    import tempfile
+
+    tmp = next((env[v] for v in ("TMPDIR", "TEMP", "TMP") if env.get(v)), None) or tempfile.gettempdir()
+    # getpass.getuser()'s order: the login variables, then the password database.
+    user = next((env[v] for v in ("LOGNAME", "USER", "LNAME", "USERNAME") if env.get(v)), None)
+    if user is None:
+        import pwd
+
+        try:
+            user = pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            user = f"uid_{os.getuid()}"
+    return Path(tmp) / ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)) / "precompiled_headers"
+
+
+def compile_env(env: dict[str, str], cache: Path) -> dict[str, str]:
+    """``env`` for a child that compiles with Triton or inductor: the compile caches under
+    ``cache`` unless the user named their own; and inductor's precompiled headers only where
+    no other user can have put one. Inductor reuses a header it finds there and has g++
+    include it into every CPU kernel it builds, and in a shared /tmp another user can make
+    ``torchinductor_root`` first: then the child's TMPDIR is a private folder of ours."""
+    for var, folder in compile_cache_dirs(cache).items():
+        env.setdefault(var, folder)
+    headers = _inductor_headers(env)
+    if folder_problem(headers) is None:
+        # Ours, or not there yet: made now, privately, so nobody else makes it first.
+        with contextlib.suppress(OSError):
+            if not headers.parent.exists():
+                private_folder(headers.parent)
+        if folder_problem(headers) is None:
+            return env
+    env["TMPDIR"] = _safe_folder(Path(cache) / "tmp", cache)
+    return env
 
 
 # -- an interpreter root is about to start ------------------------------------------------

@@ -192,6 +192,29 @@ def test_compile_caches_never_live_in_an_open_folder(tmp_path: Path, open_folder
     assert mixed["TORCHINDUCTOR_CACHE_DIR"] == str(cache / "inductor")
 
 
+def test_a_compiling_child_never_includes_a_header_another_user_could_have_put_there(tmp_path: Path) -> None:
+    """Inductor keeps its precompiled headers under <gettempdir()>/torchinductor_<user> whatever
+    TORCHINDUCTOR_CACHE_DIR says, reuses one it finds, and includes it into every CPU kernel it
+    builds. Where that folder is open to others, the child's TMPDIR is a private folder of
+    rocmkit's; where it is ours (or not there yet: made now, 0700), the child keeps the user's
+    TMPDIR, so the headers stay shared across runs. The user's compile cache locations win."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    user = {"TMPDIR": str(shared), "USER": "alice", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "mine")}
+    env = trust.compile_env(dict(user), tmp_path / "cache")
+    assert env["TMPDIR"] == str(shared) and mode(shared / "torchinductor_alice") == 0o700
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "cache/triton")
+    # Planted: another user's folder, or one anybody can write, where the headers would go.
+    os.chmod(shared / "torchinductor_alice", 0o777)
+    env = trust.compile_env(dict(user), tmp_path / "cache")
+    assert env["TMPDIR"] == str(tmp_path / "cache/tmp") and mode(tmp_path / "cache/tmp") == 0o700
+    # The doctor's and bench's children are made through it.
+    from rocmkit.bench.suite import child_env as bench_env
+
+    assert bench_env(user, tmp_path / "cache", "cpu")["TMPDIR"] == str(tmp_path / "cache/tmp")
+
+
 def test_the_doctor_check_fails_on_an_open_cache_folder_with_the_fix(open_folder: Path) -> None:
     res = env.cache_dir(CheckContext(machine=Machine(), cache_dir=open_folder))
     assert res.status == Status.FAIL
