@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from rocmkit.arch import BACKENDS
 from rocmkit.errors import UsageError
@@ -31,10 +31,11 @@ class DoctorRequest:
     venv: Path | None = None
     python_path: str | None = None
     allow_untrusted_python: bool = False  # as root: run a --venv/--python another user can change
-    backend: str | None = None
+    # Typed as the run's literals; click hands in plain strings, which __post_init__ checks.
+    backend: Backend | None = None
     timeout_scale: float = 1.0
     settings: tuple[str, ...] = ()  # KEY=VALUE, as given; see .options
-    isolation: str = "fork"  # fork: one warm worker forks each check; spawn: a fresh Python per check
+    isolation: Isolation = "fork"  # fork: one warm worker forks each check; spawn: a fresh Python per check
     jobs: int | None = None
     fresh: bool = False
     list_only: bool = False
@@ -98,8 +99,9 @@ class DoctorRequest:
         return parse_settings(self.settings)
 
     def run_options(self) -> RunOptions:
-        """What :func:`rocmkit.doctor.run.doctor` runs, from this request (checked when made, so
-        the backend and isolation are the literals the run's record types them as)."""
+        """What :func:`rocmkit.doctor.run.doctor` runs, from this request: the engine's part of it
+        (the request also holds what is reported where, and which Python), as install's
+        request makes ``flow.Options``."""
         from rocmkit.doctor.run import RunOptions
 
         options = {**self.options, "caches.warm": True} if self.warm_caches else self.options
@@ -107,10 +109,10 @@ class DoctorRequest:
             level=self.level,
             only=self.selection,
             skip=self.skip,
-            backend=cast("Backend | None", self.backend),
+            backend=self.backend,
             timeout_scale=self.timeout_scale,
             options=options,
-            isolation=cast("Isolation", self.isolation),
+            isolation=self.isolation,
             jobs=self.jobs,
             fresh=self.fresh,
             image_build=self.image_build,

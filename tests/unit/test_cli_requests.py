@@ -105,7 +105,7 @@ def test_doctor_request_parses_settings_and_checks_report_folders(tmp_path: Path
     with pytest.raises(UsageError, match=r"folder .* does not exist"):
         DoctorRequest(junit=tmp_path / "no" / "j.xml")
     with pytest.raises(UsageError, match="--backend 'tpu'"):
-        DoctorRequest(backend="tpu")
+        DoctorRequest(backend="tpu")  # type: ignore[arg-type]  # click hands in any string
 
 
 def test_render_and_slurm_requests() -> None:
