@@ -553,7 +553,9 @@ def remove_leftovers(prefix: Path, before: Listing, own: tuple[str, ...] = ()) -
     import os
     import shutil
 
-    names = frozenset(own)
+    # The journal's own temporary file counts as ours too: a kill -9 while the journal is
+    # rewritten (each child the restore starts is recorded in it) leaves one beside it.
+    names = frozenset(own) | SKIP_NAMES
     now = list_files(prefix)
     removed: list[str] = []
     for rel in sorted(now.entries.keys() - before.entries.keys()):

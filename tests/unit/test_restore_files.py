@@ -81,11 +81,13 @@ def test_leftovers_of_a_stopped_installer_go_what_is_not_its_stays(tmp_path: Pat
     (site / "~orch").mkdir()  # pip's stash of what it was replacing
     (site / "torch/new_module.py").write_text("")
     (venv / ".pip.conf.abc123.tmp").write_text("")  # rocmkit's own atomic write, cut short
+    (venv / ".rocmkit-journal.json.x1y2z3.tmp").write_text("")  # the journal's, killed mid-write
     (venv / "notes.txt").write_text("the user's\n")  # not in an installer's tree
     removed = remove_leftovers(venv, before, ("pip.conf",))
     assert removed == [
         ".lock",
         ".pip.conf.abc123.tmp",
+        ".rocmkit-journal.json.x1y2z3.tmp",
         "lib/python3.11/site-packages/scipy",
         "lib/python3.11/site-packages/torch/new_module.py",
         "lib/python3.11/site-packages/~orch",
